@@ -1,0 +1,333 @@
+"""Load specs/: YAML -> JSON Schema -> formulas -> variants -> invariants.
+
+Every failure is a :class:`SpecError` naming file, line and field.  The
+invariants checked on load are the ones a transcription error breaks:
+
+* every formula parses and uses only known names;
+* each layout covers its ``matrices x rows x cols`` tile: every cell is held
+  exactly ``copies`` times, and no (lane, element) maps outside the tile;
+* each operand's fragment packs whole registers, with containers wide enough
+  for the element type;
+* the operand tiles agree with the instruction's shape (A is MxK, B KxN, C/D MxN).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import itertools
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import numpy as np
+
+from .expr import Expr, ExprError, parse
+from .model import Fragment, Layout, Operand, Variant
+from .ptxtypes import TYPES
+from .targets import PtxVersion, parse_target
+from .yamlsrc import Source, SpecError, field_name, load_yaml
+
+__all__ = ["Specs", "load_specs", "load_file", "default_specs_dir", "SpecError"]
+
+_SCHEMA_PATH = Path(__file__).with_name("schema.json")
+
+
+def default_specs_dir() -> Path:
+    """specs/ of the source tree (the package is used from a checkout or editable install)."""
+    return Path(__file__).resolve().parents[2] / "specs"
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(_SCHEMA_PATH.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+@dataclass
+class Specs:
+    """All loaded variants, by id, in file order."""
+
+    variants: dict[str, Variant] = field(default_factory=dict)
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def get(self, variant_id: str) -> Variant:
+        try:
+            return self.variants[variant_id]
+        except KeyError:
+            close = difflib.get_close_matches(variant_id, list(self.variants), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise KeyError(f"unknown variant {variant_id!r}{hint}") from None
+
+    def select(self, patterns: Iterable[str] | str | None) -> list[Variant]:
+        """Variants whose id matches any glob or prefix; None selects all."""
+        if patterns is None:
+            return list(self.variants.values())
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        pats = list(patterns)
+        return [
+            v
+            for v in self.variants.values()
+            if any(v.id == p or v.id.startswith(p) or fnmatch.fnmatchcase(v.id, p) for p in pats)
+        ]
+
+
+def load_specs(directory: str | Path | None = None) -> Specs:
+    directory = Path(directory) if directory else default_specs_dir()
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise SpecError(str(directory), None, "", "no *.yaml spec files here")
+    specs = Specs()
+    for path in files:
+        load_file(path, specs)
+    return specs
+
+
+def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
+    specs = specs if specs is not None else Specs()
+    doc, src = load_yaml(path)
+    _check_schema(doc, src)
+    bindings = {k: _formula(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
+    fragments = {
+        name: Fragment(name, f["register"], f["per_register"], f.get("value_shift", 0))
+        for name, f in (doc.get("fragments") or {}).items()
+    }
+    for name, frag in fragments.items():
+        if frag.register_bits % frag.per_register:
+            raise src.error(("fragments", name), "per_register does not divide the register")
+    layouts = {}
+    for name, body in doc["layouts"].items():
+        if name in specs.layouts:
+            raise src.error(("layouts", name), f"layout defined twice (also in {specs.layouts[name].file})")
+        layouts[name] = _layout(name, body, bindings, src)
+        specs.layouts[name] = layouts[name]
+    for g, group in enumerate(doc["variants"]):
+        for variant in _expand(doc, group, ("variants", g), fragments, specs, src):
+            if variant.id in specs.variants:
+                other = specs.variants[variant.id]
+                raise src.error(("variants", g), f"variant {variant.id} already defined at {other.file}:{other.line}")
+            specs.variants[variant.id] = variant
+    specs.files.append(str(path))
+    return specs
+
+
+def _check_schema(doc: Any, src: Source) -> None:
+    errors = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        err = min(errors, key=lambda e: src.line(tuple(e.absolute_path)) or 0)
+        raise src.error(tuple(err.absolute_path), _schema_message(err))
+
+
+def _schema_message(err: jsonschema.ValidationError) -> str:
+    if err.validator == "additionalProperties":
+        return err.message.replace("Additional properties are not allowed", "unknown key")
+    if err.validator == "required":
+        return err.message.replace("is a required property", "is missing")
+    if err.validator == "oneOf" and err.schema.get("oneOf") and "required" in err.schema["oneOf"][0]:
+        return "give exactly one of min_target or targets"
+    return err.message
+
+
+def _formula(text: Any, path: tuple, src: Source) -> Expr:
+    try:
+        return parse(text)
+    except ExprError as exc:
+        raise src.error(path, str(exc)) from None
+
+
+def _layout(name: str, body: dict, bindings: dict[str, Expr], src: Source) -> Layout:
+    path = ("layouts", name)
+    local = dict(bindings)
+    for k, v in (body.get("let") or {}).items():
+        local[k] = _formula(v, path + ("let", k), src)
+    rows, cols = body["shape"]
+    layout = Layout(
+        name=name,
+        maps=body["maps"],
+        section=body["section"],
+        figure=body.get("figure"),
+        rows=rows,
+        cols=cols,
+        elements=body["elements"],
+        matrices=body.get("matrices", 1),
+        lanes=body.get("lanes", 32),
+        matrix=_formula(body.get("matrix", 0), path + ("matrix",), src),
+        row=_formula(body["row"], path + ("row",), src),
+        col=_formula(body["col"], path + ("col",), src),
+        where=_formula(body["where"], path + ("where",), src) if "where" in body else None,
+        copies=body.get("copies", 1),
+        bindings=local,
+        params=tuple(body.get("params", ())),
+        notes=tuple(body.get("notes", ())),
+        errata=tuple(body.get("errata", ())),
+        file=src.file,
+        line=src.line(path),
+    )
+    known = set(local) | {"%laneid", "i"} | set(layout.params)
+    for fld in ("matrix", "row", "col", "where"):
+        expr = getattr(layout, fld)
+        if expr is not None and expr.names() - known:
+            unknown = ", ".join(sorted(expr.names() - known))
+            raise src.error(path + (fld,), f"unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
+    if not layout.params:
+        check_layout(layout, src)
+    return layout
+
+
+def check_layout(layout: Layout, src: Source | None = None, params: dict | None = None) -> None:
+    """Raise unless the layout covers its tile exactly ``copies`` times."""
+
+    def fail(fld: str, msg: str) -> SpecError:
+        if src is None:
+            return SpecError(layout.file, layout.line, f"layouts.{layout.name}.{fld}", msg)
+        return src.error(("layouts", layout.name, fld), msg)
+
+    try:
+        m = layout.map(params)
+    except ExprError as exc:
+        raise fail("row", str(exc)) from None
+    held = layout.held(params)
+    cells = m[held]
+    for axis, (fld, bound) in enumerate((("matrix", layout.matrices), ("row", layout.rows), ("col", layout.cols))):
+        bad = np.nonzero((m[..., axis] < 0) & held | (m[..., axis] >= bound))
+        if len(bad[0]):
+            lane, elem = int(bad[0][0]), int(bad[1][0])
+            raise fail(fld, f"lane {lane} element {elem} gives {fld} {int(m[lane, elem, axis])}, outside 0..{bound - 1}")
+    flat = (cells[:, 0] * layout.rows + cells[:, 1]) * layout.cols + cells[:, 2]
+    counts = np.bincount(flat, minlength=layout.matrices * layout.rows * layout.cols)
+    wrong = np.nonzero(counts != layout.copies)[0]
+    if len(wrong):
+        cell = int(wrong[0])
+        mat, rest = divmod(cell, layout.rows * layout.cols)
+        r, c = divmod(rest, layout.cols)
+        holders = [(int(a), int(b)) for a, b in zip(*np.nonzero(held & (m[..., 0] == mat) & (m[..., 1] == r) & (m[..., 2] == c)))]
+        who = ", ".join(f"lane {a} element {b}" for a, b in holders[:4]) or "nobody"
+        raise fail(
+            "row",
+            f"cell (matrix {mat}, row {r}, col {c}) is held {int(counts[cell])} times (by {who}), "
+            f"expected {layout.copies}; {len(wrong)} cell(s) wrong",
+        )
+
+
+class _Template(dict):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def _subst(text: Any, axes: dict, path: tuple, src: Source) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return text.format_map(_Template({k: v for k, v in axes.items()}))
+    except KeyError as exc:
+        raise src.error(path, f"template names {{{exc.args[0]}}}, which no axis defines") from None
+
+
+_OVERRIDES = ("min_ptx", "min_target", "targets", "notes")
+
+
+def _axis_points(group: dict) -> list[tuple[dict, dict, int]]:
+    """(axis values, overrides, entry index) for every point of the group's axes."""
+    out = []
+    for e, entry in enumerate(group.get("axes") or [{}]):
+        keys = [k for k in entry if k not in _OVERRIDES]
+        choices = [entry[k] if isinstance(entry[k], list) else [entry[k]] for k in keys]
+        overrides = {k: entry[k] for k in _OVERRIDES if k in entry}
+        for combo in itertools.product(*choices):
+            out.append((dict(zip(keys, combo)), overrides, e))
+    return out
+
+
+def _expand(doc: dict, group: dict, path: tuple, fragments: dict, specs: Specs, src: Source) -> Iterable[Variant]:
+    for axes, overrides, e in _axis_points(group):
+        gpath = path + ("axes", e) if group.get("axes") else path
+        vid = _subst(group["instruction"], axes, path + ("instruction",), src)
+        settings = {**{k: group[k] for k in _OVERRIDES if k in group}, **overrides}
+        if "targets" in overrides:
+            settings.pop("min_target", None)
+        if "min_target" in overrides:
+            settings.pop("targets", None)
+        try:
+            requires = tuple(parse_target(t) for t in settings.get("targets") or [settings["min_target"]])
+            min_ptx = PtxVersion.parse(settings["min_ptx"])
+        except ValueError as exc:
+            raise src.error(gpath, str(exc)) from None
+        operands = {}
+        for name, op in group["operands"].items():
+            opath = path + ("operands", name)
+            tname = _subst(op["type"], axes, opath + ("type",), src)
+            lname = _subst(op["layout"], axes, opath + ("layout",), src)
+            fname = _subst(op.get("fragment", tname), axes, opath + ("fragment",), src)
+            if tname not in TYPES:
+                raise src.error(opath + ("type",), f"unknown type {tname!r} (variant {vid})")
+            layout = specs.layouts.get(lname)
+            if layout is None:
+                close = difflib.get_close_matches(lname, list(specs.layouts), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise src.error(opath + ("layout",), f"unknown layout {lname!r}{hint} (variant {vid})")
+            frag = fragments.get(fname)
+            if frag is None:
+                raise src.error(opath + ("fragment",), f"no fragment {fname!r} in this file's fragments (variant {vid})")
+            params = {k: tuple(v) for k, v in (op.get("params") or {}).items()}
+            if set(params) != set(layout.params):
+                raise src.error(
+                    opath + ("params",),
+                    f"layout {lname} takes parameters {sorted(layout.params)}, operand gives {sorted(params)}",
+                )
+            operand = Operand(name, TYPES[tname], layout, frag, params)
+            for combo in operand.param_combinations():
+                check_layout(layout, src, combo)
+            _check_operand(operand, vid, opath, src)
+            operands[name] = operand
+        variant = Variant(
+            id=vid,
+            family=doc["family"],
+            section=group["section"],
+            min_ptx=min_ptx,
+            requires=requires,
+            operands=operands,
+            notes=tuple(settings.get("notes", ())),
+            file=src.file,
+            line=src.line(gpath),
+        )
+        _check_shapes(variant, path, src)
+        yield variant
+
+
+def _check_operand(op: Operand, vid: str, path: tuple, src: Source) -> None:
+    frag, lay = op.fragment, op.layout
+    if lay.elements % frag.per_register:
+        raise src.error(path, f"{lay.elements} elements do not fill whole {frag.register} registers of {frag.per_register} (variant {vid})")
+    if op.type.bits + frag.value_shift > frag.container_bits:
+        raise src.error(path, f".{op.type.name} ({op.type.bits} bits) does not fit a {frag.container_bits}-bit container (variant {vid})")
+
+
+def _check_shapes(v: Variant, path: tuple, src: Source) -> None:
+    try:
+        m, n, k = v.shape
+    except ValueError as exc:
+        raise src.error(path + ("instruction",), f"{exc} ({v.id})") from None
+    want = {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}
+    sv = v.instruction.scale_vec
+    if sv is not None:
+        want.update({"scale_A": (m, sv), "scale_B": (sv, n)})
+    for name, (rows, cols) in want.items():
+        if name not in v.operands:
+            raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
+        lay = v.operands[name].layout
+        if (lay.rows, lay.cols) != (rows, cols):
+            raise src.error(
+                path + ("operands", name, "layout"),
+                f"{lay.name} is {lay.rows}x{lay.cols} but {v.id} needs {name} {rows}x{cols}",
+            )
+
+
+def describe_path(path: tuple) -> str:
+    return field_name(path)
