@@ -73,6 +73,11 @@ def _tokenize(text: str) -> list[Tok]:
             raise ExprError(f"unexpected character {text[pos]!r}", text, pos + 1)
         kind = m.lastgroup
         tok = m.group()
+        if kind == "name" and tok[0] == "%" and out and (out[-1].kind in ("num", "name") or out[-1].text == ")"):
+            # after an operand, '%' is the modulo operator (``x%y``), not a %register name
+            out.append(Tok("op", "%", pos))
+            pos += 1
+            continue
         if kind == "name" and tok in _KEYWORDS:
             out.append(Tok("kw", tok, pos))
         elif kind != "ws":
@@ -262,7 +267,13 @@ class _Parser:
         tok = self.take()
         if tok.kind != "num":
             raise self.error(f"expected an integer in set, found {tok.text!r}", tok)
-        return sign * int(tok.text.replace("_", ""), 0)
+        return sign * self.integer(tok)
+
+    def integer(self, tok: Tok) -> int:
+        try:
+            return int(tok.text.replace("_", ""), 0)
+        except ValueError:
+            raise self.error(f"bad integer literal {tok.text!r}", tok) from None
 
     def binary(self, level: int) -> Node:
         if level == len(self._LEVELS):
@@ -285,7 +296,7 @@ class _Parser:
     def atom(self) -> Node:
         tok = self.take()
         if tok.kind == "num":
-            return Num(int(tok.text.replace("_", ""), 0))
+            return Num(self.integer(tok))
         if tok.kind == "name":
             return Name(tok.text, tok.pos)
         if tok.text == "(":

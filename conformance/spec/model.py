@@ -226,6 +226,8 @@ class Variant:
             ptx = PtxVersion.parse(ptx) if isinstance(ptx, str) else ptx
             if ptx < self.min_ptx:
                 return f"needs .version {self.min_ptx} or later (PTX ISA notes)"
+            if ptx < target.min_ptx:
+                return f".target {target.name} needs .version {target.min_ptx} or later"
         if not any(target_satisfies(target, req) for req in self.requires):
             names = ", ".join(r.name for r in self.requires)
             return f"needs target {names} (Target ISA notes); {target.name} lacks it"

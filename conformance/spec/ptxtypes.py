@@ -50,7 +50,8 @@ class PtxType:
             if self.ignored_low_bits:
                 bits = bits & np.uint64(self.mask ^ ((1 << self.ignored_low_bits) - 1))
             storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
-            return bits.astype(storage).view(dt).astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                return bits.astype(storage).view(dt).astype(np.float64)
         if self.kind == "sint":
             v = bits.astype(np.int64)
             return np.where(v >= (1 << (self.bits - 1)), v - (1 << self.bits), v)

@@ -1,0 +1,90 @@
+"""The child process that owns the CUDA context (imported only there).
+
+A faulting kernel leaves a sticky error that poisons its context; running the
+GPU in a child process lets the parent kill it, start a fresh one, and go on.
+Modules are JIT-compiled by the driver from PTX and cached by the PTX's hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+
+def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
+    import numpy as np
+    import pycuda.driver as cuda
+
+    cuda.init()
+    dev = cuda.Device(0)
+    ctx = dev.make_context()
+    modules: dict[str, object] = {}
+    try:
+        while True:
+            msg = conn.recv()
+            if msg[0] == "exit":
+                return
+            if msg[0] == "info":
+                conn.send(("ok", _info(cuda, dev)))
+                continue
+            _, ptx, kernel, in_words, out_words, order, wpb = msg
+            key = hashlib.sha256(ptx.encode()).hexdigest()
+            try:
+                if key not in modules:
+                    t0 = time.perf_counter()
+                    modules[key] = cuda.module_from_buffer(ptx.encode())
+                    jit = time.perf_counter() - t0
+                else:
+                    jit = 0.0
+                fn = modules[key].get_function(kernel)
+                ncases = len(order)
+                out = np.zeros((in_words.shape[0], 32, out_words), dtype=np.uint32)
+                d_in = cuda.to_device(np.ascontiguousarray(in_words, dtype=np.uint32))
+                d_out = cuda.to_device(out)
+                d_order = cuda.to_device(np.ascontiguousarray(order, dtype=np.uint32))
+                blocks = (ncases + wpb - 1) // wpb
+                t0 = time.perf_counter()
+                fn(d_in, d_out, d_order, np.uint32(ncases), block=(32 * wpb, 1, 1), grid=(blocks, 1))
+                ctx.synchronize()
+                run = time.perf_counter() - t0
+                cuda.memcpy_dtoh(out, d_out)
+                for buf in (d_in, d_out, d_order):
+                    buf.free()
+                conn.send(("ok", out, {"jit_s": jit, "kernel_s": run}))
+            except cuda.CompileError as exc:
+                conn.send(("error", f"JIT compile failed: {str(exc).strip()[:2000]}", False))
+            except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
+                sticky = not isinstance(exc, cuda.CompileError)
+                conn.send(("error", f"{type(exc).__name__}: {exc}", sticky))
+                if sticky:
+                    return
+    finally:
+        try:
+            ctx.pop()
+        except Exception:
+            pass
+
+
+def _info(cuda, dev) -> dict:  # pragma: no cover - GPU only
+    import subprocess
+
+    import pycuda
+
+    major, minor = dev.compute_capability()
+    drv = cuda.get_driver_version()
+    out = {
+        "gpu": dev.name(),
+        "compute_capability": f"{major}.{minor}",
+        "cuda_driver_api": f"{drv // 1000}.{(drv % 1000) // 10}",
+        "cuda_pycuda_built_with": ".".join(map(str, cuda.get_version())),
+        "pycuda": pycuda.VERSION_TEXT,
+        "jit": "CUDA driver PTX JIT (module_from_buffer)",
+    }
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
+        out["driver"] = smi.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        out["driver"] = "unknown"
+    return out

@@ -1,0 +1,60 @@
+"""The backend interface: run launches of one PTX module, one result per launch.
+
+A launch runs ``ncases`` warps; warp ``w`` takes case ``order[w]``.  A result
+carries the output words, or the error that stopped that launch (a fault,
+a timeout, a JIT failure): one failed launch never ends the run.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance.spec.targets import PtxVersion
+from generators.probe import Probe
+
+
+class BackendError(RuntimeError):
+    """A backend cannot run at all (no GPU, no driver, no PyCUDA)."""
+
+
+@dataclass
+class Launch:
+    probe: Probe
+    in_words: np.ndarray  # uint32[case, lane, in_words]
+    out_words: int
+    order: np.ndarray  # uint32[ncases]: warp slot -> case
+    warps_per_block: int
+
+
+@dataclass
+class LaunchResult:
+    out: np.ndarray | None  # uint32[case, lane, out_words]
+    error: str | None = None
+    seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+
+class Backend(ABC):
+    name: str = "?"
+
+    @abstractmethod
+    def info(self) -> dict:
+        """Device, driver and toolkit facts for the run summary and JUnit properties."""
+
+    @abstractmethod
+    def compute_capability(self) -> tuple[int, int]:
+        """The GPU's (or emulated GPU's) compute capability."""
+
+    def max_ptx(self) -> PtxVersion:
+        """Highest ``.version`` the loader accepts."""
+        return PtxVersion(9, 0)
+
+    @abstractmethod
+    def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
+        """Run every launch against ``module`` (PTX text)."""
+
+    def close(self) -> None:
+        """Release the device."""

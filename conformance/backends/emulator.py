@@ -1,0 +1,67 @@
+"""The NumPy emulator: executes a probe as its spec describes, for machines without a GPU.
+
+It unpacks each case's input registers through the spec's lane maps, applies
+the instruction's semantics (injected by the caller: the oracle, so that this
+layer does not import a higher one), packs D back and writes the checksum the
+surroundings would produce.  It checks the pipeline end to end; it proves
+nothing about hardware.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from conformance.spec.model import Variant
+from conformance.spec.packing import pack, unpack
+from conformance.spec.targets import PtxVersion
+from generators.probe import buffer_layout, checksum
+
+from .base import Backend, Launch, LaunchResult
+
+Semantics = Callable[[Variant, dict[str, np.ndarray]], np.ndarray]
+
+
+class EmulatorBackend(Backend):
+    name = "emulator"
+
+    def __init__(self, semantics: Semantics, cc: tuple[int, int] = (12, 0), auto_reason: str | None = None):
+        self.semantics = semantics
+        self.cc = cc
+        self.auto_reason = auto_reason
+
+    def info(self) -> dict:
+        out = {"backend": self.name, "gpu": "NumPy emulator", "compute_capability": f"{self.cc[0]}.{self.cc[1]}"}
+        if self.auto_reason:
+            out["auto"] = self.auto_reason
+        return out
+
+    def compute_capability(self) -> tuple[int, int]:
+        return self.cc
+
+    def max_ptx(self) -> PtxVersion:
+        return PtxVersion(9, 9)
+
+    def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
+        return [self._run_one(launch) for launch in launches]
+
+    def _run_one(self, launch: Launch) -> LaunchResult:
+        t0 = time.perf_counter()
+        p = launch.probe
+        v = p.variant
+        layout = buffer_layout(v)
+        cases = launch.in_words[np.asarray(launch.order)]
+        bits = {}
+        for name, off in layout.inputs.items():
+            op = v.operands[name]
+            bits[name] = unpack(op, cases[:, :, off : off + op.words], p.params.get(name))
+        d_bits = self.semantics(v, bits)
+        out = np.zeros((len(cases), 32, launch.out_words), dtype=np.uint32)
+        d = v.operands["D"]
+        out[:, :, : d.words] = pack(d, d_bits)
+        out[:, :, layout.checksum_offset] = checksum(np.arange(32), p.surroundings)[None, :]
+        result = np.zeros_like(out)
+        result[np.asarray(launch.order)] = out
+        return LaunchResult(result, seconds=time.perf_counter() - t0)

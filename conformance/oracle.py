@@ -1,0 +1,68 @@
+"""The NumPy oracle: D = A*B + C (with block scales), exactly, then rounded to D's type.
+
+Inputs arrive as container bits per operand, ``[case, matrix, row, col]``, and
+are decoded through :mod:`conformance.spec.ptxtypes` (``ml_dtypes`` for bf16,
+fp8, fp6, fp4 and the scale types; tf32 drops its low 13 bits).  Arithmetic is
+float64 / int64:
+
+* floats: the generators draw inputs on grids where every product and partial
+  sum is exact in float64 and the final result is exact in D's type, so the
+  only rounding is the final conversion and the expected tolerance is 0 ULP;
+* integers: exact in int64, then wrapped to s32, or clamped with ``.satfinite``;
+* ``.b1``: ``popc`` of ``A & B`` or ``A ^ B`` along K, plus C, wrapped;
+* block scale: ``(A * scale_A) * (B * scale_B) + C`` with one scale per row of
+  A (column of B) and K-chunk of ``K / scale_vec`` elements (§9.7.14.3).
+
+The numerics of inexact sums (alignment, truncation, accumulator width) are
+not modelled here; that is a separate, measured model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.spec.model import Variant
+
+__all__ = ["mma"]
+
+
+def _decode(v: Variant, name: str, bits: np.ndarray) -> np.ndarray:
+    return v.operands[name].type.decode(bits)
+
+
+def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
+    """Expected D container bits ``uint64[case, matrix, row, col]``."""
+    a = _decode(v, "A", bits["A"])
+    b = _decode(v, "B", bits["B"])
+    c = _decode(v, "C", bits["C"])
+    d_type = v.operands["D"].type
+    ins = v.instruction
+    if ins.bitop is not None:
+        a_i, b_i = a.astype(np.int64), b.astype(np.int64)
+        if ins.bitop == "and":
+            acc = a_i @ b_i
+        else:
+            acc = a_i.sum(-1, keepdims=True) + b_i.sum(-2, keepdims=True) - 2 * (a_i @ b_i)
+        return _integer_result(acc + c.astype(np.int64), saturate=False, d_type=d_type)
+    if v.operands["A"].type.kind in ("sint", "uint"):
+        acc = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.int64)
+        return _integer_result(acc, saturate=ins.satfinite, d_type=d_type)
+    if "scale_A" in bits:
+        a, b = _apply_scales(v, a, b, bits)
+    with np.errstate(all="ignore"):
+        exact = a @ b + c
+    return d_type.encode(exact, exact=False)
+
+
+def _apply_scales(v: Variant, a: np.ndarray, b: np.ndarray, bits: dict[str, np.ndarray]):
+    sfa = _decode(v, "scale_A", bits["scale_A"])  # [case, 1, M, SF]
+    sfb = _decode(v, "scale_B", bits["scale_B"])  # [case, 1, SF, N]
+    k = a.shape[-1]
+    chunk = k // sfa.shape[-1]
+    return a * np.repeat(sfa, chunk, axis=-1), b * np.repeat(sfb, chunk, axis=-2)
+
+
+def _integer_result(acc: np.ndarray, saturate: bool, d_type) -> np.ndarray:
+    if saturate:
+        acc = np.clip(acc, -(2**31), 2**31 - 1)
+    return (acc & 0xFFFFFFFF).astype(np.uint64)

@@ -1,0 +1,200 @@
+"""The run loop: plan probes per variant, batch them into modules, launch, compare, record.
+
+Per variant and seed the plan picks (reproducibly) the ``.version`` and
+``.target``, the surroundings, the warps per block, how the cases split into
+launches and the case -> warp order.  Variants sharing a ``.version`` and
+``.target`` share one PTX module.  Verdicts and raw observations are written as
+each module finishes, so a run killed half way keeps what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from conformance.backends.base import Backend, Launch
+from conformance.compare import Verdict, compare
+from conformance.spec.model import Variant
+from conformance.spec.packing import pack
+from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
+from generators.inputs import CHECKS, CaseSet, make_checks
+from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
+
+__all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
+
+PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
+    PtxVersion(8, m) for m in range(0, 9)
+] + [PtxVersion(9, m) for m in range(0, 3)]
+
+
+@dataclass
+class Plan:
+    variant: Variant
+    seed: int
+    version: PtxVersion
+    target: Target
+    probe: Probe
+    case_sets: list[CaseSet]
+    in_words: np.ndarray  # uint32[case, lane, in_words], every check's cases in order
+    slices: dict[str, tuple[int, int]]
+    launches: list[np.ndarray]  # per launch: the case indices it runs, in warp order
+    warps_per_block: int
+
+    @property
+    def out_words(self) -> int:
+        return buffer_layout(self.variant).out_words
+
+
+def _targets_for(v: Variant, cc: tuple[int, int]) -> list[Target]:
+    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
+
+
+def support_reason(v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
+    """Why this GPU (or emulated GPU) cannot run the variant, or None."""
+    if v.min_ptx > max_ptx:
+        return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
+    targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    if not targets:
+        need = ", ".join(t.name for t in v.requires)
+        return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
+    return None
+
+
+def plan_variant(
+    v: Variant,
+    seed: int,
+    cc: tuple[int, int],
+    max_ptx: PtxVersion,
+    checks: Iterable[str] = CHECKS,
+    value_cases: int = 8,
+) -> Plan:
+    """Everything random about a variant's probes, from (seed, variant id) alone."""
+    case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
+    rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+    targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    target = targets[int(rng.integers(len(targets)))]
+    low = max(v.min_ptx, target.min_ptx)
+    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
+    version = versions[int(rng.integers(len(versions)))]
+    surroundings = Surroundings(
+        chain=bool(chainable(v) and rng.integers(2)),
+        extra_regs=int(rng.integers(0, 6)),
+        salt=int(rng.integers(0, 2**31)),
+    )
+    probe = Probe(v, case_sets[0].params, surroundings)
+    blocks = []
+    for cs in case_sets:
+        words = np.zeros((cs.cases, 32, buffer_layout(v).in_words), dtype=np.uint32)
+        for name, off in buffer_layout(v).inputs.items():
+            op = v.operands[name]
+            words[:, :, off : off + op.words] = pack(op, cs.bits[name], cs.params.get(name), cs.filler.get(name))
+        blocks.append(words)
+    in_words = np.concatenate(blocks)
+    slices, pos = {}, 0
+    for cs in case_sets:
+        slices[cs.check] = (pos, pos + cs.cases)
+        pos += cs.cases
+    order = rng.permutation(pos)
+    per_launch = int(rng.integers(max(1, pos // 4), pos + 1))
+    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+    wpb = int(rng.choice([1, 2, 4, 8]))
+    return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
+
+
+@dataclass
+class VariantOutcome:
+    plan: Plan | None
+    verdicts: list[Verdict] = field(default_factory=list)
+    out_words: np.ndarray | None = None
+    seconds: float = 0.0
+
+
+def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+    module = module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    outcomes = []
+    for plan in plans:
+        t0 = time.perf_counter()
+        out = np.zeros((len(plan.in_words), 32, plan.out_words), dtype=np.uint32)
+        errors = []
+        launches = []
+        for cases in plan.launches:
+            # Each launch gets only its cases: a compact buffer and the order within it.
+            launches.append(Launch(plan.probe, plan.in_words[cases], plan.out_words, np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))], plan.warps_per_block))
+        for cases, result in zip(plan.launches, backend.run(module, launches)):
+            if result.error:
+                errors.append(result.error)
+            else:
+                out[cases] = result.out
+        outcome = VariantOutcome(plan, out_words=None if errors else out, seconds=time.perf_counter() - t0)
+        for cs in plan.case_sets:
+            if errors:
+                outcome.verdicts.append(Verdict(plan.variant.id, cs.check, plan.seed, "error", message=errors[0]))
+                continue
+            a, b = plan.slices[cs.check]
+            outcome.verdicts.append(
+                compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
+            )
+        outcomes.append(outcome)
+    return outcomes
+
+
+def run_variants(
+    backend: Backend,
+    variants: list[Variant],
+    seed: int,
+    checks: Iterable[str] = CHECKS,
+    value_cases: int = 8,
+    on_outcome: Callable[[VariantOutcome], None] | None = None,
+    on_skip: Callable[[Variant, str], None] | None = None,
+    progress=None,
+) -> None:
+    """Plan, group by (.version, .target), run module by module, report each outcome."""
+    cc, max_ptx = backend.compute_capability(), backend.max_ptx()
+    groups: dict[tuple[str, str], list[Plan]] = {}
+    for v in variants:
+        why = support_reason(v, cc, max_ptx)
+        if why:
+            if on_skip:
+                on_skip(v, why)
+            if progress:
+                progress.update(1)
+            continue
+        plan = plan_variant(v, seed, cc, max_ptx, checks, value_cases)
+        groups.setdefault((str(plan.version), plan.target.name), []).append(plan)
+    for plans in groups.values():
+        for outcome in _run_module(backend, plans):
+            if on_outcome:
+                on_outcome(outcome)
+            if progress:
+                progress.update(1)
+
+
+def observation_name(variant_id: str, seed: int) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}.npz"
+
+
+def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
+    """Inputs and outputs per lane, and everything needed to re-run the comparators."""
+    plan = outcome.plan
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "variant": plan.variant.id,
+        "seed": plan.seed,
+        "version": str(plan.version),
+        "target": plan.target.name,
+        "warps_per_block": plan.warps_per_block,
+        "surroundings": vars(plan.probe.surroundings),
+        "checks": [
+            {"check": cs.check, "slice": list(plan.slices[cs.check]), "params": cs.params, "meta": cs.meta}
+            for cs in plan.case_sets
+        ],
+    }
+    path = directory / observation_name(plan.variant.id, plan.seed)
+    np.savez_compressed(path, in_words=plan.in_words, out_words=outcome.out_words, meta=json.dumps(meta))
+    return path

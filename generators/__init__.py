@@ -1,0 +1,1 @@
+"""Probe generators: seeded inputs and PTX probe kernels made from spec variants."""

@@ -1,0 +1,273 @@
+"""Seeded, dtype-aware probe inputs: one place decides every value a probe sees.
+
+Two kinds of check, each a set of cases (one warp per case):
+
+``value``
+    A, B, C (and scale factors) all random at once, drawn so that the exact
+    result of D = A*B + C is representable in D's type: every check is then
+    bit-exact, with tolerance 0 (the derivation is in :func:`float_grid`).
+    Integer forms also get accumulators near the s32 limits, so ``.satfinite``
+    and wrap-around are both exercised.  Slots a layout leaves unheld (scale
+    factors of unselected lanes) get random garbage.
+
+``map.A`` / ``map.B`` / ``map.C``
+    The operand under test carries *tags*: element ``t`` (its linear index over
+    matrix, row, col) is written in base ``R`` over several cases, one digit per
+    case, with digits drawn from an alphabet of values exact in both the
+    operand's and D's type.  The other multiplicand is a 0/1 selection matrix
+    and the rest are zero, so D is a permutation of the tagged operand.  Across
+    its cases every element is told apart from every other, whatever the type
+    (even ``.b1``), and the comparator can read back where each element went.
+
+How inputs simplify: the value check shrinks toward zero matrices with C only;
+the map checks are fully determined by the variant (the seed only picks the
+garbage in unheld slots and the selector immediates).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from conformance.spec.model import Operand, Variant
+from conformance.spec.ptxtypes import PtxType, ptx_type
+
+__all__ = ["CaseSet", "make_checks", "alphabet", "float_grid", "CHECKS"]
+
+CHECKS = ("value", "map.A", "map.B", "map.C")
+VALUE_CASES = 8
+MAX_ALPHABET = 4096
+
+
+@dataclass
+class CaseSet:
+    """The cases of one check of one variant: input bits per operand, plus how to read them."""
+
+    variant: Variant
+    check: str
+    seed: int
+    bits: dict[str, np.ndarray]  # operand -> uint64[case, matrix, row, col] container bits
+    filler: dict[str, np.ndarray]  # operand -> uint64[case, lane, element] garbage for unheld slots
+    params: dict[str, dict[str, int]]  # operand -> selector values (immediates of the probe)
+    meta: dict = field(default_factory=dict)  # map checks: digits, blocks, alphabet
+
+    @property
+    def cases(self) -> int:
+        return next(iter(self.bits.values())).shape[0]
+
+
+def _tile(op: Operand, cases: int) -> tuple[int, int, int, int]:
+    lay = op.layout
+    return (cases, lay.matrices, lay.rows, lay.cols)
+
+
+# ---------------------------------------------------------------------------
+# Exact value distributions
+# ---------------------------------------------------------------------------
+
+_SIGNIFICAND = {"f16": 11, "bf16": 8, "tf32": 11, "f32": 24, "f64": 53}
+# Accumulation precision the check relies on: the ISA promises "at least single
+# precision" (fp8 and narrower: measured Hopper accumulators keep about 14 bits
+# below the largest term), so results stay within 12 significant bits except f64.
+_ACC_BITS = 12
+
+
+@lru_cache(maxsize=None)
+def float_grid(type_name: str, vmax: float, frac_bits: int) -> np.ndarray:
+    """Values of the type that are multiples of 2**-frac_bits with |v| <= vmax.
+
+    Products of two such values are multiples of 2**-(2*frac_bits); a sum of K
+    of them plus C stays exact when K * vmax_a * vmax_b * 2**(fa+fb) fits the
+    accumulation precision, which :func:`_value_params` ensures.
+    """
+    t = ptx_type(type_name)
+    if t.bits <= 16:
+        vals = t.finite_values()
+    else:
+        step = 2.0**-frac_bits
+        vals = np.arange(-vmax, vmax + step / 2, step)
+    vals = vals[(np.abs(vals) <= vmax) & (np.mod(vals * 2.0**frac_bits, 1.0) == 0)]
+    return np.unique(vals)
+
+
+def _value_params(v: Variant) -> tuple[dict[str, tuple[float, int]], float]:
+    """(vmax, frac_bits) per float multiplicand, and |C| bound, keeping D exact."""
+    m, n, k = v.shape
+    dtype = v.operands["D"].type.name
+    acc_bits = 50 if dtype == "f64" else min(_ACC_BITS, _SIGNIFICAND.get(dtype, 24) - 1)
+    params = {}
+    for name in ("A", "B"):
+        t = v.operands[name].type
+        vmax = 8.0 if t.name not in ("e2m1",) else 6.0
+        params[name] = (vmax, 1 if t.name != "f64" else 3)
+    while True:
+        (va, fa), (vb, fb) = params["A"], params["B"]
+        units = k * va * vb * 2.0 ** (fa + fb)
+        if 2 * units < 2.0**acc_bits or (fa == 0 and fb == 0 and va <= 2 and vb <= 2):
+            break
+        if fa or fb:
+            params = {n_: (vv, max(ff - 1, 0)) for n_, (vv, ff) in params.items()}
+        else:
+            params = {n_: (max(vv / 2, 1.0), ff) for n_, (vv, ff) in params.items()}
+    return params, units * 2.0 ** -(fa + fb) if units else 1.0
+
+
+def _random_values(rng: np.random.Generator, t: PtxType, shape, vmax: float, frac: int) -> np.ndarray:
+    grid = float_grid(t.name, vmax, frac)
+    return rng.choice(grid, size=shape)
+
+
+def _value_case_bits(v: Variant, rng: np.random.Generator, cases: int) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    ops = v.operands
+    fparams, cbound = _value_params(v)
+    for name in ("A", "B"):
+        op = ops[name]
+        t = op.type
+        shape = _tile(op, cases)
+        if t.kind == "float":
+            vals = _random_values(rng, t, shape, *fparams[name])
+        elif t.kind == "bits":
+            vals = rng.integers(0, 2, size=shape)
+        else:
+            lo, hi = t.int_range()
+            vals = rng.integers(lo, hi + 1, size=shape)
+        out[name] = t.encode(vals)
+    c = ops["C"]
+    shape = _tile(c, cases)
+    if c.type.kind == "float":
+        frac = fparams["A"][1] + fparams["B"][1]
+        step = 2.0**-frac
+        vals = rng.integers(-int(cbound / step), int(cbound / step) + 1, size=shape) * step
+    else:
+        vals = rng.integers(-(1 << 20), 1 << 20, size=shape)
+        # Half of the cases sit near the s32 limits: sums then wrap, or saturate under .satfinite.
+        edge = rng.integers(2**31 - 2**19, 2**31, size=shape) * rng.choice([-1, 1], size=shape)
+        pick = (np.arange(cases) % 2 == 1)[:, None, None, None]
+        vals = np.where(pick, np.clip(edge, -(2**31), 2**31 - 1), vals)
+    out["C"] = c.type.encode(vals)
+    for name in ("scale_A", "scale_B"):
+        if name in ops:
+            op = ops[name]
+            # Scale factors 2**-2 .. 2**2 (ue8m0) or 0.5 .. 4 (ue4m3): exact, and products stay exact.
+            choices = np.array([0.25, 0.5, 1.0, 2.0, 4.0]) if op.type.name == "ue8m0" else np.array([0.5, 1.0, 1.5, 2.0])
+            out[name] = op.type.encode(rng.choice(choices, size=_tile(op, cases)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Tags
+# ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=None)
+def alphabet(type_name: str, dtype_name: str) -> tuple[float, ...]:
+    """Non-negative integers exact in both the operand type and D's type (at most 4096)."""
+    t, d = ptx_type(type_name), ptx_type(dtype_name)
+    if t.kind == "bits":
+        return (0.0, 1.0)
+    if t.kind in ("sint", "uint"):
+        hi = min(t.int_range()[1], MAX_ALPHABET - 1)
+        return tuple(float(x) for x in range(hi + 1))
+    cand = t.finite_values() if t.bits <= 16 else np.arange(MAX_ALPHABET, dtype=np.float64)
+    cand = cand[(cand >= 0) & (np.mod(cand, 1.0) == 0)]
+    if d.kind == "float":
+        cand = cand[d.decode(d.encode(cand, exact=False)) == cand]
+    return tuple(float(x) for x in cand[:MAX_ALPHABET])
+
+
+def _one(op: Operand) -> int:
+    return int(op.type.encode(np.array([1.0]))[0])
+
+
+def _zero_bits(op: Operand, cases: int) -> np.ndarray:
+    return np.zeros(_tile(op, cases), dtype=np.uint64)
+
+
+def _unit_scales(v: Variant, cases: int) -> dict[str, np.ndarray]:
+    return {
+        name: np.full(_tile(v.operands[name], cases), _one(v.operands[name]), dtype=np.uint64)
+        for name in ("scale_A", "scale_B")
+        if name in v.operands
+    }
+
+
+def _map_case_bits(v: Variant, target: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Tagged cases for ``map.<target>``; see the module docstring."""
+    ops = v.operands
+    m, n, k = v.shape
+    tagged = ops[target]
+    lay = tagged.layout
+    alpha = alphabet(tagged.type.name, ops["D"].type.name)
+    radix = len(alpha)
+    count = lay.matrices * lay.rows * lay.cols
+    digits = max(1, math.ceil(math.log(count, radix))) if count > 1 else 1
+    blocks = {"A": math.ceil(k / n), "B": math.ceil(k / m), "C": 1}[target]
+    cases = digits * blocks
+    tags = np.arange(count).reshape(lay.matrices, lay.rows, lay.cols)
+    alpha_arr = np.array(alpha)
+    bits: dict[str, np.ndarray] = {name: _zero_bits(ops[name], cases) for name in ("A", "B", "C")}
+    tag_vals = np.stack([alpha_arr[(tags // radix**d) % radix] for d in range(digits)])
+    tag_bits = tagged.type.encode(tag_vals)  # [digit, matrix, row, col]
+    other = {"A": "B", "B": "A"}.get(target)
+    for s in range(blocks):
+        for d in range(digits):
+            case = s * digits + d
+            bits[target][case] = tag_bits[d]
+            if other == "B":  # B[k, n] = 1 where k == n + N*s: D[m, n] = A[m, n + N*s]
+                kk = np.arange(n) + n * s
+                ok = kk < k
+                bits["B"][case][:, kk[ok], np.arange(n)[ok]] = _one(ops["B"])
+            elif other == "A":  # A[m, k] = 1 where k == m + M*s: D[m, n] = B[m + M*s, n]
+                kk = np.arange(m) + m * s
+                ok = kk < k
+                bits["A"][case][:, np.arange(m)[ok], kk[ok]] = _one(ops["A"])
+    bits.update(_unit_scales(v, cases))
+    meta = {"target": target, "radix": radix, "digits": digits, "blocks": blocks, "alphabet": list(alpha)}
+    return bits, meta
+
+
+# ---------------------------------------------------------------------------
+
+
+def _params(v: Variant, rng: np.random.Generator) -> dict[str, dict[str, int]]:
+    out = {}
+    for name, op in v.operands.items():
+        combos = op.param_combinations()
+        out[name] = combos[int(rng.integers(len(combos)))]
+    return out
+
+
+def _filler(v: Variant, rng: np.random.Generator, cases: int) -> dict[str, np.ndarray]:
+    return {
+        name: rng.integers(0, 2**32, size=(cases, op.layout.lanes, op.layout.elements), dtype=np.uint64)
+        for name, op in v.operands.items()
+        if name != "D"
+    }
+
+
+def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_cases: int = VALUE_CASES) -> list[CaseSet]:
+    """All case sets of a variant for one seed; same seed, same inputs."""
+    rng = np.random.default_rng([seed, _stable_hash(v.id)])
+    params = _params(v, rng)
+    out = []
+    for check in checks:
+        if check == "value":
+            bits = _value_case_bits(v, rng, value_cases)
+            meta: dict = {}
+        elif check.startswith("map."):
+            bits, meta = _map_case_bits(v, check[len("map.") :])
+        else:
+            raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS)}")
+        cases = next(iter(bits.values())).shape[0]
+        out.append(CaseSet(v, check, seed, bits, _filler(v, rng, cases), params, meta))
+    return out
+
+
+def _stable_hash(text: str) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
