@@ -169,6 +169,10 @@ def cmd_run(args) -> int:
         per = outcome.seconds / max(1, len(outcome.verdicts))
         for verdict in outcome.verdicts:
             log.add_verdict(specs, verdict, per, backend.name)
+            if verdict.observed is not None:
+                target = verdict.check.split(".", 1)[1]
+                op = outcome.plan.variant.operands[target]
+                log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
         counts["cases"] += len(outcome.plan.in_words)
         if outcome.out_words is not None and not args.no_observations:
             save_observation(out_dir / "observations", outcome)
@@ -261,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
         cli_assemble = None
     if cli_assemble is not None:
         cli_assemble.add_parser(sub)
+    from conformance import bench
+
+    bench.add_parser(sub)
     return p
 
 

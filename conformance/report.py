@@ -52,6 +52,8 @@ class RunLog:
     seed: int
     junit_path: Path | None = None
     records: list[Record] = field(default_factory=list)
+    observed: dict = field(default_factory=dict)
+    observed_index: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -81,11 +83,37 @@ class RunLog:
         self.add(rec)
         return rec
 
+    def add_observed(self, variant: str, operand: str, layout: str, observed, spec) -> None:
+        """Keep an observed lane map (from a map check) for observed_maps.npz/json."""
+        self.observed[f"{variant}|{operand}"] = observed
+        differ = int((observed != spec).any(axis=-1).sum())
+        self.observed_index.setdefault(variant, {})[operand] = {
+            "layout": layout,
+            "agrees_with_spec": differ == 0,
+            "slots_differing": differ,
+        }
+
+    def write_observed(self) -> None:
+        if not self.observed:
+            return
+        import numpy as np
+
+        np.savez_compressed(self.out_dir / "observed_maps.npz", **{k.replace("/", "_"): v for k, v in self.observed.items()})
+        doc = {
+            "device": self.info,
+            "seed": self.seed,
+            "about": "Observed [lane, element] -> (matrix, row, col) maps of each tagged operand, read back from D "
+            "(relative to the spec's D map); arrays in observed_maps.npz under '<variant>|<operand>'.",
+            "variants": self.observed_index,
+        }
+        (self.out_dir / "observed_maps.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
     def counts(self) -> Counter:
         return Counter(r.status for r in self.records)
 
     def flush(self, extra: dict | None = None) -> None:
         self.write_junit()
+        self.write_observed()
         summary = {
             "seed": self.seed,
             **self.info_block(),

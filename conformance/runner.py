@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 
@@ -73,6 +73,7 @@ def plan_variant(
     max_ptx: PtxVersion,
     checks: Iterable[str] = CHECKS,
     value_cases: int = 8,
+    cases_per_launch: int | None = None,
 ) -> Plan:
     """Everything random about a variant's probes, from (seed, variant id) alone."""
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
@@ -102,8 +103,10 @@ def plan_variant(
         pos += cs.cases
     order = rng.permutation(pos)
     per_launch = int(rng.integers(max(1, pos // 4), pos + 1))
-    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
     wpb = int(rng.choice([1, 2, 4, 8]))
+    if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
+        per_launch, wpb = cases_per_launch, 1
+    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
     return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
 
 
@@ -113,6 +116,11 @@ class VariantOutcome:
     verdicts: list[Verdict] = field(default_factory=list)
     out_words: np.ndarray | None = None
     seconds: float = 0.0
+
+
+def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+    """Run plans that share a (.version, .target) as one module."""
+    return _run_module(backend, plans)
 
 
 def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:

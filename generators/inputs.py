@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -75,7 +75,7 @@ _SIGNIFICAND = {"f16": 11, "bf16": 8, "tf32": 11, "f32": 24, "f64": 53}
 _ACC_BITS = 12
 
 
-@lru_cache(maxsize=None)
+@cache
 def float_grid(type_name: str, vmax: float, frac_bits: int) -> np.ndarray:
     """Values of the type that are multiples of 2**-frac_bits with |v| <= vmax.
 
@@ -163,7 +163,7 @@ def _value_case_bits(v: Variant, rng: np.random.Generator, cases: int) -> dict[s
 # ---------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def alphabet(type_name: str, dtype_name: str) -> tuple[float, ...]:
     """Non-negative integers exact in both the operand type and D's type (at most 4096)."""
     t, d = ptx_type(type_name), ptx_type(dtype_name)

@@ -7,7 +7,6 @@ Modules are JIT-compiled by the driver from PTX and cached by the PTX's hash.
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 
@@ -27,15 +26,17 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
             if msg[0] == "info":
                 conn.send(("ok", _info(cuda, dev)))
                 continue
-            _, ptx, kernel, in_words, out_words, order, wpb = msg
-            key = hashlib.sha256(ptx.encode()).hexdigest()
-            try:
-                if key not in modules:
+            if msg[0] == "load":
+                _, key, ptx = msg
+                try:
                     t0 = time.perf_counter()
                     modules[key] = cuda.module_from_buffer(ptx.encode())
-                    jit = time.perf_counter() - t0
-                else:
-                    jit = 0.0
+                    conn.send(("ok", time.perf_counter() - t0))
+                except cuda.CompileError as exc:
+                    conn.send(("error", f"JIT compile failed: {str(exc).strip()[:2000]}", False))
+                continue
+            _, key, kernel, in_words, out_words, order, wpb = msg
+            try:
                 fn = modules[key].get_function(kernel)
                 ncases = len(order)
                 out = np.zeros((in_words.shape[0], 32, out_words), dtype=np.uint32)
@@ -50,14 +51,11 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
                 cuda.memcpy_dtoh(out, d_out)
                 for buf in (d_in, d_out, d_order):
                     buf.free()
-                conn.send(("ok", out, {"jit_s": jit, "kernel_s": run}))
-            except cuda.CompileError as exc:
-                conn.send(("error", f"JIT compile failed: {str(exc).strip()[:2000]}", False))
+                conn.send(("ok", out, {"kernel_s": run}))
             except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
-                sticky = not isinstance(exc, cuda.CompileError)
-                conn.send(("error", f"{type(exc).__name__}: {exc}", sticky))
-                if sticky:
-                    return
+                # A fault leaves a sticky error in the context: report it and let the parent restart us.
+                conn.send(("error", f"{type(exc).__name__}: {exc}", True))
+                return
     finally:
         try:
             ctx.pop()

@@ -10,7 +10,7 @@ nothing about hardware.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

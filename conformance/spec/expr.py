@@ -21,8 +21,8 @@ Python's is not.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Union
 
 import numpy as np
 
@@ -106,26 +106,26 @@ class Name:
 @dataclass(frozen=True)
 class Unary:
     op: str
-    operand: "Node"
+    operand: Node
 
 
 @dataclass(frozen=True)
 class Binary:
     op: str
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     pos: int
 
 
 @dataclass(frozen=True)
 class Compare:
-    first: "Node"
-    rest: tuple[tuple[str, "Node"], ...]
+    first: Node
+    rest: tuple[tuple[str, Node], ...]
 
 
 @dataclass(frozen=True)
 class Member:
-    operand: "Node"
+    operand: Node
     values: frozenset[int]
     negate: bool
 
@@ -133,23 +133,23 @@ class Member:
 @dataclass(frozen=True)
 class BoolOp:
     op: str  # "and" | "or"
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class Not:
-    operand: "Node"
+    operand: Node
 
 
 @dataclass(frozen=True)
 class Cond:
-    then: "Node"
-    test: "Node"
-    orelse: "Node"
+    then: Node
+    test: Node
+    orelse: Node
 
 
-Node = Union[Num, Name, Unary, Binary, Compare, Member, BoolOp, Not, Cond]
+Node = Num | Name | Unary | Binary | Compare | Member | BoolOp | Not | Cond
 
 
 class _Parser:

@@ -17,10 +17,11 @@ import difflib
 import fnmatch
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import numpy as np
@@ -122,7 +123,13 @@ def _check_schema(doc: Any, src: Source) -> None:
     errors = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         err = min(errors, key=lambda e: src.line(tuple(e.absolute_path)) or 0)
-        raise src.error(tuple(err.absolute_path), _schema_message(err))
+        path = tuple(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            # point at the first unknown key itself, not at the mapping that holds it
+            known = err.schema.get("properties", {})
+            extra = [k for k in err.instance if k not in known]
+            path += tuple(extra[:1])
+        raise src.error(path, _schema_message(err))
 
 
 def _schema_message(err: jsonschema.ValidationError) -> str:

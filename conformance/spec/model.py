@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Mapping
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class Instruction:
     parts: tuple[str, ...]
 
     @classmethod
-    def parse(cls, text: str) -> "Instruction":
+    def parse(cls, text: str) -> Instruction:
         parts = tuple(text.split("."))
         return cls(parts[0], parts[1:])
 

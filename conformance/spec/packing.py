@@ -10,7 +10,7 @@ element ``i`` sits in register ``i // per_register`` at bit
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -62,13 +62,13 @@ class PtxVersion:
     minor: int
 
     @classmethod
-    def parse(cls, text: str) -> "PtxVersion":
+    def parse(cls, text: str) -> PtxVersion:
         m = re.fullmatch(r"(\d+)\.(\d+)", str(text).strip())
         if not m:
             raise ValueError(f"bad PTX version {text!r}; expected MAJOR.MINOR such as 8.0")
         return cls(int(m.group(1)), int(m.group(2)))
 
-    def __lt__(self, other: "PtxVersion") -> bool:
+    def __lt__(self, other: PtxVersion) -> bool:
         return (self.major, self.minor) < (other.major, other.minor)
 
     def __str__(self) -> str:

@@ -1,0 +1,89 @@
+"""GPU tests: the PyCUDA backend on real hardware, fault and hang isolation.
+
+Skipped, with the reason, where PyCUDA or a CUDA device is missing (CI has
+neither); CI instead replays the recorded GPU run (tests/test_pipeline.py).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conformance.backends.base import Launch
+from conformance.backends.pycuda_backend import gpu_available
+
+_OK, _WHY = gpu_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=f"no GPU: {_WHY}")]
+
+_FAULTY = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry good(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)
+{
+    .reg .b64 %q<2>; .reg .b32 %t<2>;
+    ld.param.u64 %q0, [p_out]; cvta.to.global.u64 %q0, %q0;
+    mov.u32 %t0, %tid.x; mul.wide.u32 %q1, %t0, 4; add.s64 %q0, %q0, %q1;
+    st.global.u32 [%q0], %t0;
+    ret;
+}
+.visible .entry trap_kernel(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)
+{
+    trap;
+}
+.visible .entry hang_kernel(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)
+{
+$L: bra $L;
+}
+"""
+
+
+def _launch(name: str) -> Launch:
+    return Launch(SimpleNamespace(name=name), np.zeros((1, 32, 2), np.uint32), 1, np.zeros(1, np.uint32), 1)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from conformance.backends.pycuda_backend import PyCudaBackend
+
+    b = PyCudaBackend(timeout_s=5)
+    yield b
+    b.close()
+
+
+def test_info_names_gpu_and_toolchain(backend):
+    info = backend.info()
+    for key in ("gpu", "compute_capability", "driver", "cuda_driver_api", "ptxas", "pycuda"):
+        assert info[key], key
+
+
+def test_fault_is_one_error_and_the_next_launch_runs(backend):
+    good, trap, good2 = backend.run(_FAULTY, [_launch("good"), _launch("trap_kernel"), _launch("good")])
+    assert good.error is None and list(good.out[0, :, 0]) == list(range(32))
+    assert trap.error and trap.out is None
+    assert good2.error is None and list(good2.out[0, :, 0]) == list(range(32))
+
+
+def test_hang_times_out_and_the_next_launch_runs(backend):
+    backend.timeout_s = 2
+    hang, good = backend.run(_FAULTY, [_launch("hang_kernel"), _launch("good")])
+    assert "timed out" in hang.error
+    assert good.error is None
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f16",
+        "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32",
+        "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc",
+        "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e5m2.f16",
+    ],
+)
+def test_variant_passes_on_gpu(tmp_path, variant):
+    from conformance.cli import main
+
+    assert main(["run", "--backend", "pycuda", "--select", variant, "--out", str(tmp_path), "--quiet", "--seed", "7"]) == 0
