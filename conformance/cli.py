@@ -205,7 +205,13 @@ def cmd_replay(args) -> int:
     from conformance.replay import replay_dir
 
     specs = _specs(args)
-    return replay_dir(specs, Path(args.directory), junit=Path(args.junit) if args.junit else None, quiet=args.quiet)
+    return replay_dir(
+        specs,
+        Path(args.directory),
+        junit=Path(args.junit) if args.junit else None,
+        quiet=args.quiet,
+        out=Path(args.out) if args.out else None,
+    )
 
 
 # --- parser -------------------------------------------------------------------
@@ -256,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     specs_arg(r)
     r.add_argument("directory", metavar="DIR")
     r.add_argument("--junit", metavar="FILE")
+    r.add_argument("--out", metavar="OUT", help="write results.jsonl and junit.xml of the replay here")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=cmd_replay)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,15 @@ def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
         return json.loads(str(z["meta"])), z["in_words"], z["out_words"]
 
 
-def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: bool = False) -> int:
+def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: bool = False, out: Path | None = None) -> int:
+    """Replay every observation under DIR/observations; writes reports only under ``out`` / ``junit``."""
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="ptxconf-replay-") as tmp:
+            return _replay(specs, directory, junit, quiet, Path(tmp))
+    return _replay(specs, directory, junit, quiet, out)
+
+
+def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path) -> int:
     obs_dir = directory / "observations"
     files = sorted(obs_dir.glob("*.npz"))
     if not files:
@@ -36,7 +45,7 @@ def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: 
     summary_path = directory / "summary.json"
     info = json.loads(summary_path.read_text()).get("device", {}) if summary_path.exists() else {}
     info = {**info, "replayed_from": str(directory)}
-    log = RunLog(Path(junit).parent if junit else Path(directory) / "replay", info, -1, junit)
+    log = RunLog(out, info, -1, junit)
     for path in files:
         meta, in_words, out_words = load_observation(path)
         vid = meta["variant"]
