@@ -21,7 +21,7 @@ import numpy as np
 
 from conformance.oracle import mma
 from conformance.spec.model import Variant
-from conformance.spec.packing import unpack
+from conformance.spec.packing import element_bits, unpack
 from generators.probe import BufferLayout, Surroundings, buffer_layout, checksum
 
 __all__ = ["Mismatch", "Verdict", "compare", "split_inputs", "observed_map"]
@@ -136,7 +136,7 @@ def compare(
             + (f"; {verdict.message}" if verdict.message else "")
         )
     if meta and check.startswith("map.") and v.instruction.bitop != "xor":
-        obs, diff = observed_map(v, meta, actual)
+        obs, diff = observed_map(v, meta, actual, words[meta["target"]])
         verdict.observed = obs
         verdict.map_diff = diff
         if diff and verdict.status == "pass":  # cannot happen when D matched; kept as a guard
@@ -144,8 +144,15 @@ def compare(
     return verdict
 
 
-def observed_map(v: Variant, meta: dict, actual_bits: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def observed_map(
+    v: Variant, meta: dict, actual_bits: np.ndarray, tagged_words: np.ndarray | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Read the tags back: where did each (lane, element) of the tagged operand land?
+
+    ``tagged_words`` (the tagged operand's input words, ``[case, lane, word]``)
+    gives the tag each register slot actually held; without them the tags are
+    inferred from the spec's map, which cannot see a spec edited after the
+    recording (a replay).
 
     Returns ``int64[lane, element, 3]`` (-1 where undecidable) and one line per
     slot whose observed (matrix, row, col) differs from the spec's.
@@ -163,6 +170,12 @@ def observed_map(v: Variant, meta: dict, actual_bits: np.ndarray) -> tuple[np.nd
     lay = op.layout
     tag_of_slot = np.full(spec.shape[:2], -1, dtype=np.int64)
     tag_of_slot[held] = ((spec[..., 0] * lay.rows + spec[..., 1]) * lay.cols + spec[..., 2])[held]
+    if tagged_words is not None:  # the tags the slots really held, digit j in case j
+        held_digits = np.vectorize(lambda x: lookup.get(float(x), -1), otypes=[np.int64])(
+            op.type.decode(element_bits(op, tagged_words[:digits]))
+        )
+        held_tags = sum(held_digits[j] * radix**j for j in range(digits))
+        tag_of_slot = np.where(held & np.all(held_digits >= 0, axis=0), held_tags, -1)
     slot_of_tag = {int(t): (int(a), int(b)) for (a, b), t in np.ndenumerate(tag_of_slot) if t >= 0}
     observed = np.full(spec.shape, -1, dtype=np.int64)
     for s in range(blocks):

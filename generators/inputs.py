@@ -115,6 +115,16 @@ def _value_params(v: Variant) -> tuple[dict[str, tuple[float, int]], float]:
     return params, units * 2.0 ** -(fa + fb) if units else 1.0
 
 
+def _max_product_sum(v: Variant) -> int:
+    """About two standard deviations of sum_k a*b for uniform integer inputs (at least 16)."""
+    k = v.shape[2]
+    mags = []
+    for name in ("A", "B"):
+        lo, hi = v.operands[name].type.int_range() if v.operands[name].type.kind != "bits" else (0, 1)
+        mags.append(max(abs(lo), abs(hi)))
+    return max(16, int(2 * k**0.5 * mags[0] * mags[1] / 3))
+
+
 def _random_values(rng: np.random.Generator, t: PtxType, shape, vmax: float, frac: int) -> np.ndarray:
     grid = float_grid(t.name, vmax, frac)
     return rng.choice(grid, size=shape)
@@ -144,8 +154,10 @@ def _value_case_bits(v: Variant, rng: np.random.Generator, cases: int) -> dict[s
         vals = rng.integers(-int(cbound / step), int(cbound / step) + 1, size=shape) * step
     else:
         vals = rng.integers(-(1 << 20), 1 << 20, size=shape)
-        # Half of the cases sit near the s32 limits: sums then wrap, or saturate under .satfinite.
-        edge = rng.integers(2**31 - 2**19, 2**31, size=shape) * rng.choice([-1, 1], size=shape)
+        # Half of the cases sit within one full product sum of the s32 limits: sums then
+        # wrap, or saturate under .satfinite, about half of the time.
+        reach = _max_product_sum(v)
+        edge = rng.integers(2**31 - reach, 2**31, size=shape) * rng.choice([-1, 1], size=shape)
         pick = (np.arange(cases) % 2 == 1)[:, None, None, None]
         vals = np.where(pick, np.clip(edge, -(2**31), 2**31 - 1), vals)
     out["C"] = c.type.encode(vals)
@@ -174,6 +186,7 @@ def alphabet(type_name: str, dtype_name: str) -> tuple[float, ...]:
         return tuple(float(x) for x in range(hi + 1))
     cand = t.finite_values() if t.bits <= 16 else np.arange(MAX_ALPHABET, dtype=np.float64)
     cand = cand[(cand >= 0) & (np.mod(cand, 1.0) == 0)]
+    cand = cand[t.decode(t.encode(cand, exact=False)) == cand]  # tf32: 4096 candidates, only 11 significant bits
     if d.kind == "float":
         cand = cand[d.decode(d.encode(cand, exact=False)) == cand]
     return tuple(float(x) for x in cand[:MAX_ALPHABET])
@@ -258,7 +271,7 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
         if check == "value":
             bits = _value_case_bits(v, rng, value_cases)
             meta: dict = {}
-        elif check.startswith("map."):
+        elif check in CHECKS and check.startswith("map."):
             bits, meta = _map_case_bits(v, check[len("map.") :])
         else:
             raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS)}")
