@@ -8,6 +8,7 @@ variant prints "did you mean"; exit status 2 for usage errors.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -19,6 +20,11 @@ from conformance import __version__
 from conformance.spec import SpecError, load_specs
 
 EXIT_USAGE = 2
+
+EXTENSIONS = (
+    "conformance.cli_assemble",
+    "conformance.bench",
+)
 
 
 def _specs(args):
@@ -266,15 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=cmd_replay)
 
-    try:
-        from conformance import cli_assemble
-    except ImportError:  # pragma: no cover - during development only
-        cli_assemble = None
-    if cli_assemble is not None:
-        cli_assemble.add_parser(sub)
-    from conformance import bench
-
-    bench.add_parser(sub)
+    # Each feature registers its own subcommands: one line here per module.
+    for module in EXTENSIONS:
+        importlib.import_module(module).add_parser(sub)
     return p
 
 
