@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.backends.base import Backend, Launch
+from conformance.backends.base import Backend, Launch, runnable_targets, support_reason
 from conformance.compare import Verdict, compare
 from conformance.spec.model import Variant
 from conformance.spec.packing import pack
-from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
+from conformance.spec.targets import PtxVersion, Target
 from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
 
@@ -51,21 +51,6 @@ class Plan:
         return buffer_layout(self.variant).out_words
 
 
-def _targets_for(v: Variant, cc: tuple[int, int]) -> list[Target]:
-    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
-
-
-def support_reason(v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
-    """Why this GPU (or emulated GPU) cannot run the variant, or None."""
-    if v.min_ptx > max_ptx:
-        return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
-    targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
-    if not targets:
-        need = ", ".join(t.name for t in v.requires)
-        return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
-    return None
-
-
 def plan_variant(
     v: Variant,
     seed: int,
@@ -78,7 +63,7 @@ def plan_variant(
     """Everything random about a variant's probes, from (seed, variant id) alone."""
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
     rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
-    targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
     target = targets[int(rng.integers(len(targets)))]
     low = max(v.min_ptx, target.min_ptx)
     versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conformance.spec.targets import PtxVersion
+from conformance.spec.model import Variant
+from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 from generators.probe import Probe
 
 
@@ -58,3 +59,19 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release the device."""
+
+
+def runnable_targets(v: Variant, cc: tuple[int, int]) -> list[Target]:
+    """Targets whose PTX has the variant's features and loads on a GPU of ``cc``."""
+    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
+
+
+def support_reason(v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
+    """Why this GPU (or emulated GPU) cannot run the variant, or None: decided before anything is built."""
+    if v.min_ptx > max_ptx:
+        return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
+    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    if not targets:
+        need = ", ".join(t.name for t in v.requires)
+        return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
+    return None

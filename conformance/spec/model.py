@@ -237,3 +237,23 @@ class Variant:
     def inputs(self) -> tuple[str, ...]:
         """Operand names read by the instruction, in probe-buffer order."""
         return tuple(n for n in self.operands if n != "D")
+
+
+class TableLayout(Layout):
+    """A layout given as a table instead of formulas: observed maps, permuted maps in tests.
+
+    ``table`` is ``int64[lane, element, 3]`` of (matrix, row, col), -1 where unheld.
+    """
+
+    def __init__(self, base: Layout, table: np.ndarray, name: str | None = None):
+        object.__setattr__(self, "_table", np.asarray(table, dtype=np.int64))
+        fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
+        fields["name"] = name or f"{base.name}[table]"
+        for f, val in fields.items():
+            object.__setattr__(self, f, val)
+
+    def map(self, params: Mapping[str, int] | None = None) -> np.ndarray:
+        return self._table.copy()
+
+    def held(self, params: Mapping[str, int] | None = None) -> np.ndarray:
+        return self._table[..., 0] >= 0

@@ -86,3 +86,12 @@ def unpack(op: Operand, words: np.ndarray, params: Mapping[str, int] | None = No
     lanes, es = np.nonzero(held)
     out[:, m[lanes, es, 0], m[lanes, es, 1], m[lanes, es, 2]] = elems[:, lanes, es]
     return out
+
+
+def slots_to_words(op: Operand, slot_bits: np.ndarray) -> np.ndarray:
+    """``bits[case, lane, element]`` -> words, with no layout (discovery writes registers directly)."""
+    frag = op.fragment
+    values = (np.asarray(slot_bits, dtype=np.uint64) & np.uint64(op.type.mask)) << np.uint64(frag.value_shift)
+    shift = ((np.arange(op.layout.elements) % frag.per_register) * frag.container_bits).astype(np.uint64)
+    slots = (values << shift).reshape(values.shape[0], values.shape[1], op.registers, frag.per_register)
+    return registers_to_words(op, np.bitwise_or.reduce(slots, axis=-1))
