@@ -25,6 +25,7 @@ EXTENSIONS = (
     "conformance.cli_assemble",
     "conformance.bench",
     "conformance.cli_discover",
+    "conformance.wmma_observe",
 )
 
 

@@ -41,8 +41,9 @@ def observed_yaml(v: Variant, disc: Discovery, device: dict) -> tuple[str, list[
             continue
         lname = f"observed.{v.id}.{name}"
         lay = op.layout
+        comp = f"computation {lay.matrices}, " if lay.matrices > 1 else ""
         entry = {
-            "maps": f"(lane 32, element {lay.elements}) -> ({'computation %d, ' % lay.matrices if lay.matrices > 1 else ''}row {lay.rows}, col {lay.cols})",
+            "maps": f"(lane 32, element {lay.elements}) -> ({comp}row {lay.rows}, col {lay.cols})",
             "section": lay.section,
             "shape": [lay.rows, lay.cols],
             "elements": lay.elements,
@@ -123,7 +124,7 @@ def run(args) -> int:
                 _figures(v, disc, out)
             line = f"{status:9s} {disc.seconds:6.2f} s  {v.id}"
             print(line)
-            for n, diffs in disc.diffs.items():
+            for diffs in disc.diffs.values():
                 for d in diffs[:4]:
                     print("    " + d)
     finally:

@@ -329,3 +329,21 @@ def ascii_grid(layout: Layout, params: Mapping[str, int] | None = None) -> str:
         ]
         blocks.append(([f"computation {q}:"] if layout.matrices > 1 else []) + lines)
     return "\n".join("\n".join(b) for b in blocks)
+
+
+def map_figure(m: np.ndarray, path: Path | str, title: str, letter: str = "a", per_register: int = 1) -> Path:
+    """Draw a bare observed ``[lane, element, 3]`` map (no spec behind it), like an operand figure.
+
+    Cells held by several slots (duplicated fragments) list every holder.
+    """
+    from types import SimpleNamespace
+
+    matrices, rows, cols = _shape(m)
+    tile = SimpleNamespace(matrices=matrices, rows=rows, cols=cols)
+
+    def label(h: Holder) -> str:
+        return f"T{h[0]}: {letter}{h[1]}"
+
+    with matplotlib.rc_context(_RC):
+        fig = _operand_fig(tile, holders(m), label, per_register, title)
+        return _save(fig, path)
