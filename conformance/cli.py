@@ -26,6 +26,7 @@ EXTENSIONS = (
     "conformance.bench",
     "conformance.cli_discover",
     "conformance.wmma_observe",
+    "conformance.cli_docs",
 )
 
 

@@ -1,0 +1,249 @@
+"""Compare what a document says with specs/, by meaning: lane maps, not text.
+
+Each doc formula pair is evaluated to a ``[lane, element] -> (row, col)`` map
+(plus the MMA computation index where the document's table gives one) and
+compared with ``Layout.map()`` of every spec variant operand it applies to.
+Statuses: ``same``, ``changed`` (with the lanes/elements that differ),
+``only in doc``, ``only in specs`` (only within the shapes/types the document
+covers), ``unparseable`` (line and why; matched against the errata specs/
+records).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance.spec import ExprError, Specs, parse
+from conformance.spec.expr import evaluate
+from conformance.spec.model import Layout, Variant
+
+from .extract import ISA_BINDINGS, DocLayout, Extraction
+from .formula import DocFormula
+
+__all__ = ["Finding", "diff", "doc_map", "applies"]
+
+STATUSES = ("same", "changed", "only in doc", "only in specs", "unparseable")
+_MAX_CELLS = 8
+
+
+@dataclass
+class Finding:
+    status: str
+    subject: str  # variant id, or "<shape> <operand> .<type>" for what specs/ lacks
+    operand: str | None
+    file: str
+    line: int | None
+    section: str | None
+    detail: str = ""
+    differences: list[dict] = field(default_factory=list)
+    erratum: dict | None = None
+    doc_formulas: dict | None = None
+    spec_layout: str | None = None
+
+    @property
+    def counts_as_difference(self) -> bool:
+        return self.status != "same" and not (self.erratum and self.status in ("unparseable", "changed"))
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
+
+    def text(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        op = f" {self.operand}" if self.operand else ""
+        head = f"{self.status:13s} {self.subject}{op}  [{where}{', §' + self.section if self.section else ''}]"
+        lines = [head]
+        if self.detail:
+            lines.append(f"    {self.detail}")
+        for d in self.differences[:_MAX_CELLS]:
+            lines.append(f"    lane {d['lane']:2d} element {d['element']}: specs {tuple(d['specs'])}  doc {tuple(d['doc'])}")
+        if len(self.differences) > _MAX_CELLS:
+            lines.append(f"    ... {len(self.differences) - _MAX_CELLS} more")
+        if self.erratum:
+            lines.append(f"    matches known erratum in specs/ ({self.spec_layout}): {self.erratum['problem']}; "
+                         f"specs/ takes: {self.erratum['taken']}")
+        return "\n".join(lines)
+
+
+def _is_sparse(v: Variant) -> bool:
+    return "sp" in v.instruction.parts
+
+
+def _shape(v: Variant) -> str | None:
+    try:
+        m, n, k = v.shape
+    except ValueError:
+        return None
+    return f"m{m}n{n}k{k}"
+
+
+def applies(lay: DocLayout, v: Variant, operand: str) -> bool:
+    """Whether a doc layout describes this spec operand (shape, sparsity, type, .row/.col)."""
+    if operand not in lay.operands or operand not in v.operands:
+        return False
+    if lay.shape != _shape(v) or lay.sparse != _is_sparse(v):
+        return False
+    if lay.types and v.operands[operand].type.name not in lay.types:
+        return False
+    if lay.orientation and operand in ("A", "B"):
+        orient = v.instruction.layouts
+        if len(orient) == 2 and orient["AB".index(operand)] != lay.orientation:
+            return False
+    return True
+
+
+def doc_map(lay: DocLayout, elements: int, lanes: int = 32) -> np.ndarray:
+    """``int64[lane, element, 3]``: (computation, row, col) as the document's formulas give them."""
+    env: dict[str, object] = {k: parse(v) for k, v in {**ISA_BINDINGS, **lay.bindings}.items()}
+    for f in (lay.row, lay.col):
+        assert f is not None and f.expr is not None
+        env.update({k: parse(v) for k, v in f.lets.items()})
+    env["%laneid"] = np.arange(lanes, dtype=np.int64)[:, None]
+    env["i"] = np.arange(elements, dtype=np.int64)[None, :]
+    shape = (lanes, elements)
+    comp = np.zeros(shape, dtype=np.int64)
+    if lay.computations is not None:
+        comp = np.broadcast_to(np.asarray(lay.computations, dtype=np.int64)[:, None], shape)
+    row = np.broadcast_to(evaluate(parse(lay.row.expr), env), shape)
+    col = np.broadcast_to(evaluate(parse(lay.col.expr), env), shape)
+    return np.stack([comp, row, col], axis=-1)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s()]+|otherwise", "", text.lower())
+
+
+def _erratum(lay: Layout, f: DocFormula, lines: dict[int, str]) -> dict | None:
+    """The errata entry of ``lay`` whose ISA text the document's failing (or changed) line repeats."""
+    candidates = [lines.get(f.error_line or -1, "")] if f.error else []
+    candidates += [part for part in f.isa_text.split(" / ")]
+    for err in lay.errata:
+        known = _norm(err["isa_text"])
+        for c in candidates:
+            c = _norm(re.sub(r"^(row|col)\s*=", "", c.strip()))
+            if len(c) >= 8 and c in known:
+                return dict(err)
+    return None
+
+
+def _formulas(lay: DocLayout) -> dict:
+    return {f.field: {"isa": f.isa_text, "expr": f.expr, **({"where": f.lets} if f.lets else {})}
+            for f in (lay.row, lay.col) if f is not None}
+
+
+def _compare(ex: Extraction, lay: DocLayout, v: Variant, operand: str, lines: dict[int, str]) -> Finding:
+    op = v.operands[operand]
+    base = dict(subject=v.id, operand=operand, file=ex.file, line=lay.line, section=lay.section,
+                doc_formulas=_formulas(lay), spec_layout=op.layout.name)
+    missing = [fld for fld in ("row", "col") if getattr(lay, fld) is None]
+    if missing:
+        return Finding("unparseable", detail=f"the document gives no '{missing[0]} =' formula here", **base)
+    for f in (lay.row, lay.col):
+        if f.kind == "range":
+            return Finding("unparseable", detail=f"{f.field} is a range ({f.isa_text!r}), not a lane map", **base)
+        if f.error:
+            base["line"] = f.error_line or f.line
+            why = f"{f.field}: {f.error}"
+            if f.suspected_erratum:
+                why += " (suspected doc erratum)"
+            return Finding("unparseable", detail=why, erratum=_erratum(op.layout, f, lines), **base)
+    if op.params:
+        return Finding("unparseable", detail=f"specs/ layout {op.layout.name} takes parameters; not compared", **base)
+    spec = op.layout.map()
+    n_spec = op.layout.elements
+    n_doc = lay.elements or (lay.col.domain and len(lay.col.domain)) or (lay.row.domain and len(lay.row.domain)) or n_spec
+    if n_doc != n_spec:
+        return Finding("changed", detail=f"the document gives {n_doc} elements per lane, specs/ {n_spec}", **base)
+    try:
+        doc = doc_map(lay, n_doc, op.layout.lanes)
+    except ExprError as exc:
+        return Finding("unparseable", detail=f"cannot evaluate: {exc}", **base)
+    axes = [1, 2] if lay.computations is None or op.layout.matrices == 1 else [0, 1, 2]
+    held = spec[..., 1] >= 0
+    diff_mask = np.any(spec[..., axes] != doc[..., axes], axis=-1) | ~held
+    if not diff_mask.any():
+        return Finding("same", **base)
+    cells = [{"lane": int(a), "element": int(b), "specs": [int(x) for x in spec[a, b, axes]],
+              "doc": [int(x) for x in doc[a, b, axes]]} for a, b in zip(*np.nonzero(diff_mask))]
+    elems = sorted({c["element"] for c in cells})
+    lanes = sorted({c["lane"] for c in cells})
+    names = "(computation, row, col)" if len(axes) == 3 else "(row, col)"
+    detail = (f"{len(cells)} of {diff_mask.size} (lane, element) pairs map elsewhere {names}: "
+              f"elements {_ranges(elems)} in lanes {_ranges(lanes)}")
+    worst = lay.row if np.any(spec[..., 1] != doc[..., 1]) else lay.col
+    return Finding("changed", detail=detail, differences=cells, erratum=_erratum(op.layout, worst, lines), **base)
+
+
+def _ranges(xs: list[int]) -> str:
+    out, k = [], 0
+    while k < len(xs):
+        j = k
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[k]) if j == k else f"{xs[k]}-{xs[j]}")
+        k = j + 1
+    return ", ".join(out)
+
+
+def _covers(ex: Extraction, v: Variant) -> str | None:
+    """The section of the document whose heading covers this variant's shape/type group, if any."""
+    a = v.operands.get("A")
+    for sec in ex.sections:
+        if sec.shape == _shape(v) and sec.sparse == _is_sparse(v) and (not sec.types or (a and a.type.name in sec.types)):
+            return sec.number
+    for lay in ex.layouts:  # a document without headings covers what its formulas name
+        if not lay.section and "A" in lay.operands and lay.shape == _shape(v) and (
+            not lay.types or (a and a.type.name in lay.types)
+        ):
+            return ""
+    return None
+
+
+def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> list[Finding]:
+    lines = lines or {}
+    out: list[Finding] = []
+    used: set[int] = set()
+    for v in specs.variants.values():
+        for operand in ("A", "B", "C", "D"):
+            if operand not in v.operands:
+                continue
+            hits = [k for k, lay in enumerate(ex.layouts) if applies(lay, v, operand)]
+            if hits:
+                used.update(hits)
+                out.append(_compare(ex, ex.layouts[hits[0]], v, operand, lines))
+                continue
+            sec = _covers(ex, v)
+            if sec is not None:
+                out.append(Finding("only in specs", v.id, operand, ex.file, None, sec or None,
+                                   detail=f"specs/ has this operand ({v.operands[operand].layout.name}, "
+                                          f"{v.file}:{v.line}); the document covers {_shape(v)} but gives no formula for it"))
+    for lay in ex.layouts:
+        for t in lay.types or ():
+            for orient in ([lay.orientation] if lay.orientation else [None]):
+                exists = any(
+                    applies(DocLayout(lay.section, lay.shape, lay.sparse, (o,), orient, (t,), None, None, 0), v, o)
+                    for v in specs.variants.values() for o in lay.operands
+                )
+                if not exists:
+                    what = f"{lay.shape}{'.sp' if lay.sparse else ''} {'/'.join(lay.operands)}{'.' + orient if orient else ''} .{t}"
+                    kinds = [f"{f.field} is a range {f.isa_text!r}" for f in (lay.row, lay.col) if f and f.kind == "range"]
+                    errs = [f"{f.field} unparseable (line {f.error_line}): {f.error}" for f in (lay.row, lay.col) if f and f.error]
+                    detail = "no variant in specs/ has this operand type" + (" (sparse)" if lay.sparse else "")
+                    if kinds or errs:
+                        detail += "; " + "; ".join(kinds + errs)
+                    out.append(Finding("only in doc", what, None, ex.file, lay.line, lay.section or None,
+                                       detail=detail, doc_formulas=_formulas(lay)))
+    for t in ex.tables:
+        instr = re.search(r"\b(tcgen05\.mma|wgmma\.\w+|mma\.sp|mma)\b", " ".join(lines.values()))
+        fam = instr.group(1) if instr else None
+        have = fam and any(v.family.startswith(fam.split(".")[0]) and v.id.startswith(fam) for v in specs.variants.values())
+        if not have:
+            out.append(Finding("only in doc", f"Table {t.number} ({t.caption})", None, ex.file, t.line, None,
+                               detail=f"{len(t.rows)} rows x {len(t.header)} columns ({', '.join(t.header)}); "
+                                      f"specs/ has no {fam or 'matching'} variants to compare them with"))
+        else:
+            out.append(Finding("same", f"Table {t.number} ({t.caption})", None, ex.file, t.line, None,
+                               detail=f"{len(t.rows)} rows extracted; shape-table comparison with specs/ is not implemented"))
+    return out

@@ -1,0 +1,180 @@
+"""ISA text -> extraction -> semantic diff against specs/, on the seeds in tests/data/seeds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.docs import DocError, extract_file, read_doc, translate_block
+from conformance.docs.diff import diff
+from conformance.docs.importer import write_draft
+from conformance.docs.source import Line
+from conformance.spec import load_file, load_specs
+
+SEEDS = Path(__file__).parent / "data" / "seeds"
+TXT = SEEDS / "000_32dffcae7a8aaf0a.txt"
+MD = SEEDS / "001_1cbd6daafd0e6ed2.txt"
+TABLE = SEEDS / "002_00bc72c80baf5276.txt"
+SPARSE = SEEDS / "003_2b0067d5fb2dff82.txt"
+TUTORIAL = SEEDS / "004_0ed765547a181bb0.txt"
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return load_specs()
+
+
+def run_diff(path, specs):
+    ex = extract_file(path)
+    _, lines = read_doc(path)
+    return diff(ex, specs, {ln.number: ln.text for ln in lines})
+
+
+def not_same(findings):
+    return [f for f in findings if f.status != "same"]
+
+
+def edited(tmp_path, src, old, new, count=1):
+    text = src.read_text()
+    assert text.count(old) >= count, old
+    p = tmp_path / src.name
+    p.write_text(text.replace(old, new, count))
+    return p
+
+
+def test_text_and_markdown_renderings_extract_identically():
+    a, b = extract_file(TXT), extract_file(MD)
+    assert (a.format, b.format) == ("text", "markdown")
+    ca, cb = a.canonical("9.7.14.5.1"), b.canonical("9.7.14.5.1")
+    assert ca == cb
+    assert len(ca["layouts"]) == 6 and len(ca["fragments"]) == 4
+    f32 = ca["layouts"][-1]
+    assert f32["types"] == ("f32",) and f32["row"]["lets"] == {"X": "(%laneid & 0b1) + (i & 0b10)"}
+    assert f32["figure"] == "Figure 51, Figure 52" and f32["computations"][16] == 0 and f32["computations"][31] == 3
+
+
+@pytest.mark.parametrize("seed", [TXT, MD, TUTORIAL])
+def test_seeds_diff_clean(seed, specs):
+    findings = run_diff(seed, specs)
+    assert not_same(findings) == []
+    assert len(findings) >= 16
+
+
+def test_m8n8k4_covers_both_sections(specs):
+    same = {(f.subject, f.operand) for f in run_diff(TXT, specs)}
+    assert ("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", "C") in same
+    assert ("mma.sync.aligned.m8n8k4.col.row.f32.f16.f16.f16", "A") in same
+
+
+def test_changed_coefficient_is_reported_exactly(tmp_path, specs):
+    doc = edited(tmp_path, TXT, "col = (i & 0b100) + (%laneid & 0b10) + (i & 0b1)",
+                 "col = (i & 0b100) + (%laneid & 0b10) * 2 + (i & 0b1)")
+    bad = not_same(run_diff(doc, specs))
+    assert {f.status for f in bad} == {"changed"}
+    assert {f.spec_layout for f in bad} == {"m8n8k4.CD.f32"}
+    assert {f.operand for f in bad} == {"C", "D"}
+    cells = bad[0].differences
+    assert cells and all(c["lane"] % 4 in (2, 3) for c in cells)
+    assert all(c["doc"][2] == c["specs"][2] + 2 for c in cells)
+    assert len(cells) == 16 * 8
+
+
+def test_swapped_element_indices(tmp_path, specs):
+    doc = edited(tmp_path, TUTORIAL, "row = groupID for ci where i < 2", "row = groupID for ci where i in {0, 2}")
+    doc = edited(tmp_path, doc, "groupID + 8 for ci where i >= 2", "groupID + 8 for ci where i in {1, 3}")
+    bad = not_same(run_diff(doc, specs))
+    assert bad and {f.status for f in bad} == {"changed"} and {f.spec_layout for f in bad} == {"m16n8.CD"}
+    assert {c["element"] for c in bad[0].differences} == {1, 2}
+    assert "elements 1-2 in lanes 0-31" in bad[0].detail
+
+
+def test_dropped_shape_only_in_specs(tmp_path, specs):
+    text = TXT.read_text()
+    doc = tmp_path / "dropped.txt"
+    doc.write_text(text[: text.index("9.7.14.5.2.")])
+    bad = not_same(run_diff(doc, specs))
+    assert {f.status for f in bad} == {"only in specs"}
+    assert {f.subject for f in bad} == {"mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"}
+    assert {f.operand for f in bad} == {"A", "B", "C", "D"} and bad[0].section == "9.7.14.5"
+
+
+def test_added_type_only_in_doc_and_import(tmp_path, specs):
+    row = ".f16 A vector expression containing two .f16x2 registers, with each register containing two .f16 elements from the matrix A. a0, a1, a2, a3"
+    doc = edited(tmp_path, TXT, row, row + "\n" + row.replace(".f16 elements", ".bf16 elements").replace(".f16 A", ".bf16 A"))
+    bad = not_same(run_diff(doc, specs))
+    assert {(f.status, f.subject) for f in bad} == {("only in doc", "m8n8k4 A.row .bf16"), ("only in doc", "m8n8k4 A.col .bf16")}
+    path = write_draft(extract_file(doc), specs, tmp_path / "draft")
+    loaded = load_file(path)
+    assert "mma.sync.aligned.m8n8k4.row.row.f16.bf16.f16.f16" in loaded.variants
+    v = loaded.variants["mma.sync.aligned.m8n8k4.row.row.f16.bf16.f16.f16"]
+    assert (v.operands["A"].layout.default_map == specs.layouts["m8n8k4.A.row.f16"].default_map).all()
+
+
+def test_unbalanced_parenthesis_matches_known_erratum(tmp_path, specs):
+    doc = tmp_path / "k16f64.txt"
+    doc.write_text(
+        "9.7.14.5.8. Matrix Fragments for mma.m16n8k16 with .f64 floating point type\n"
+        "Multiplicand A:\n"
+        "row = groupID for ai where i % 2 = 0\n"
+        "      groupID + 8 Otherwise\n"
+        "col = (i * 2) + threadID_in_group for ai where i % 2 = 0\n"
+        "      (i * 2) - 2 + (threadID_in_group Otherwise\n")
+    [f] = [f for f in run_diff(doc, specs) if f.operand == "A"]
+    assert f.status == "unparseable" and f.line == 6
+    assert "unbalanced" in f.detail and "suspected doc erratum" in f.detail
+    assert f.erratum and "parenthesis" in f.erratum["problem"] and not f.counts_as_difference
+
+
+def test_formula_forms():
+    def t(*lines):
+        return translate_block([Line(k + 1, s) for k, s in enumerate(lines)])
+
+    assert t("row = groupID for a0 and a1", "groupID + 8 for a2 and a3").expr == "groupID if i in {0, 1} else groupID + 8"
+    assert t("row = groupID for ai where 0 <= i < 2 || 4 <= i < 6", "groupID + 8 Otherwise").expr == (
+        "groupID if 0 <= i < 2 or 4 <= i < 6 else groupID + 8")
+    f = t("col = (i * 2) + 1 for ai where i % 2 = 0", "(i * 2 Otherwise")
+    assert f.expr is None and f.error_line == 2 and f.suspected_erratum
+    assert t("col = [firstcol ... lastcol] // As per", "Where", "firstcol = threadID_in_group * 4").kind == "range"
+
+
+def test_table_39_rows():
+    [t] = extract_file(TABLE).tables
+    assert t.number == 39 and len(t.header) == 7 and len(t.rows) == 56
+    rec = t.records()
+    assert rec[0][".kind::*"] == ".kind::f16" and rec[0]["Shapes Supported"].startswith("64xNxK, 128xNxK; N = {8, 16, 24, ... 256}")
+    sparse_tf32 = [r for r in rec if r[".kind::*"] == ".kind::tf32" and r["Sparsity"] == "Sparse" and r["Has .ws"] == ".ws"]
+    assert [r["Shapes Supported"] for r in sparse_tf32] == ["N = {64, 128}; K = 16", "Invalid"]
+    assert rec[-1]["CTA Group"] == "1 / 2" and rec[-1]["Shapes Supported"] == "Invalid"
+
+
+def test_sparse_seed_only_in_doc(specs):
+    found = run_diff(SPARSE, specs)
+    assert found and {f.status for f in found} == {"only in doc"}
+    assert all("range" in f.detail for f in found)
+
+
+def test_garbage_names_file_and_line(tmp_path, capsys):
+    g = tmp_path / "garbage.txt"
+    g.write_text("hello\nthis is not a PTX section\n")
+    with pytest.raises(DocError, match=r"garbage.txt:1: no PTX ISA"):
+        extract_file(g)
+    b = tmp_path / "bin.html"
+    b.write_bytes(b"<p>ok</p>\nline two\n\xff\xfe\x00")
+    assert main(["doc-diff", str(b)]) == 2
+    assert "bin.html:3: not UTF-8" in capsys.readouterr().err
+
+
+def test_cli_text_and_json(tmp_path, capsys):
+    assert main(["doc-diff", str(TXT), str(MD)]) == 0
+    assert "0 difference(s)" in capsys.readouterr().out
+    doc = edited(tmp_path, TUTORIAL, "col = groupID", "col = groupID + 1")
+    assert main(["doc-diff", "--json", str(doc)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    changed = [f for f in out["findings"] if f["status"] == "changed"]
+    assert {f["operand"] for f in changed} == {"B"} and out["summary"]["changed"] == len(changed) > 0
+    assert main(["doc-diff", str(doc)]) == 1
+    text = capsys.readouterr().out
+    assert "changed" in text and "lane  0 element 0: specs (0, 0)  doc (0, 1)" in text
