@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .tcgen05 import DescFormat, MmaTuple, Tcgen05Spec
 from .targets import PtxVersion, Target, parse_target
+from .tcgen05 import DescFormat, MmaTuple, Tcgen05Spec
 
 __all__ = [
     "DescriptorError",
