@@ -27,6 +27,7 @@ EXTENSIONS = (
     "conformance.cli_discover",
     "conformance.wmma_observe",
     "conformance.cli_docs",
+    "conformance.cli_tcgen05",
 )
 
 

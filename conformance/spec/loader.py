@@ -57,6 +57,8 @@ class Specs:
     variants: dict[str, Variant] = field(default_factory=dict)
     layouts: dict[str, Layout] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    # Table-shaped documents of other schemas (e.g. "tcgen05/1"), by family.
+    documents: dict[str, Any] = field(default_factory=dict)
 
     def get(self, variant_id: str) -> Variant:
         try:
@@ -91,9 +93,35 @@ def load_specs(directory: str | Path | None = None) -> Specs:
     return specs
 
 
+# Spec files whose ``schema`` is a string name a document kind with its own
+# JSON Schema and loader ("module:function" taking (doc, Source), returning an
+# object with a ``family``); integer schemas are the variant files below.
+DOCUMENT_KINDS: dict[str, str] = {
+    "tcgen05/1": "conformance.spec.tcgen05:load_document",
+}
+
+
+def _load_document(doc: dict, src: Source, specs: Specs) -> None:
+    import importlib
+
+    kind = doc["schema"]
+    if kind not in DOCUMENT_KINDS:
+        known = ", ".join(["1", *DOCUMENT_KINDS])
+        raise src.error(("schema",), f"unknown schema {kind!r}; known: {known}")
+    module, func = DOCUMENT_KINDS[kind].split(":")
+    loaded = getattr(importlib.import_module(module), func)(doc, src)
+    if loaded.family in specs.documents:
+        raise src.error(("family",), f"family {loaded.family} already loaded from {specs.documents[loaded.family].file}")
+    specs.documents[loaded.family] = loaded
+
+
 def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
     specs = specs if specs is not None else Specs()
     doc, src = load_yaml(path)
+    if isinstance(doc, dict) and isinstance(doc.get("schema"), str):
+        _load_document(doc, src, specs)
+        specs.files.append(str(path))
+        return specs
     _check_schema(doc, src)
     bindings = {k: _formula(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
     fragments = {
