@@ -147,11 +147,11 @@ def cmd_run(args) -> int:
     from conformance.oracle import mma
     from conformance.report import Record, RunLog
     from conformance.runner import run_variants, save_observation
-    from generators.inputs import CHECKS
+    from generators.inputs import CHECKS, SPARSE_CHECKS
 
     for check in args.check or []:
-        if check not in CHECKS:
-            raise SystemExit(f"ptxconf: --check {check}: unknown check; choose from {', '.join(CHECKS)}")
+        if check not in CHECKS + SPARSE_CHECKS:
+            raise SystemExit(f"ptxconf: --check {check}: unknown check; choose from {', '.join(CHECKS + SPARSE_CHECKS)}")
     specs = _specs(args)
     variants = specs.select(args.select) if args.select else list(specs.variants.values())
     if not variants:

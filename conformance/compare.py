@@ -22,6 +22,7 @@ import numpy as np
 from conformance.oracle import mma
 from conformance.spec.model import Variant
 from conformance.spec.packing import element_bits, unpack
+from conformance.spec.sparse import densify
 from generators.probe import BufferLayout, Surroundings, buffer_layout, checksum
 
 __all__ = ["Mismatch", "Verdict", "compare", "split_inputs", "observed_map"]
@@ -136,7 +137,7 @@ def compare(
             + (f"; {verdict.message}" if verdict.message else "")
         )
     if meta and check.startswith("map.") and v.instruction.bitop != "xor":
-        obs, diff = observed_map(v, meta, actual, words[meta["target"]])
+        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"))
         verdict.observed = obs
         verdict.map_diff = diff
         if diff and verdict.status == "pass":  # cannot happen when D matched; kept as a guard
@@ -145,7 +146,11 @@ def compare(
 
 
 def observed_map(
-    v: Variant, meta: dict, actual_bits: np.ndarray, tagged_words: np.ndarray | None = None
+    v: Variant,
+    meta: dict,
+    actual_bits: np.ndarray,
+    tagged_words: np.ndarray | None = None,
+    metadata_bits: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Read the tags back: where did each (lane, element) of the tagged operand land?
 
@@ -177,6 +182,12 @@ def observed_map(
         held_tags = sum(held_digits[j] * radix**j for j in range(digits))
         tag_of_slot = np.where(held & np.all(held_digits >= 0, axis=0), held_tags, -1)
     slot_of_tag = {int(t): (int(a), int(b)) for (a, b), t in np.ndenumerate(tag_of_slot) if t >= 0}
+    # mma.sp map.A: D shows dense columns; the (one) metadata of the check says which stored
+    # (compressed) column each dense column holds, -1 for the structural zeros.
+    stored_col = None
+    if target == "A" and metadata_bits is not None:
+        comp = np.arange(lay.rows * lay.cols, dtype=np.uint64).reshape(1, 1, lay.rows, lay.cols) + np.uint64(1)
+        stored_col = densify(v, comp, metadata_bits[:1]).astype(np.int64)[0, 0] - 1 - np.arange(lay.rows)[:, None] * lay.cols
     observed = np.full(spec.shape, -1, dtype=np.int64)
     for s in range(blocks):
         dig = digit[s * digits : (s + 1) * digits]
@@ -191,6 +202,10 @@ def observed_map(
                 kk = c + n * s
                 if kk >= k:
                     continue
+                if stored_col is not None:
+                    if stored_col[r, kk] < 0:
+                        continue
+                    kk = int(stored_col[r, kk])
                 cell = (mat, r, kk)
             elif target == "B":
                 kk = r + m * s

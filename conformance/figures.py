@@ -23,7 +23,7 @@ from matplotlib.patches import Rectangle
 
 from conformance.spec import Layout, Variant
 
-__all__ = ["operand_figure", "map_diff_figure", "ascii_grid", "holders", "operand_letter", "lane_colors"]
+__all__ = ["operand_figure", "metadata_figure", "map_diff_figure", "ascii_grid", "holders", "operand_letter", "lane_colors"]
 
 Cell = tuple[int, int, int]  # (matrix, row, col)
 Holder = tuple[int, int]  # (lane, element)
@@ -31,7 +31,7 @@ Holders = dict[Cell, list[Holder]]
 Labeller = Callable[[Holder], str]
 
 MAX_PANEL_COLS = 64
-_LETTERS = {"A": "a", "B": "b", "C": "c", "D": "d", "scale_A": "sfa", "scale_B": "sfb"}
+_LETTERS = {"A": "a", "B": "b", "C": "c", "D": "d", "scale_A": "sfa", "scale_B": "sfb", "metadata": "e"}
 
 
 def operand_letter(name: str) -> str:
@@ -269,6 +269,20 @@ def operand_figure(
     with matplotlib.rc_context(_RC):
         title = _operand_title(variant, operand_name, params)
         fig = _operand_fig(op.layout, holders(op.layout.map(params)), label, op.fragment.per_register, title)
+        return _save(fig, path)
+
+
+def metadata_figure(variant: Variant, path: Path | str, selector: int | None = None) -> Path:
+    """mma.sp metadata drawn like the ISA's: each field cell (row, 2*chunk+slot) labelled ``T<lane>: [hi:lo]``."""
+    op = variant.operands["metadata"]
+    params = op.param_combinations()[0] if selector is None else {"selector": selector}
+
+    def label(h: Holder) -> str:
+        return f"T{h[0]}: [{2 * h[1] + 1}:{2 * h[1]}]"
+
+    with matplotlib.rc_context(_RC):
+        title = f"{variant.id}: metadata, selector {params['selector']} (cell: row, 2*chunk + slot)"
+        fig = _operand_fig(op.layout, holders(op.layout.map(params)), label, 2, title)
         return _save(fig, path)
 
 

@@ -10,6 +10,8 @@ float64 / int64:
   only rounding is the final conversion and the expected tolerance is 0 ULP;
 * integers: exact in int64, then wrapped to s32, or clamped with ``.satfinite``;
 * ``.b1``: ``popc`` of ``A & B`` or ``A ^ B`` along K, plus C, wrapped;
+* ``mma.sp``: A is expanded from its stored half and the metadata index
+  fields (:func:`conformance.spec.sparse.densify`), then multiplied densely;
 * block scale: ``(A * scale_A) * (B * scale_B) + C`` with one scale per row of
   A (column of B) and K-chunk of ``K / scale_vec`` elements (§9.7.14.3).
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.spec.model import Variant
+from conformance.spec.sparse import densify
 
 __all__ = ["mma"]
 
@@ -32,6 +35,8 @@ def _decode(v: Variant, name: str, bits: np.ndarray) -> np.ndarray:
 
 def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Expected D container bits ``uint64[case, matrix, row, col]``."""
+    if "metadata" in bits:  # mma.sp: multiply the dense A that the stored half and the metadata describe
+        bits = {**bits, "A": densify(v, bits["A"], bits["metadata"])}
     a = _decode(v, "A", bits["A"])
     b = _decode(v, "B", bits["B"])
     c = _decode(v, "C", bits["C"])

@@ -45,6 +45,13 @@ class Plan:
     slices: dict[str, tuple[int, int]]
     launches: list[np.ndarray]  # per launch: the case indices it runs, in warp order
     warps_per_block: int
+    # Checks whose selector immediates differ (mma.sp) need their own kernels: launch i runs
+    # probes[launch_probe[i]]; empty: every launch runs ``probe``.
+    probes: list[Probe] = field(default_factory=list)
+    launch_probe: list[int] = field(default_factory=list)
+
+    def probe_of(self, launch: int) -> Probe:
+        return self.probes[self.launch_probe[launch]] if self.launch_probe else self.probe
 
     @property
     def out_words(self) -> int:
@@ -91,8 +98,29 @@ def plan_variant(
     wpb = int(rng.choice([1, 2, 4, 8]))
     if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
         per_launch, wpb = cases_per_launch, 1
-    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
-    return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
+    keys = [_params_key(cs.params) for cs in case_sets]
+    if len(set(keys)) == 1:
+        launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
+    # Selector immediates differ between checks: one kernel per distinct set, launches never mix them.
+    probes: list[Probe] = []
+    of_case = np.zeros(pos, dtype=np.int64)
+    for cs, key in zip(case_sets, keys):
+        if key not in [_params_key(p.params) for p in probes]:
+            probes.append(Probe(v, cs.params, surroundings))
+        a, b = slices[cs.check]
+        of_case[a:b] = [_params_key(p.params) for p in probes].index(key)
+    launches, launch_probe = [], []
+    for k in range(len(probes)):
+        mine = order[of_case[order] == k]
+        for i in range(0, len(mine), per_launch):
+            launches.append(mine[i : i + per_launch])
+            launch_probe.append(k)
+    return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, probes, launch_probe)
+
+
+def _params_key(params: dict[str, dict[str, int]]) -> str:
+    return json.dumps(params, sort_keys=True)
 
 
 @dataclass
@@ -109,16 +137,16 @@ def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
 
 
 def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
-    module = module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    module = module_source([q for p in plans for q in (p.probes or [p.probe])], plans[0].version, plans[0].target)
     outcomes = []
     for plan in plans:
         t0 = time.perf_counter()
         out = np.zeros((len(plan.in_words), 32, plan.out_words), dtype=np.uint32)
         errors = []
         launches = []
-        for cases in plan.launches:
+        for li, cases in enumerate(plan.launches):
             # Each launch gets only its cases: a compact buffer and the order within it.
-            launches.append(Launch(plan.probe, plan.in_words[cases], plan.out_words, np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))], plan.warps_per_block))
+            launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))], plan.warps_per_block))
         for cases, result in zip(plan.launches, backend.run(module, launches)):
             if result.error:
                 errors.append(result.error)

@@ -34,10 +34,14 @@ import numpy as np
 
 from conformance.spec.model import Operand, Variant
 from conformance.spec.ptxtypes import PtxType, ptx_type
+from conformance.spec.sparse import compress, is_sparse, sparsity
 
 __all__ = ["CaseSet", "make_checks", "alphabet", "float_grid", "CHECKS"]
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
+# mma.sp only: tagged A through metadata that changes from case to case (a value check on D).
+SPARSE_CHECKS = ("map.metadata",)
+METADATA_ROUNDS = 4
 VALUE_CASES = 8
 MAX_ALPHABET = 4096
 
@@ -161,6 +165,8 @@ def _value_case_bits(v: Variant, rng: np.random.Generator, cases: int) -> dict[s
         pick = (np.arange(cases) % 2 == 1)[:, None, None, None]
         vals = np.where(pick, np.clip(edge, -(2**31), 2**31 - 1), vals)
     out["C"] = c.type.encode(vals)
+    if is_sparse(v):  # random legal index patterns, chunk by chunk and case by case
+        out["metadata"] = _random_metadata(v, rng, cases)
     for name in ("scale_A", "scale_B"):
         if name in ops:
             op = ops[name]
@@ -226,6 +232,11 @@ def _map_case_bits(v: Variant, target: str) -> tuple[dict[str, np.ndarray], dict
     tag_vals = np.stack([alpha_arr[(tags // radix**d) % radix] for d in range(digits)])
     tag_bits = tagged.type.encode(tag_vals)  # [digit, matrix, row, col]
     other = {"A": "B", "B": "A"}.get(target)
+    sparse = is_sparse(v)
+    if sparse:  # A is built dense (K columns) here and compressed below, or tagged compressed
+        dense_a = np.zeros((cases, 1, m, k), dtype=np.uint64)
+        if target != "A":
+            bits["A"] = dense_a
     for s in range(blocks):
         for d in range(digits):
             case = s * digits + d
@@ -240,7 +251,30 @@ def _map_case_bits(v: Variant, target: str) -> tuple[dict[str, np.ndarray], dict
                 bits["A"][case][:, np.arange(m)[ok], kk[ok]] = _one(ops["A"])
     bits.update(_unit_scales(v, cases))
     meta = {"target": target, "radix": radix, "digits": digits, "blocks": blocks, "alphabet": list(alpha)}
+    if sparse:
+        rng = np.random.default_rng([_stable_hash(v.id), 0x5A, cases])
+        if target == "A":  # one metadata for every case: the comparator reads tags back through it
+            bits["metadata"] = np.repeat(_random_metadata(v, rng, 1), cases, axis=0)
+        else:
+            bits["A"], bits["metadata"] = compress(v, bits["A"], rng)
     return bits, meta
+
+
+def _random_metadata(v: Variant, rng: np.random.Generator, cases: int) -> np.ndarray:
+    sp = sparsity(v)
+    return compress(v, np.zeros((cases, 1, sp.m, sp.k), dtype=np.uint64), rng)[1]
+
+
+def _metadata_case_bits(v: Variant, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict]:
+    """``map.metadata``: map.A's tags and selections, repeated under fresh random metadata per case.
+
+    A metadata spec with two fields swapped puts some tagged element at the wrong
+    dense column in a case where the two fields differ, so D differs there.
+    """
+    bits, _ = _map_case_bits(v, "A")
+    bits = {name: np.concatenate([b] * METADATA_ROUNDS) for name, b in bits.items()}
+    bits["metadata"] = _random_metadata(v, rng, next(iter(bits.values())).shape[0])
+    return bits, {}
 
 
 # ---------------------------------------------------------------------------
@@ -266,17 +300,29 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
     """All case sets of a variant for one seed; same seed, same inputs."""
     rng = np.random.default_rng([seed, _stable_hash(v.id)])
     params = _params(v, rng)
+    sparse = is_sparse(v)
+    if sparse and tuple(checks) == CHECKS:
+        checks = CHECKS + SPARSE_CHECKS
+    if not sparse:
+        checks = tuple(c for c in checks if c not in SPARSE_CHECKS)
+    selectors = v.operands["metadata"].param_combinations() if sparse else []
     out = []
-    for check in checks:
+    for ci, check in enumerate(checks):
         if check == "value":
             bits = _value_case_bits(v, rng, value_cases)
             meta: dict = {}
         elif check in CHECKS and check.startswith("map."):
             bits, meta = _map_case_bits(v, check[len("map.") :])
+        elif check in SPARSE_CHECKS:
+            bits, meta = _metadata_case_bits(v, rng)
         else:
-            raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS)}")
+            raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS + SPARSE_CHECKS)}")
         cases = next(iter(bits.values())).shape[0]
-        out.append(CaseSet(v, check, seed, bits, _filler(v, rng, cases), params, meta))
+        check_params = params
+        if selectors:  # the selector immediate walks through its legal values from check to check
+            start = selectors.index(params["metadata"])
+            check_params = {**params, "metadata": selectors[(start + ci) % len(selectors)]}
+        out.append(CaseSet(v, check, seed, bits, _filler(v, rng, cases), check_params, meta))
     return out
 
 

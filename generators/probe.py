@@ -33,7 +33,7 @@ __all__ = ["Probe", "Surroundings", "BufferLayout", "buffer_layout", "kernel_sou
 
 _REG_DECL = {"b32": ".b32", "f32": ".f32", "s32": ".b32", "u32": ".b32", "f64": ".f64", "b64": ".b64"}
 _LD = {"b32": "b32", "f32": "f32", "s32": "b32", "u32": "b32", "f64": "f64", "b64": "b64"}
-_PREFIX = {"A": "a", "B": "b", "C": "c", "D": "d", "scale_A": "sa", "scale_B": "sb"}
+_PREFIX = {"A": "a", "B": "b", "C": "c", "D": "d", "scale_A": "sa", "scale_B": "sb", "metadata": "e"}
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,9 @@ def _vec(regs: list[str]) -> str:
 
 def _operand_list(v: Variant, regs: dict[str, list[str]], params: dict[str, dict[str, int]]) -> str:
     parts = [_vec(regs["D"]), _vec(regs["A"]), _vec(regs["B"]), _vec(regs["C"])]
+    if "metadata" in v.operands:  # mma.sp: e (one .b32), f (the sparsity selector immediate)
+        parts.append(regs["metadata"][0])
+        parts.append(str(params.get("metadata", {}).get("selector", 0)))
     for name in ("scale_A", "scale_B"):
         if name in v.operands:
             p = params.get(name, {})

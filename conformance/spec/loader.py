@@ -88,8 +88,10 @@ def load_specs(directory: str | Path | None = None) -> Specs:
     if not files:
         raise SpecError(str(directory), None, "", "no *.yaml spec files here")
     specs = Specs()
-    for path in files:
-        load_file(path, specs)
+    # Two passes: layouts are shared by name across files, whatever their file order.
+    parsed = [_load_layouts(path, specs) for path in files]
+    for path, state in zip(files, parsed):
+        _load_variants(path, specs, *state)
     return specs
 
 
@@ -117,6 +119,11 @@ def _load_document(doc: dict, src: Source, specs: Specs) -> None:
 
 def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
     specs = specs if specs is not None else Specs()
+    _load_variants(path, specs, *_load_layouts(path, specs))
+    return specs
+
+
+def _load_layouts(path: str | Path, specs: Specs) -> tuple[dict, Source, dict]:
     doc, src = load_yaml(path)
     if isinstance(doc, dict) and isinstance(doc.get("schema"), str):
         _load_document(doc, src, specs)
@@ -137,6 +144,10 @@ def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
             raise src.error(("layouts", name), f"layout defined twice (also in {specs.layouts[name].file})")
         layouts[name] = _layout(name, body, bindings, src)
         specs.layouts[name] = layouts[name]
+    return doc, src, fragments
+
+
+def _load_variants(path: str | Path, specs: Specs, doc: dict, src: Source, fragments: dict) -> None:
     for g, group in enumerate(doc["variants"]):
         for variant in _expand(doc, group, ("variants", g), fragments, specs, src):
             if variant.id in specs.variants:
@@ -144,7 +155,6 @@ def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
                 raise src.error(("variants", g), f"variant {variant.id} already defined at {other.file}:{other.line}")
             specs.variants[variant.id] = variant
     specs.files.append(str(path))
-    return specs
 
 
 def _check_schema(doc: Any, src: Source) -> None:
@@ -353,6 +363,9 @@ def _check_shapes(v: Variant, path: tuple, src: Source) -> None:
     sv = v.instruction.scale_vec
     if sv is not None:
         want.update({"scale_A": (m, sv), "scale_B": (sv, n)})
+    if "metadata" in v.operands or v.instruction.sparse:
+        _check_sparse(v, path, src)
+        want["A"] = (m, k // 2)  # compressed: the stored half of each row
     for name, (rows, cols) in want.items():
         if name not in v.operands:
             raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
@@ -362,6 +375,30 @@ def _check_shapes(v: Variant, path: tuple, src: Source) -> None:
                 path + ("operands", name, "layout"),
                 f"{lay.name} is {lay.rows}x{lay.cols} but {v.id} needs {name} {rows}x{cols}",
             )
+
+
+def _check_sparse(v: Variant, path: tuple, src: Source) -> None:
+    """mma.sp: a metadata operand of 2-bit fields whose chunks tile K at a legal granularity."""
+    m, _, k = v.shape
+    if v.instruction.sparse is None or "metadata" not in v.operands:
+        raise src.error(path + ("operands",), f"{v.id}: an mma.sp instruction needs a metadata operand and vice versa")
+    meta = v.operands["metadata"]
+    lay = meta.layout
+    if meta.type.bits != 2 or lay.rows != m or lay.cols % 2 or lay.params != ("selector",):
+        raise src.error(
+            path + ("operands", "metadata"),
+            f"{v.id}: metadata must be 2-bit fields over {m} rows x (2 per chunk), with the one parameter selector",
+        )
+    chunks = lay.cols // 2
+    if k % chunks or (k // 2) % chunks or (k // 2) // chunks not in (1, 2, 4):
+        raise src.error(path + ("operands", "metadata", "layout"), f"{v.id}: {chunks} chunks per row do not split K={k} at 1:2, 2:4 or 4:8")
+    if meta.registers != 1:
+        raise src.error(path + ("operands", "metadata"), f"{v.id}: the metadata operand is one .b32 register per lane")
+    for combo in meta.param_combinations():
+        lanes = np.nonzero(lay.held(combo).any(axis=1))[0]
+        quads = {int(x) >> 2 for x in lanes}
+        if len(quads) != 8 or len(lanes) != 8 * (lay.cols // 8):
+            raise src.error(path + ("operands", "metadata"), f"{v.id}: selector {combo['selector']} must pick the same lanes in each of the 8 quads")
 
 
 def describe_path(path: tuple) -> str:

@@ -179,6 +179,13 @@ class Instruction:
         return None
 
     @property
+    def sparse(self) -> str | None:
+        """``sp`` or ``ordered`` for ``mma.sp`` / ``mma.sp::ordered_metadata``; None when dense."""
+        if not self.parts or not self.parts[0].startswith("sp"):
+            return None
+        return "ordered" if self.parts[0] == "sp::ordered_metadata" else "sp"
+
+    @property
     def block_scale(self) -> bool:
         return "block_scale" in self.parts
 

@@ -118,6 +118,7 @@ TYPES: dict[str, PtxType] = {
         _t("s4", 4, "sint"),
         _t("u4", 4, "uint"),
         _t("b1", 1, "bits"),
+        _t("b2", 2, "uint"),  # mma.sp metadata: one 2-bit index field
         _t("b16", 16, "bits"),
         _t("b32", 32, "bits"),
     ]
