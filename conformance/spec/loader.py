@@ -91,7 +91,8 @@ def load_specs(directory: str | Path | None = None) -> Specs:
     # Two passes: layouts are shared by name across files, whatever their file order.
     parsed = [_load_layouts(path, specs) for path in files]
     for path, state in zip(files, parsed):
-        _load_variants(path, specs, *state)
+        if state is not None:  # None: a document kind, loaded whole in the first pass
+            _load_variants(path, specs, *state)
     return specs
 
 
@@ -119,16 +120,19 @@ def _load_document(doc: dict, src: Source, specs: Specs) -> None:
 
 def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
     specs = specs if specs is not None else Specs()
-    _load_variants(path, specs, *_load_layouts(path, specs))
+    state = _load_layouts(path, specs)
+    if state is not None:
+        _load_variants(path, specs, *state)
     return specs
 
 
-def _load_layouts(path: str | Path, specs: Specs) -> tuple[dict, Source, dict]:
+def _load_layouts(path: str | Path, specs: Specs) -> tuple[dict, Source, dict] | None:
+    """First pass: a variant file's layouts (returning what the second pass needs), or a whole document."""
     doc, src = load_yaml(path)
     if isinstance(doc, dict) and isinstance(doc.get("schema"), str):
         _load_document(doc, src, specs)
         specs.files.append(str(path))
-        return specs
+        return None
     _check_schema(doc, src)
     bindings = {k: _formula(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
     fragments = {
