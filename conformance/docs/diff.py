@@ -6,7 +6,8 @@ compared with ``Layout.map()`` of every spec variant operand it applies to.
 Statuses: ``same``, ``changed`` (with the lanes/elements that differ),
 ``only in doc``, ``only in specs`` (only within the shapes/types the document
 covers), ``unparseable`` (line and why; matched against the errata specs/
-records).
+records).  The tcgen05.mma kind/shape table (ISA Table 39) is compared as a set of
+valid tuples with specs/tcgen05.yaml (:mod:`.table39`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import numpy as np
 from conformance.spec import ExprError, Specs, parse
 from conformance.spec.expr import evaluate
 from conformance.spec.model import Layout, Variant
+from conformance.spec.tcgen05 import Tcgen05Spec
 
+from . import table39
 from .extract import ISA_BINDINGS, DocLayout, Extraction
 from .formula import DocFormula
 
@@ -57,9 +60,9 @@ class Finding:
         lines = [head]
         if self.detail:
             lines.append(f"    {self.detail}")
-        for d in self.differences[:_MAX_CELLS]:
+        for d in [d for d in self.differences if "lane" in d][:_MAX_CELLS]:
             lines.append(f"    lane {d['lane']:2d} element {d['element']}: specs {tuple(d['specs'])}  doc {tuple(d['doc'])}")
-        if len(self.differences) > _MAX_CELLS:
+        if "lane" in (self.differences or [{}])[0] and len(self.differences) > _MAX_CELLS:
             lines.append(f"    ... {len(self.differences) - _MAX_CELLS} more")
         if self.erratum:
             lines.append(f"    matches known erratum in specs/ ({self.spec_layout}): {self.erratum['problem']}; "
@@ -201,6 +204,15 @@ def _covers(ex: Extraction, v: Variant) -> str | None:
     return None
 
 
+def _section_at(lines: dict[int, str], line: int) -> str | None:
+    """The number of the last numbered heading above ``line`` ("9.7.16.2.1. Matrix Shape" -> "9.7.16.2.1")."""
+    for n in sorted((n for n in lines if n < line), reverse=True):
+        m = re.match(r"^\s*(\d+(?:\.\d+)+)\.\s+\S", lines[n])
+        if m:
+            return m.group(1)
+    return None
+
+
 def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> list[Finding]:
     lines = lines or {}
     out: list[Finding] = []
@@ -235,7 +247,11 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
                         detail += "; " + "; ".join(kinds + errs)
                     out.append(Finding("only in doc", what, None, ex.file, lay.line, lay.section or None,
                                        detail=detail, doc_formulas=_formulas(lay)))
+    spec39 = next((d for d in specs.documents.values() if isinstance(d, Tcgen05Spec)), None)
     for t in ex.tables:
+        if spec39 is not None and table39.is_kind_table(t):
+            out += table39.compare(t, spec39, ex.file, _section_at(lines, t.line), lines)
+            continue
         instr = re.search(r"\b(tcgen05\.mma|wgmma\.\w+|mma\.sp|mma)\b", " ".join(lines.values()))
         fam = instr.group(1) if instr else None
         have = fam and any(v.family.startswith(fam.split(".")[0]) and v.id.startswith(fam) for v in specs.variants.values())
