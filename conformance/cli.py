@@ -24,6 +24,7 @@ EXIT_USAGE = 2
 EXTENSIONS = (
     "conformance.cli_assemble",
     "conformance.bench",
+    "conformance.cli_movement",
 )
 
 

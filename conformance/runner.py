@@ -25,6 +25,8 @@ from conformance.spec.packing import pack
 from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
+from generators import movement
+from generators.movement import is_movement
 
 __all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
 
@@ -76,6 +78,8 @@ def plan_variant(
     cases_per_launch: int | None = None,
 ) -> Plan:
     """Everything random about a variant's probes, from (seed, variant id) alone."""
+    if is_movement(v):
+        return _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
     rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
     targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
@@ -110,6 +114,37 @@ def plan_variant(
     return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
 
 
+class MovePlan(Plan):
+    """A Plan for ldmatrix / stmatrix / movmatrix (generators.movement buffers)."""
+
+    @property
+    def out_words(self) -> int:
+        return movement.out_words(self.variant)
+
+
+def _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) -> Plan:
+    rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+    targets = [t for t in _targets_for(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    target = targets[int(rng.integers(len(targets)))]
+    low = max(v.min_ptx, target.min_ptx)
+    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
+    version = versions[int(rng.integers(len(versions)))]
+    probe = movement.MoveProbe(v, movement.pick_space(v, rng, version))
+    case_sets = movement.make_cases(v, seed, tuple(checks), value_cases)
+    in_words = np.concatenate([cs.words for cs in case_sets])
+    slices, pos = {}, 0
+    for cs in case_sets:
+        slices[cs.check] = (pos, pos + cs.cases)
+        pos += cs.cases
+    order = rng.permutation(pos)
+    per_launch = int(rng.integers(max(1, pos // 4), pos + 1))
+    wpb = int(rng.choice([1, 2, 4, 8]))
+    if cases_per_launch is not None:
+        per_launch, wpb = cases_per_launch, 1
+    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+    return MovePlan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
+
+
 @dataclass
 class VariantOutcome:
     plan: Plan | None
@@ -124,7 +159,10 @@ def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
 
 
 def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
-    module = module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    if is_movement(plans[0].variant):
+        module = movement.module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    else:
+        module = module_source([p.probe for p in plans], plans[0].version, plans[0].target)
     outcomes = []
     for plan in plans:
         t0 = time.perf_counter()
@@ -174,7 +212,7 @@ def run_variants(
                 progress.update(1)
             continue
         plan = plan_variant(v, seed, cc, max_ptx, checks, value_cases)
-        groups.setdefault((str(plan.version), plan.target.name), []).append(plan)
+        groups.setdefault((str(plan.version), plan.target.name, is_movement(v)), []).append(plan)
     for plans in groups.values():
         for outcome in _run_module(backend, plans):
             if on_outcome:
