@@ -77,7 +77,7 @@ def compare_movement(v: Variant, check: str, seed: int, in_words, out_words, met
     if v.family != "movmatrix" and status == "fail" and check == "value":
         msg += "; replay the map check to see where each element went"
     return Verdict(v.id, check, seed, status, msg, mismatch_count=0, elements=int(elements),
-                   map_diff=lines + map_lines, observed=observed)
+                   map_diff=map_lines[:6] + lines, observed=observed)
 
 
 def _ranges(xs: list[int]) -> str:
@@ -239,11 +239,14 @@ def compose(specs: Specs, variant: Variant, operand: str, tile: str) -> Composit
     reasons = []
     for form in _forms(specs, family):
         fo = form.operands["fragment"]
-        if (fo.fragment.per_register, fo.fragment.value_shift, fo.layout.elements, fo.fragment.container_bits) != (
-            op.fragment.per_register, op.fragment.value_shift, op.layout.elements, op.fragment.container_bits
-        ):
+        if fo.registers != op.registers or op.fragment.register != "b32":
             continue
-        if mv.mem_bits(form) not in (op.type.bits, op.fragment.container_bits):
+        if mv.mem_bits(form) < 8:  # packed sub-byte source rows: the element format must match
+            if (op.type.bits, op.fragment.per_register, op.fragment.value_shift) != (
+                mv.mem_bits(form), fo.fragment.per_register, fo.fragment.value_shift
+            ):
+                continue
+        elif fo.fragment.container_bits % op.fragment.container_bits or fo.fragment.value_shift:
             continue
         ok, lanes, why = _fit(form, op, tile)
         if ok:
@@ -252,13 +255,15 @@ def compose(specs: Specs, variant: Variant, operand: str, tile: str) -> Composit
             cols = _bit_formula({ln: rc[1] for ln, rc in lanes.items()}, "lane")
             used = sorted(lanes)
             res.formula = (
-                f"lanes {_ranges(used)}: address = tile + (row * ld + col) * sizeof(elem), "
+                f"lanes {_ranges(used)}: address = tile + "
+                + ("(row * ld + col)" if tile == "row-major" else "(col * ld + row)")
+                + " * sizeof(elem), "
                 f"row = {rows or 'see table'}, col = {cols or 'see table'}"
                 + (f"; lanes outside {_ranges(used)} are ignored" if len(used) < 32 else "")
             )
             b = mv.mem_bits(form)
             res.memory_format = {6: "tile rows in .b6x16_p32 (16 packed 6-bit elements + 32 bits padding)",
-                                 4: "tile rows in .b4x16_p64 (16 packed 4-bit elements + 64 bits padding)"}.get(b, f"{b}-bit elements")
+                                 4: "tile rows in .b4x16_p64 (16 packed 4-bit elements + 64 bits padding)"}.get(b, f"{op.fragment.container_bits}-bit elements, moved as .b{b}")
             return res
         reasons.append(f"{form.id}: {why}")
     if not reasons:
@@ -270,15 +275,18 @@ def compose(specs: Specs, variant: Variant, operand: str, tile: str) -> Composit
 
 
 def _fit(form: Variant, op: Operand, tile: str) -> tuple[bool, dict, str]:
-    fm = form.operands["fragment"].layout.map()
+    fo = form.operands["fragment"]
+    fm = fo.layout.map()
     om = op.layout.map(op.param_combinations()[0])
+    ratio = fo.fragment.container_bits // op.fragment.container_bits if mv.mem_bits(form) >= 8 else 1
     held = om[..., 0] >= 0
     if not held.all():
         return False, {}, "operand has empty slots"
     start: dict[tuple[int, int], tuple[int, int]] = {}
     for lane in range(32):
-        for e in range(fm.shape[1]):
-            m, r, c = fm[lane, e]
+        for e in range(om.shape[1]):
+            m, r, c = (int(x) for x in fm[lane, e // ratio])
+            c = c * ratio + e % ratio
             R, C = int(om[lane, e, 1]), int(om[lane, e, 2])
             s = (R, C - c) if tile == "row-major" else (R - c, C)
             if start.setdefault((m, r), s) != s:

@@ -23,10 +23,10 @@ from conformance.compare import Verdict, compare
 from conformance.spec.model import Variant
 from conformance.spec.packing import pack
 from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
-from generators.inputs import CHECKS, CaseSet, make_checks
-from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
 from generators import movement
+from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.movement import is_movement
+from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
 
 __all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
 
