@@ -28,6 +28,7 @@ EXTENSIONS = (
     "conformance.wmma_observe",
     "conformance.cli_docs",
     "conformance.cli_tcgen05",
+    "conformance.cli_movement",
 )
 
 

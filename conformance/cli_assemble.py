@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         specs = load_specs(args.specs)
     except SpecError as exc:
         return _usage(f"spec error: {exc}")
-    variants = specs.select(args.select)
+    variants = [v for v in specs.select(args.select) if v.family == "mma.sync"]  # movement forms: tests/test_movement.py
     if not variants:
         return _usage(f"--select {' '.join(args.select or [])} matches no variant")
 

@@ -106,6 +106,10 @@ def compare(
     meta: dict | None = None,
 ) -> Verdict:
     """Verdict for one check's cases (rows of ``in_words``/``out_words``)."""
+    if v.family in ("ldmatrix", "stmatrix", "movmatrix"):
+        from conformance.movement import compare_movement
+
+        return compare_movement(v, check, seed, in_words, out_words, meta)
     layout = buffer_layout(v)
     ops = v.operands
     words = split_inputs(v, in_words, layout)

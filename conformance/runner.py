@@ -23,7 +23,9 @@ from conformance.compare import Verdict, compare
 from conformance.spec.model import Variant
 from conformance.spec.packing import pack
 from conformance.spec.targets import PtxVersion, Target
+from generators import movement
 from generators.inputs import CHECKS, CaseSet, make_checks
+from generators.movement import is_movement
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
 
 __all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
@@ -58,6 +60,25 @@ class Plan:
         return buffer_layout(self.variant).out_words
 
 
+def _pick_build(v: Variant, rng: np.random.Generator, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
+    """A ``.target`` the GPU loads and a ``.version`` from the variant's minimum up to the loader's maximum."""
+    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    target = targets[int(rng.integers(len(targets)))]
+    low = max(v.min_ptx, target.min_ptx)
+    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
+    return target, versions[int(rng.integers(len(versions)))]
+
+
+def _split_launches(rng: np.random.Generator, cases: int, cases_per_launch: int | None) -> tuple[np.ndarray, int, int]:
+    """The case -> warp order, cases per launch and warps per block."""
+    order = rng.permutation(cases)
+    per_launch = int(rng.integers(max(1, cases // 4), cases + 1))
+    wpb = int(rng.choice([1, 2, 4, 8]))
+    if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
+        per_launch, wpb = cases_per_launch, 1
+    return order, per_launch, wpb
+
+
 def plan_variant(
     v: Variant,
     seed: int,
@@ -68,13 +89,11 @@ def plan_variant(
     cases_per_launch: int | None = None,
 ) -> Plan:
     """Everything random about a variant's probes, from (seed, variant id) alone."""
+    if is_movement(v):
+        return _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
     rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
-    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
-    target = targets[int(rng.integers(len(targets)))]
-    low = max(v.min_ptx, target.min_ptx)
-    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
-    version = versions[int(rng.integers(len(versions)))]
+    target, version = _pick_build(v, rng, cc, max_ptx)
     surroundings = Surroundings(
         chain=bool(chainable(v) and rng.integers(2)),
         extra_regs=int(rng.integers(0, 6)),
@@ -93,11 +112,7 @@ def plan_variant(
     for cs in case_sets:
         slices[cs.check] = (pos, pos + cs.cases)
         pos += cs.cases
-    order = rng.permutation(pos)
-    per_launch = int(rng.integers(max(1, pos // 4), pos + 1))
-    wpb = int(rng.choice([1, 2, 4, 8]))
-    if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
-        per_launch, wpb = cases_per_launch, 1
+    order, per_launch, wpb = _split_launches(rng, pos, cases_per_launch)
     keys = [_params_key(cs.params) for cs in case_sets]
     if len(set(keys)) == 1:
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
@@ -123,6 +138,29 @@ def _params_key(params: dict[str, dict[str, int]]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
+class MovePlan(Plan):
+    """A Plan for ldmatrix / stmatrix / movmatrix (generators.movement buffers)."""
+
+    @property
+    def out_words(self) -> int:
+        return movement.out_words(self.variant)
+
+
+def _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) -> Plan:
+    rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+    target, version = _pick_build(v, rng, cc, max_ptx)
+    probe = movement.MoveProbe(v, movement.pick_space(v, rng, version))
+    case_sets = movement.make_cases(v, seed, tuple(checks), value_cases)
+    in_words = np.concatenate([cs.words for cs in case_sets])
+    slices, pos = {}, 0
+    for cs in case_sets:
+        slices[cs.check] = (pos, pos + cs.cases)
+        pos += cs.cases
+    order, per_launch, wpb = _split_launches(rng, pos, cases_per_launch)
+    launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+    return MovePlan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
+
+
 @dataclass
 class VariantOutcome:
     plan: Plan | None
@@ -137,7 +175,10 @@ def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
 
 
 def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
-    module = module_source([q for p in plans for q in (p.probes or [p.probe])], plans[0].version, plans[0].target)
+    if is_movement(plans[0].variant):
+        module = movement.module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    else:
+        module = module_source([q for p in plans for q in (p.probes or [p.probe])], plans[0].version, plans[0].target)
     outcomes = []
     for plan in plans:
         t0 = time.perf_counter()
@@ -187,7 +228,7 @@ def run_variants(
                 progress.update(1)
             continue
         plan = plan_variant(v, seed, cc, max_ptx, checks, value_cases)
-        groups.setdefault((str(plan.version), plan.target.name), []).append(plan)
+        groups.setdefault((str(plan.version), plan.target.name, is_movement(v)), []).append(plan)
     for plans in groups.values():
         for outcome in _run_module(backend, plans):
             if on_outcome:

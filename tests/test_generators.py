@@ -35,8 +35,8 @@ from generators.probe import Probe, Surroundings, buffer_layout, chainable, chec
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = load_specs(REPO / "specs")
-VARIANTS = list(SPECS.variants.values())
-IDS = [v.id for v in VARIANTS if "metadata" not in v.operands]  # dense forms; mma.sp: tests/test_sparse.py
+VARIANTS = [v for v in SPECS.variants.values() if v.family == "mma.sync"]
+IDS = [v.id for v in VARIANTS]
 BLOCK_SCALE = [v.id for v in VARIANTS if v.instruction.block_scale]
 INTEGER = [v.id for v in VARIANTS if v.operands["A"].type.kind in ("sint", "uint")]
 EMU_CC, EMU_MAX_PTX = (12, 0), PtxVersion(9, 9)

@@ -17,6 +17,7 @@ import numpy as np
 from conformance.spec.model import Variant
 from conformance.spec.packing import pack, unpack
 from conformance.spec.targets import PtxVersion
+from generators.movement import apply, is_movement
 from generators.probe import buffer_layout, checksum
 
 from .base import Backend, Launch, LaunchResult
@@ -51,8 +52,13 @@ class EmulatorBackend(Backend):
         t0 = time.perf_counter()
         p = launch.probe
         v = p.variant
-        layout = buffer_layout(v)
         cases = launch.in_words[np.asarray(launch.order)]
+        if is_movement(v):
+            out = apply(v, cases)
+            result = np.zeros_like(out)
+            result[np.asarray(launch.order)] = out
+            return LaunchResult(result, seconds=time.perf_counter() - t0)
+        layout = buffer_layout(v)
         bits = {}
         for name, off in layout.inputs.items():
             op = v.operands[name]

@@ -346,7 +346,7 @@ def _expand(doc: dict, group: dict, path: tuple, fragments: dict, specs: Specs, 
             file=src.file,
             line=src.line(gpath),
         )
-        _check_shapes(variant, path, src)
+        _check_family_operands(variant, path, src)
         yield variant
 
 
@@ -356,6 +356,19 @@ def _check_operand(op: Operand, vid: str, path: tuple, src: Source) -> None:
         raise src.error(path, f"{lay.elements} elements do not fill whole {frag.register} registers of {frag.per_register} (variant {vid})")
     if op.type.bits + frag.value_shift > frag.container_bits:
         raise src.error(path, f".{op.type.name} ({op.type.bits} bits) does not fit a {frag.container_bits}-bit container (variant {vid})")
+
+
+# Operands each non-mma family must name (mma.sync: A, B, C, D and the shapes, below).
+FAMILY_OPERANDS = {"ldmatrix": ("rowaddr", "fragment"), "stmatrix": ("rowaddr", "fragment"), "movmatrix": ("a", "d")}
+
+
+def _check_family_operands(v: Variant, path: tuple, src: Source) -> None:
+    if v.family not in FAMILY_OPERANDS:
+        _check_shapes(v, path, src)
+        return
+    for name in FAMILY_OPERANDS[v.family]:
+        if name not in v.operands:
+            raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
 
 
 def _check_shapes(v: Variant, path: tuple, src: Source) -> None:

@@ -121,6 +121,10 @@ TYPES: dict[str, PtxType] = {
         _t("b2", 2, "uint"),  # mma.sp metadata: one 2-bit index field
         _t("b16", 16, "bits"),
         _t("b32", 32, "bits"),
+        # untyped bits of ldmatrix/stmatrix data (b6/b4: packed source rows of .b6x16_p32/.b4x16_p64)
+        _t("b8", 8, "bits"),
+        _t("b6", 6, "bits"),
+        _t("b4", 4, "bits"),
     ]
 }
 
