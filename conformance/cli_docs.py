@@ -59,7 +59,8 @@ def cmd_doc_diff(args: argparse.Namespace) -> int:
         for f in findings:
             if f.status != "same" or args.all:
                 print(f.text())
-        print(", ".join(f"{counts.get(s, 0)} {s}" for s in ("same", "changed", "only in doc", "only in specs", "unparseable"))
+        print(", ".join(f"{counts.get(s, 0)} {s}" for s in ("same", "changed", "only in doc", "only in specs", "unparseable")
+                        + (("note",) if counts.get("note") else ()))
               + f"; {differs} difference(s)")
     return 1 if differs else 0
 

@@ -10,6 +10,7 @@ import pytest
 from conformance.cli import main
 from conformance.docs import DocError, extract_file, read_doc, translate_block
 from conformance.docs.diff import diff
+from conformance.docs.family import section_family
 from conformance.docs.importer import write_draft
 from conformance.docs.source import Line
 from conformance.spec import load_file, load_specs
@@ -150,10 +151,67 @@ def test_table_39_rows():
     assert rec[-1]["CTA Group"] == "1 / 2" and rec[-1]["Shapes Supported"] == "Invalid"
 
 
-def test_sparse_seed_only_in_doc(specs):
+def test_family_decision():
+    assert section_family("9.7.14.5.1", "Matrix Fragments for mma.m8n8k4 with .f16 floating point type") == "mma.sync"
+    assert section_family("9.7.14.6.2.1", "Matrix Fragments for sparse mma.m16n8k16 with .f16 and .bf16 types") == "mma.sp"
+    assert section_family("9.7.14.6.2", "Matrix fragments for multiply-accumulate operation with sparse matrix A") == "mma.sp"
+    assert section_family("9.7.14.6.2.9", "Matrix Fragments", "mma.sp") == "mma.sp"
+    assert section_family("9.7.14.6.1", "Sparse matrix storage") == "mma.sp"
+    assert section_family("9.7.14.5", "Matrix Fragments") == "mma.sync"
+    assert {x.family for x in extract_file(TUTORIAL).layouts} == {"mma.sync"}
+    assert {x.family for x in extract_file(SPARSE).layouts} == {"mma.sp"}
+
+
+@pytest.mark.parametrize("seed", [TXT, MD, TUTORIAL])
+def test_dense_seeds_never_speak_for_sparse(seed, specs):
+    assert not any(specs.variants[f.subject].family == "mma.sp" for f in run_diff(seed, specs) if f.subject in specs.variants)
+
+
+def test_sparse_seed_diffs_clean(specs):
     found = run_diff(SPARSE, specs)
-    assert found and {f.status for f in found} == {"only in doc"}
-    assert all("range" in f.detail for f in found)
+    assert [f for f in found if f.status not in ("same", "note")] == []
+    assert all(specs.variants[f.subject].family == "mma.sp" for f in found if f.subject in specs.variants)
+    # A by meaning (row + [firstcol ... lastcol] against the compressed layouts), every covered variant
+    a = {f.spec_layout for f in found if f.operand == "A" and f.status == "same"}
+    assert a == {"m16n8k8.A.b16", "m16n8k16.A.b16", "m16n8k8.A.b32", "m16n8k4.A", "m16n8k16.A.b8", "m16n8k32.A.b8",
+                 "m16n8k32.A.b4"}
+    assert all("agree with compressed A" in f.detail for f in found if f.operand == "A")
+    # B/C/D "the same as <dense section>": resolved to the dense variants, compared by map
+    refs = [f for f in found if f.operand in ("B", "C", "D") and f.status == "same"]
+    assert refs and all(f.detail.startswith("by reference to") for f in refs)
+    assert {f.spec_layout for f in refs if f.operand == "C"} == {"m16n8.CD"}
+    # what the document only draws: three B figures and the metadata, one note each
+    notes = sorted((f.section or "", f.operand) for f in found if f.status == "note")
+    assert notes == [("", "metadata"), ("9.7.14.6.2.2", "B"), ("9.7.14.6.2.3", "B"), ("9.7.14.6.2.6", "B")]
+    # m16n8k128 (section 9.7.14.6.2.8) is not in the seed: no finding
+    assert not any("m16n8k128" in f.subject for f in found)
+
+
+def test_sparse_firstcol_changed(tmp_path, specs, capsys):
+    doc = edited(tmp_path, SPARSE, "firstcol = threadID_in_group * 4\n", "firstcol = threadID_in_group * 2\n")
+    bad = [f for f in run_diff(doc, specs) if f.counts_as_difference]
+    assert {(f.status, f.operand, f.spec_layout, f.section) for f in bad} == {
+        ("changed", "A", "m16n8k8.A.b16", "9.7.14.6.2.1")}
+    assert len(bad) == 6  # m16n8k16 .f16 (f16/f32 accumulators) and .bf16, each as mma.sp and ::ordered_metadata
+    cells = bad[0].differences
+    assert len(cells) == 24 * 4 and all(c["lane"] % 4 != 0 for c in cells)
+    t = {c["lane"] % 4 for c in cells}
+    assert t == {1, 2, 3}
+    for c in cells:
+        tig = c["lane"] % 4
+        assert c["specs"][1:] == [4 * tig, 4 * tig + 3] and c["doc"][1:] == [2 * tig, 2 * tig + 3]
+        assert c["specs"][0] == c["doc"][0]
+    assert "differ in firstcol, lastcol" in bad[0].detail and "elements 0-3 in lanes 1-3, 5-7" in bad[0].detail
+    assert main(["doc-diff", str(doc)]) == 1
+    text = capsys.readouterr().out
+    assert "changed       mma.sp.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 A" in text
+    assert "lane  1 element 0: specs (0, 4, 7)  doc (0, 2, 5)" in text and "6 difference(s)" in text
+    assert main(["doc-diff", "--json", str(doc)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    changed = [f for f in out["findings"] if f["status"] == "changed"]
+    assert out["differences"] == 6 and out["summary"]["changed"] == 6
+    assert {(f["operand"], f["spec_layout"], f["line"]) for f in changed} == {("A", "m16n8k8.A.b16", 23)}
+    assert changed[0]["differences"][0] == {"lane": 1, "element": 0, "specs": [0, 4, 7], "doc": [0, 2, 5]}
 
 
 def test_garbage_names_file_and_line(tmp_path, capsys):

@@ -4,10 +4,10 @@ Sits beside ``conformance.spec`` (it imports it, nothing higher), so a new ISA
 version is checked by meaning, lane map by lane map, not by text.
 """
 
-from .extract import DocFragment, DocLayout, DocSection, Extraction, extract, extract_file
+from .extract import DocFragment, DocLayout, DocMention, DocSection, Extraction, extract, extract_file
 from .formula import DocFormula, translate_block
 from .source import DocError, Line, read_doc
 from .tables import DocTable
 
-__all__ = ["DocError", "DocFormula", "DocFragment", "DocLayout", "DocSection", "DocTable", "Extraction",
+__all__ = ["DocError", "DocFormula", "DocFragment", "DocLayout", "DocMention", "DocSection", "DocTable", "Extraction",
            "Line", "extract", "extract_file", "read_doc", "translate_block"]

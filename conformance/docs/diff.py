@@ -6,7 +6,14 @@ compared with ``Layout.map()`` of every spec variant operand it applies to.
 Statuses: ``same``, ``changed`` (with the lanes/elements that differ),
 ``only in doc``, ``only in specs`` (only within the shapes/types the document
 covers), ``unparseable`` (line and why; matched against the errata specs/
-records).  The tcgen05.mma kind/shape table (ISA Table 39) is compared as a set of
+records), ``note`` (said without a formula -- drawn only, metadata figures --
+so not compared; never a difference).
+
+A section is compared only with variants of its family (:mod:`.family`).  Sparse
+A (``mma.sp``) is compared by meaning: the document's ``row`` per element and its
+``col = [firstcol ... lastcol]`` range against the spec's compressed A layout and
+:func:`conformance.spec.sparse.dense_ranges`.  "Matrix fragments for B/C/D are the
+same as ..." is resolved to the dense variants it names and compared by map.  The tcgen05.mma kind/shape table (ISA Table 39) is compared as a set of
 valid tuples with specs/tcgen05.yaml (:mod:`.table39`).
 """
 
@@ -20,15 +27,17 @@ import numpy as np
 from conformance.spec import ExprError, Specs, parse
 from conformance.spec.expr import evaluate
 from conformance.spec.model import Layout, Variant
+from conformance.spec.sparse import dense_ranges, sparsity
 from conformance.spec.tcgen05 import Tcgen05Spec
 
 from . import table39
-from .extract import ISA_BINDINGS, DocLayout, Extraction
+from .extract import _SHAPE, ISA_BINDINGS, DocLayout, DocMention, Extraction
+from .family import DENSE, SPARSE
 from .formula import DocFormula
 
 __all__ = ["Finding", "diff", "doc_map", "applies"]
 
-STATUSES = ("same", "changed", "only in doc", "only in specs", "unparseable")
+STATUSES = ("same", "changed", "only in doc", "only in specs", "unparseable", "note")
 _MAX_CELLS = 8
 
 
@@ -48,7 +57,7 @@ class Finding:
 
     @property
     def counts_as_difference(self) -> bool:
-        return self.status != "same" and not (self.erratum and self.status in ("unparseable", "changed"))
+        return self.status not in ("same", "note") and not (self.erratum and self.status in ("unparseable", "changed"))
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
@@ -71,7 +80,7 @@ class Finding:
 
 
 def _is_sparse(v: Variant) -> bool:
-    return "sp" in v.instruction.parts
+    return v.family == SPARSE
 
 
 def _shape(v: Variant) -> str | None:
@@ -83,10 +92,10 @@ def _shape(v: Variant) -> str | None:
 
 
 def applies(lay: DocLayout, v: Variant, operand: str) -> bool:
-    """Whether a doc layout describes this spec operand (shape, sparsity, type, .row/.col)."""
+    """Whether a doc layout describes this spec operand (family, shape, type, .row/.col)."""
     if operand not in lay.operands or operand not in v.operands:
         return False
-    if lay.shape != _shape(v) or lay.sparse != _is_sparse(v):
+    if lay.shape != _shape(v) or lay.family != v.family:
         return False
     if lay.types and v.operands[operand].type.name not in lay.types:
         return False
@@ -97,14 +106,20 @@ def applies(lay: DocLayout, v: Variant, operand: str) -> bool:
     return True
 
 
-def doc_map(lay: DocLayout, elements: int, lanes: int = 32) -> np.ndarray:
-    """``int64[lane, element, 3]``: (computation, row, col) as the document's formulas give them."""
+def _doc_env(lay: DocLayout, elements: int, lanes: int) -> dict[str, object]:
     env: dict[str, object] = {k: parse(v) for k, v in {**ISA_BINDINGS, **lay.bindings}.items()}
     for f in (lay.row, lay.col):
-        assert f is not None and f.expr is not None
+        assert f is not None
         env.update({k: parse(v) for k, v in f.lets.items()})
     env["%laneid"] = np.arange(lanes, dtype=np.int64)[:, None]
     env["i"] = np.arange(elements, dtype=np.int64)[None, :]
+    return env
+
+
+def doc_map(lay: DocLayout, elements: int, lanes: int = 32) -> np.ndarray:
+    """``int64[lane, element, 3]``: (computation, row, col) as the document's formulas give them."""
+    assert lay.row is not None and lay.row.expr is not None and lay.col is not None and lay.col.expr is not None
+    env = _doc_env(lay, elements, lanes)
     shape = (lanes, elements)
     comp = np.zeros(shape, dtype=np.int64)
     if lay.computations is not None:
@@ -144,7 +159,7 @@ def _compare(ex: Extraction, lay: DocLayout, v: Variant, operand: str, lines: di
     if missing:
         return Finding("unparseable", detail=f"the document gives no '{missing[0]} =' formula here", **base)
     for f in (lay.row, lay.col):
-        if f.kind == "range":
+        if f.kind == "range" and not (f.field == "col" and operand == "A" and _is_sparse(v)):
             return Finding("unparseable", detail=f"{f.field} is a range ({f.isa_text!r}), not a lane map", **base)
         if f.error:
             base["line"] = f.error_line or f.line
@@ -154,11 +169,13 @@ def _compare(ex: Extraction, lay: DocLayout, v: Variant, operand: str, lines: di
             return Finding("unparseable", detail=why, erratum=_erratum(op.layout, f, lines), **base)
     if op.params:
         return Finding("unparseable", detail=f"specs/ layout {op.layout.name} takes parameters; not compared", **base)
-    spec = op.layout.map()
     n_spec = op.layout.elements
     n_doc = lay.elements or (lay.col.domain and len(lay.col.domain)) or (lay.row.domain and len(lay.row.domain)) or n_spec
     if n_doc != n_spec:
         return Finding("changed", detail=f"the document gives {n_doc} elements per lane, specs/ {n_spec}", **base)
+    if lay.col.kind == "range":
+        return _compare_sparse_a(lay, v, lines, base)
+    spec = op.layout.map()
     try:
         doc = doc_map(lay, n_doc, op.layout.lanes)
     except ExprError as exc:
@@ -179,6 +196,88 @@ def _compare(ex: Extraction, lay: DocLayout, v: Variant, operand: str, lines: di
     return Finding("changed", detail=detail, differences=cells, erratum=_erratum(op.layout, worst, lines), **base)
 
 
+def _compare_sparse_a(lay: DocLayout, v: Variant, lines: dict[int, str], base: dict) -> Finding:
+    """Sparse A by meaning: the doc's row per (lane, element) and its dense range ``[first, last]``.
+
+    specs/ gives the compressed A layout (row, compressed col); the range the stored
+    element may occupy in the dense A comes from the variant's sparsity
+    (:func:`conformance.spec.sparse.dense_ranges`); the metadata picks the column.
+    """
+    op = v.operands["A"]
+    assert lay.row is not None and lay.col is not None and lay.col.bounds is not None
+    sp = sparsity(v)
+    n = op.layout.elements
+    try:
+        env = _doc_env(lay, n, op.layout.lanes)
+        shape = (op.layout.lanes, n)
+        doc = np.stack([np.broadcast_to(evaluate(parse(e), env), shape)
+                        for e in (lay.row.expr, *lay.col.bounds)], axis=-1)
+    except ExprError as exc:
+        return Finding("unparseable", detail=f"cannot evaluate: {exc}", **base)
+    amap = op.layout.default_map
+    spec = np.concatenate([amap[..., 1:2], dense_ranges(v)], axis=-1)  # (row, first, last)
+    how = (f"compressed A {op.layout.name}, {sp.nz} of every {sp.width} dense columns stored, "
+           f"range = the chunks of the element's register ({op.fragment.per_register} per register)")
+    diff_mask = np.any(spec != doc, axis=-1) | (amap[..., 1] < 0)
+    if not diff_mask.any():
+        return Finding("same", detail=f"row and [firstcol ... lastcol] agree with {how}", **base)
+    cells = [{"lane": int(a), "element": int(b), "specs": [int(x) for x in spec[a, b]],
+              "doc": [int(x) for x in doc[a, b]]} for a, b in zip(*np.nonzero(diff_mask))]
+    elems = sorted({c["element"] for c in cells})
+    lanes = sorted({c["lane"] for c in cells})
+    fields = [name for k, name in enumerate(("row", "firstcol", "lastcol")) if np.any(spec[..., k] != doc[..., k])]
+    detail = (f"{len(cells)} of {diff_mask.size} (lane, element) pairs differ in {', '.join(fields)} "
+              f"(shown as (row, firstcol, lastcol)): elements {_ranges(elems)} in lanes {_ranges(lanes)}; specs/: {how}")
+    worst = lay.row if "row" in fields else lay.col
+    return Finding("changed", detail=detail, differences=cells, erratum=_erratum(op.layout, worst, lines), **base)
+
+
+def _section_types(ex: Extraction, section: str) -> set[str]:
+    """Types a section names: its title's and its fragment tables' and formulas'."""
+    out = {t for s in ex.sections if s.number == section for t in s.types}
+    out |= {t for f in ex.fragments if f.section == section for t in f.types}
+    out |= {t for x in ex.layouts if x.section == section for t in (x.types or ())}
+    return out
+
+
+def _mentions(ex: Extraction, v: Variant, operand: str) -> list[DocMention]:
+    """What the document says of this variant operand without a formula (figures, references)."""
+    a = v.operands.get("A")
+    out = []
+    for m in ex.mentions:
+        if operand not in m.operands or m.family != v.family or m.shape != _shape(v):
+            continue
+        types = _section_types(ex, m.section)
+        if types and a is not None and a.type.name not in types:
+            continue
+        out.append(m)
+    return out
+
+
+def _by_reference(ex: Extraction, m: DocMention, v: Variant, operand: str, specs: Specs) -> Finding:
+    """ "the same as <dense section>": the dense variants it names must map this operand as ``v`` does."""
+    op = v.operands[operand]
+    shape_m = _SHAPE.search(m.text)
+    shape = shape_m.group(0) if shape_m else _shape(v)
+    base = dict(subject=v.id, operand=operand, file=ex.file, line=m.line, section=m.section or None,
+                spec_layout=op.layout.name)
+    dense = [d for d in specs.variants.values()
+             if d.family == DENSE and _shape(d) == shape and operand in d.operands
+             and d.operands[operand].type.name == op.type.name
+             and (operand not in ("A", "B") or d.instruction.layouts == v.instruction.layouts)]
+    ref = f"by reference to {m.text!r}"
+    if not dense:
+        return Finding("note", detail=f"{ref}: specs/ has no dense {shape} {operand} .{op.type.name} to resolve it; "
+                                      "not compared", **base)
+    names = sorted({d.operands[operand].layout.name for d in dense})
+    bad = sorted({d.operands[operand].layout.name for d in dense
+                  if not np.array_equal(d.operands[operand].layout.default_map, op.layout.default_map)})
+    if bad:
+        return Finding("changed", detail=f"{ref}: dense {shape} .{op.type.name} uses {', '.join(bad)}, "
+                                         f"specs/ gives {v.id} {op.layout.name}", **base)
+    return Finding("same", detail=f"{ref}: dense mma {shape} .{op.type.name} uses {', '.join(names)}", **base)
+
+
 def _ranges(xs: list[int]) -> str:
     out, k = [], 0
     while k < len(xs):
@@ -194,14 +293,19 @@ def _covers(ex: Extraction, v: Variant) -> str | None:
     """The section of the document whose heading covers this variant's shape/type group, if any."""
     a = v.operands.get("A")
     for sec in ex.sections:
-        if sec.shape == _shape(v) and sec.sparse == _is_sparse(v) and (not sec.types or (a and a.type.name in sec.types)):
+        if sec.shape == _shape(v) and sec.family == v.family and (not sec.types or (a and a.type.name in sec.types)):
             return sec.number
     for lay in ex.layouts:  # a document without headings covers what its formulas name
-        if not lay.section and "A" in lay.operands and lay.shape == _shape(v) and (
+        if not lay.section and "A" in lay.operands and lay.shape == _shape(v) and lay.family == v.family and (
             not lay.types or (a and a.type.name in lay.types)
         ):
             return ""
     return None
+
+
+def _figure_key(text: str) -> int:
+    m = re.search(r"\d+", text)
+    return int(m.group()) if m else 0
 
 
 def _section_at(lines: dict[int, str], line: int) -> str | None:
@@ -217,6 +321,7 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
     lines = lines or {}
     out: list[Finding] = []
     used: set[int] = set()
+    drawn: dict[tuple[str, str], tuple[set[str], set[str], set[str]]] = {}  # (section, operand) -> figures, layouts, ids
     for v in specs.variants.values():
         for operand in ("A", "B", "C", "D"):
             if operand not in v.operands:
@@ -226,16 +331,40 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
                 used.update(hits)
                 out.append(_compare(ex, ex.layouts[hits[0]], v, operand, lines))
                 continue
+            said = _mentions(ex, v, operand)
+            refs = [m for m in said if m.kind == "reference"]
+            if refs:
+                out.append(_by_reference(ex, refs[0], v, operand, specs))
+                continue
+            figs = [m for m in said if m.kind == "figure"]
+            if figs:
+                figures, names, ids = drawn.setdefault((figs[0].section, operand), (set(), set(), set()))
+                figures.update(m.text for m in figs)
+                names.add(v.operands[operand].layout.name)
+                ids.add(v.id)
+                continue
             sec = _covers(ex, v)
             if sec is not None:
                 out.append(Finding("only in specs", v.id, operand, ex.file, None, sec or None,
                                    detail=f"specs/ has this operand ({v.operands[operand].layout.name}, "
                                           f"{v.file}:{v.line}); the document covers {_shape(v)} but gives no formula for it"))
+    for (section, operand), (figures, names, ids) in drawn.items():
+        shape = next((m.shape for m in ex.mentions if m.section == section), None)
+        sparse = any(m.section == section and m.family == SPARSE for m in ex.mentions)
+        out.append(Finding("note", f"{shape}{'.sp' if sparse else ''}", operand, ex.file, None, section or None,
+                           detail=f"drawn only ({', '.join(sorted(figures, key=_figure_key))}), no formula: not compared; "
+                                  f"specs/ takes {', '.join(sorted(names))} ({len(ids)} variants)"))
+    meta = [m for m in ex.mentions if "metadata" in m.operands and m.family == SPARSE]
+    if meta:
+        figs = sorted({m.text for m in meta}, key=_figure_key)
+        out.append(Finding("note", SPARSE, "metadata", ex.file, meta[0].line, None,
+                           detail=f"sparsity metadata is given by figures only ({', '.join(figs)}) in "
+                                  f"{len({m.section for m in meta})} sections: not compared"))
     for lay in ex.layouts:
         for t in lay.types or ():
             for orient in ([lay.orientation] if lay.orientation else [None]):
                 exists = any(
-                    applies(DocLayout(lay.section, lay.shape, lay.sparse, (o,), orient, (t,), None, None, 0), v, o)
+                    applies(DocLayout(lay.section, lay.shape, lay.family, (o,), orient, (t,), None, None, 0), v, o)
                     for v in specs.variants.values() for o in lay.operands
                 )
                 if not exists:

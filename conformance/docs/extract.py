@@ -12,11 +12,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .family import DENSE, prose_family, section_family
 from .formula import BINDING_LINE, FORMULA_START, DocFormula, translate_block
 from .source import DocError, Line, read_doc
 from .tables import DocTable, extract_tables
 
-__all__ = ["DocSection", "DocFragment", "DocLayout", "Extraction", "extract", "extract_file", "ISA_BINDINGS"]
+__all__ = ["DocSection", "DocFragment", "DocLayout", "DocMention", "Extraction", "extract", "extract_file", "ISA_BINDINGS"]
 
 # The ISA defines these at every fragment section; a document that omits them means these.
 ISA_BINDINGS = {"groupID": "%laneid >> 2", "threadID_in_group": "%laneid % 4"}
@@ -29,6 +30,10 @@ _OPERAND = re.compile(r"^(Multiplicand\s+([AB])|Accumulators?\b[^:]*|Metadata)\s
 _FRAG_HEADER = re.compile(r"^\|?\s*\.(a|b|c)type\b")
 _NUMBERS = {"a single": 1, "single": 1, "one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16}
 _GLUE = re.compile(r"(\d)(Matrix fragments|Multiplicand|Metadata|Accumulators)")
+_REFERENCE = re.compile(
+    r"^Matrix fragments for ((?:multiplicand B|accumulators? C and D)(?: and (?:multiplicand B|accumulators? C and D))?)"
+    r" are the same as (?:in case of |for )?(.*?)\.?$", re.I)
+_FIGURE_CAPTION = re.compile(r"^Figure (\d+)\s+\S")
 _COMPUTATION = re.compile(r"MMA computation (\d+)\D+%laneid (\d+)-(\d+) \(low group\) and (\d+)-(\d+)")
 
 
@@ -39,7 +44,30 @@ class DocSection:
     line: int
     shape: str | None
     types: tuple[str, ...]
-    sparse: bool
+    family: str | None  # see :mod:`.family`
+
+    @property
+    def sparse(self) -> bool:
+        return self.family == "mma.sp"
+
+
+@dataclass
+class DocMention:
+    """What a section says of an operand without a formula: a figure, or "the same as <section>"."""
+
+    section: str
+    family: str
+    shape: str | None
+    types: tuple[str, ...]
+    operands: tuple[str, ...]
+    kind: str  # "figure" | "reference"
+    text: str  # "Figure 121" | the referenced section's name as written
+    line: int
+
+    def canonical(self) -> dict:
+        d = asdict(self)
+        d.pop("line")
+        return d
 
 
 @dataclass
@@ -69,7 +97,7 @@ class DocLayout:
 
     section: str
     shape: str | None
-    sparse: bool
+    family: str  # see :mod:`.family`
     operands: tuple[str, ...]
     orientation: str | None  # "row" | "col" | None
     types: tuple[str, ...] | None
@@ -82,6 +110,10 @@ class DocLayout:
     computations: tuple[int, ...] | None = None  # per lane: MMA computation index (0-based)
 
     @property
+    def sparse(self) -> bool:
+        return self.family == "mma.sp"
+
+    @property
     def name(self) -> str:
         parts = [self.shape or "?", "sp" if self.sparse else "", "/".join(self.operands), self.orientation or ""]
         types = "/".join(self.types) if self.types else ""
@@ -89,7 +121,7 @@ class DocLayout:
 
     def canonical(self) -> dict:
         return {
-            "section": self.section, "shape": self.shape, "sparse": self.sparse, "operands": self.operands,
+            "section": self.section, "shape": self.shape, "family": self.family, "operands": self.operands,
             "orientation": self.orientation, "types": self.types, "elements": self.elements, "figure": self.figure,
             "row": self.row.canonical() if self.row else None, "col": self.col.canonical() if self.col else None,
             "bindings": dict(sorted(self.bindings.items())), "computations": self.computations,
@@ -104,6 +136,7 @@ class Extraction:
     fragments: list[DocFragment]
     layouts: list[DocLayout]
     tables: list[DocTable]
+    mentions: list[DocMention] = field(default_factory=list)
 
     def canonical(self, section_prefix: str | None = None) -> dict:
         """Line-free content (optionally of one section and its subsections), format-independent."""
@@ -114,6 +147,8 @@ class Extraction:
         return {
             "fragments": [f.canonical() for f in self.fragments if keep(f.section)],
             "layouts": [x.canonical() for x in self.layouts if keep(x.section)],
+            # figure captions are rendering-dependent (a text copy may drop one); references are content
+            "mentions": [x.canonical() for x in self.mentions if keep(x.section) and x.kind == "reference"],
             "tables": [t.canonical() for t in self.tables if section_prefix is None],
         }
 
@@ -182,6 +217,8 @@ class _Walker:
         self.sections: list[DocSection] = []
         self.fragments: list[DocFragment] = []
         self.layouts: list[DocLayout] = []
+        self.mentions: list[DocMention] = []
+        self.prose_family: str | None = None
         self.section: DocSection | None = None
         self.prose_shape: str | None = None
         self.prose_types: tuple[str, ...] = ()
@@ -194,11 +231,12 @@ class _Walker:
         self.pending: DocLayout | None = None
 
     # -- context ---------------------------------------------------------
-    def scope(self) -> tuple[str, str | None, tuple[str, ...], bool]:
+    def scope(self) -> tuple[str, str | None, tuple[str, ...], str]:
         sec = self.section
+        family = (sec.family if sec else None) or self.prose_family or DENSE
         if sec and sec.shape:
-            return sec.number, sec.shape, sec.types, sec.sparse
-        return (sec.number if sec else ""), self.prose_shape, self.prose_types, False
+            return sec.number, sec.shape, sec.types, family
+        return (sec.number if sec else ""), self.prose_shape, self.prose_types, family
 
     def flush(self) -> None:
         if self.pending and (self.pending.row or self.pending.col):
@@ -206,7 +244,7 @@ class _Walker:
         self.pending = None
 
     def new_layout(self, line: int) -> DocLayout:
-        number, shape, types, sparse = self.scope()
+        number, shape, types, family = self.scope()
         ops = self.operands or ("?",)
         frag_types: list[str] = []
         elements = None
@@ -230,7 +268,7 @@ class _Walker:
         comps = None
         if self.computations and len(self.computations) == 32:
             comps = tuple(self.computations[k] for k in range(32))
-        return DocLayout(number, shape, sparse, ops, self.orientation, ltypes, elements, self.figure, line,
+        return DocLayout(number, shape, family, ops, self.orientation, ltypes, elements, self.figure, line,
                          bindings=dict(self.bindings), computations=comps)
 
     # -- lines -----------------------------------------------------------
@@ -246,6 +284,19 @@ class _Walker:
             if h:
                 self.heading(h.group(1), h.group(2), ln.number)
                 continue
+            if self.section is None and not FORMULA_START.match(t):
+                self.prose_family = self.prose_family or prose_family(t)
+            ref = _REFERENCE.match(t)
+            if ref:
+                self.flush()
+                words = ref.group(1).lower()
+                ops = (("B",) if "multiplicand b" in words else ()) + (("C", "D") if "accumulator" in words else ())
+                self.mention(ops, "reference", ref.group(2).strip(), ln.number)
+                self.operands = ()
+                continue
+            fc = _FIGURE_CAPTION.match(t)
+            if fc and self.operands:
+                self.mention(self.operands, "figure", f"Figure {fc.group(1)}", ln.number)
             m = _SHAPE.search(t)
             if m and not FORMULA_START.match(t):
                 self.prose_shape = m.group(0)
@@ -333,12 +384,18 @@ class _Walker:
                 setattr(self.pending, formula.field, formula)
                 continue
 
+    def mention(self, operands: tuple[str, ...], kind: str, text: str, line: int) -> None:
+        number, shape, types, family = self.scope()
+        self.mentions.append(DocMention(number, family, shape, types, operands, kind, text, line))
+
     def heading(self, number: str, title: str, line: int) -> None:
         if self.section and self.section.number == number:
             return
         self.flush()
         m = _SHAPE.search(title)
-        self.section = DocSection(number, title, line, m.group(0) if m else None, _types(title), "sparse" in title.lower())
+        parent = next((s.family for s in reversed(self.sections) if number.startswith(s.number + ".")), None)
+        family = section_family(number, title, parent)
+        self.section = DocSection(number, title, line, m.group(0) if m else None, _types(title), family)
         self.sections.append(self.section)
         self.operands, self.orientation, self.ctypes, self.figure = (), None, None, None
         self.bindings, self.computations = {}, ({} if m else self.computations)
@@ -358,7 +415,7 @@ def extract(lines: list[Line], file: str = "<doc>", fmt: str = "text") -> Extrac
         raise DocError(file, first.number if first else 1,
                        "no PTX ISA fragment table, 'row = ... col = ...' formula or 'Table N' found "
                        f"(first text: {first.text.strip()[:60]!r})" if first else "empty document")
-    return Extraction(file, fmt, w.sections, w.fragments, w.layouts, tables)
+    return Extraction(file, fmt, w.sections, w.fragments, w.layouts, tables, w.mentions)
 
 
 def extract_file(path: str | Path) -> Extraction:

@@ -9,6 +9,8 @@ element clause and/or a condition::
     row =  groupID for a0 and a1 / groupID + 8 for a2 and a3   ->  groupID if i in {0, 1} else ...
     ... for ai where 0 <= i < 2 || 4 <= i < 6 / ... Otherwise
     row = X if ... / X + 4 otherwise   where X = (...)       ->  let X
+    col = [firstcol ... lastcol]  Where firstcol = ... lastcol = firstcol + 3
+                                  ->  kind "range", bounds (firstcol, lastcol) as lets
 
 ``i = {0,..,3}`` is the element domain, not a condition.  Each branch is parsed on
 its own so that a typo is reported with its own line (an unbalanced parenthesis
@@ -43,6 +45,7 @@ class DocFormula:
     lets: dict[str, str] = field(default_factory=dict)  # "where X = ..." bindings
     domain: tuple[int, ...] | None = None  # elements named by "for ai where i = {...}"
     kind: str = "map"  # "map" | "range" ([firstcol ... lastcol]: sparse, not a lane map)
+    bounds: tuple[str, str] | None = None  # a range's (first, last) names, defined in ``lets``
     error: str | None = None
     error_line: int | None = None
 
@@ -53,7 +56,7 @@ class DocFormula:
     def canonical(self) -> dict:
         """Line-free content, for comparing two renderings of one section."""
         return {"field": self.field, "expr": self.expr, "lets": dict(sorted(self.lets.items())),
-                "domain": self.domain, "kind": self.kind, "error": self.error}
+                "domain": self.domain, "kind": self.kind, "bounds": self.bounds, "error": self.error}
 
 
 @dataclass
@@ -184,17 +187,22 @@ def translate_block(lines: list[Line]) -> DocFormula:
                 lets[-1][1].append(ln)
             continue
         main.append(ln)
+    rng = re.match(r"^\[\s*([A-Za-z_]\w*)\s*(?:\.\.\.|,)\s*([A-Za-z_]\w*)\s*\]$", main[0].text) if len(main) == 1 else None
     if any("[" in ln.text for ln in main):
         f.kind = "range"
-        return f
+        if rng is None:
+            f.error, f.error_line = f"cannot read range {main[0].text!r}", main[0].number
+            return f
+        f.bounds = (rng.group(1), rng.group(2))
     try:
         domains = []
         branches = []
-        for ln in main:
-            br, dom = _branch(ln.text, ln.number)
-            branches.append(br)
-            domains.append(dom)
-        f.expr = _combine(branches)
+        if f.kind == "map":
+            for ln in main:
+                br, dom = _branch(ln.text, ln.number)
+                branches.append(br)
+                domains.append(dom)
+            f.expr = _combine(branches)
         for name, blines in lets:
             lb = []
             for ln in blines:
@@ -202,6 +210,10 @@ def translate_block(lines: list[Line]) -> DocFormula:
                 lb.append(br)
                 domains.append(dom)
             f.lets[name] = _combine(lb)
+        if f.bounds:
+            missing = [n for n in f.bounds if n not in f.lets]
+            if missing:
+                raise _Unreadable(f"range bound {missing[0]!r} is not defined ('where {missing[0]} = ...')", lines[0].number)
         doms = {d for d in domains if d is not None}
         if len(doms) > 1:
             raise _Unreadable(f"element domains disagree: {sorted(doms)}", lines[0].number)

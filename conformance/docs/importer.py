@@ -59,7 +59,7 @@ def draft(ex: Extraction, specs: Specs) -> dict | None:
         for operand in lay.operands:
             sib = next((v for v in specs.variants.values() if _shape(v) == lay.shape and operand in v.operands
                         and (not lay.orientation or applies(
-                            DocLayout(lay.section, lay.shape, lay.sparse, (operand,), lay.orientation, None, None, None, 0),
+                            DocLayout(lay.section, lay.shape, lay.family, (operand,), lay.orientation, None, None, None, 0),
                             v, operand))), None)
             if sib is None:
                 continue

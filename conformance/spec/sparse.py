@@ -25,7 +25,7 @@ import numpy as np
 
 from .model import Variant
 
-__all__ = ["Sparsity", "sparsity", "is_sparse", "densify", "compress", "positions"]
+__all__ = ["Sparsity", "sparsity", "is_sparse", "densify", "compress", "positions", "dense_ranges"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,35 @@ def sparsity(v: Variant) -> Sparsity:
     fields = v.operands["metadata"].layout.cols
     chunks = fields // 2
     return Sparsity(m, k, chunks, k // chunks, (k // 2) // chunks, v.instruction.sparse == "ordered")
+
+
+def dense_ranges(v: Variant) -> np.ndarray:
+    """``int64[lane, element, 2]``: the dense columns ``[first, last]`` where each stored A element may lie.
+
+    Stored (compressed) column ``c`` belongs to chunk ``c // nz``, dense columns
+    ``[chunk * width, chunk * width + width - 1]``; the metadata picks the exact
+    one.  The ISA states the range per register ("four non-zero .u8 elements out
+    of 8 consecutive elements": ``col = [firstcol ... lastcol]``), so each
+    element's range is the span of the chunks its register holds in its row.
+    -1 where the A layout holds nothing.
+    """
+    sp = sparsity(v)
+    a = v.operands["A"]
+    amap = a.layout.default_map  # (matrix, row, compressed col)
+    held = amap[..., 2] >= 0
+    first = np.where(held, (amap[..., 2] // sp.nz) * sp.width, -1)
+    last = np.where(held, first + sp.width - 1, -1)
+    out = np.stack([first, last], axis=-1)
+    per = a.fragment.per_register
+    for r0 in range(0, amap.shape[1], per):
+        reg = slice(r0, r0 + per)
+        rows = amap[:, reg, 1]
+        for lane in range(amap.shape[0]):
+            for row in set(rows[lane].tolist()) - {-1}:
+                same = np.nonzero(rows[lane] == row)[0] + r0
+                out[lane, same, 0] = first[lane, same].min()
+                out[lane, same, 1] = last[lane, same].max()
+    return out
 
 
 def positions(sp: Sparsity, idx: np.ndarray) -> np.ndarray:
