@@ -141,12 +141,37 @@ def compare(
             + (f"; {verdict.message}" if verdict.message else "")
         )
     if meta and check.startswith("map.") and v.instruction.bitop != "xor":
-        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"))
+        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"), _selections(v, bits))
         verdict.observed = obs
         verdict.map_diff = diff
         if diff and verdict.status == "pass":  # cannot happen when D matched; kept as a guard
             verdict.status = "fail"
     return verdict
+
+
+def _selections(v: Variant, bits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The multiplicands as the spec reads them (A densified through the metadata for mma.sp)."""
+    a = bits["A"]
+    if "metadata" in bits:
+        from conformance.spec.sparse import densify
+
+        a = densify(v, a, bits["metadata"])
+    return {"A": v.operands["A"].type.decode(a), "B": v.operands["B"].type.decode(bits["B"])}
+
+
+def _covered(target: str, cell: np.ndarray, covered_k: set[tuple[int, int]] | None) -> bool:
+    """Did the selection inputs ever pick this (matrix, row, col) cell's k?"""
+    if covered_k is None or target == "C":
+        return True
+    k = cell[2] if target == "A" else cell[1]
+    return (int(cell[0]), int(k)) in covered_k
+
+
+def _selected(sel: np.ndarray, axis: int) -> np.ndarray:
+    """Index of the single 1 along ``axis`` of a 0/1 selection matrix, -1 where there is none."""
+    ones = sel == 1
+    idx = np.argmax(ones, axis=axis)
+    return np.where(np.count_nonzero(ones, axis=axis) == 1, idx, -1)
 
 
 def observed_map(
@@ -155,6 +180,7 @@ def observed_map(
     actual_bits: np.ndarray,
     tagged_words: np.ndarray | None = None,
     metadata_bits: np.ndarray | None = None,
+    selections: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Read the tags back: where did each (lane, element) of the tagged operand land?
 
@@ -193,7 +219,17 @@ def observed_map(
         comp = np.arange(lay.rows * lay.cols, dtype=np.uint64).reshape(1, 1, lay.rows, lay.cols) + np.uint64(1)
         stored_col = densify(v, comp, metadata_bits[:1]).astype(np.int64)[0, 0] - 1 - np.arange(lay.rows)[:, None] * lay.cols
     observed = np.full(spec.shape, -1, dtype=np.int64)
+    covered_k: set[tuple[int, int]] | None = set() if selections is not None and target in ("A", "B") else None
     for s in range(blocks):
+        # Which k the other multiplicand selects, read from the inputs as the spec reads them
+        # (not assumed from the generator): D[m, n] = A[m, k(n)] or B[k(m), n].
+        pick = None
+        if selections is not None and target == "A":
+            pick = _selected(selections["B"][s * digits], axis=-2)  # [matrix, N] -> k
+        elif selections is not None and target == "B":
+            pick = _selected(selections["A"][s * digits], axis=-1)  # [matrix, M] -> k
+        if pick is not None and covered_k is not None:
+            covered_k |= {(int(mm), int(x)) for (mm, _), x in np.ndenumerate(pick) if x >= 0}
         dig = digit[s * digits : (s + 1) * digits]
         valid = np.all(dig >= 0, axis=0)
         tag = np.zeros(dig.shape[1:], dtype=np.int64)
@@ -203,8 +239,8 @@ def observed_map(
             if not valid[mat, r, c] or int(t) not in slot_of_tag:
                 continue
             if target == "A":
-                kk = c + n * s
-                if kk >= k:
+                kk = c + n * s if pick is None else int(pick[mat, c])
+                if kk >= k or kk < 0:
                     continue
                 if stored_col is not None:
                     if stored_col[r, kk] < 0:
@@ -212,8 +248,8 @@ def observed_map(
                     kk = int(stored_col[r, kk])
                 cell = (mat, r, kk)
             elif target == "B":
-                kk = r + m * s
-                if kk >= k:
+                kk = r + m * s if pick is None else int(pick[mat, r])
+                if kk >= k or kk < 0:
                     continue
                 cell = (mat, kk, c)
             else:
@@ -224,6 +260,8 @@ def observed_map(
     for (lane, elem), t in np.ndenumerate(tag_of_slot):
         if t < 0:
             continue
+        if observed[lane, elem, 0] < 0 and not _covered(target, spec[lane, elem], covered_k):
+            continue  # the inputs never selected this element's k: undecidable, not wrong
         if tuple(observed[lane, elem]) != tuple(spec[lane, elem]):
             o = observed[lane, elem]
             seen = "nowhere in D" if o[0] < 0 else f"(matrix {o[0]}, row {o[1]}, col {o[2]})"
