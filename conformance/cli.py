@@ -133,7 +133,12 @@ def cmd_specs_figure(args) -> int:
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".svg", ".png"):
         raise SystemExit(f"ptxconf: -o {args.output}: the figure must end in .svg or .png")
-    operand_figure(v, args.operand, args.output)
+    if args.operand == "metadata":
+        from conformance.figures import metadata_figure
+
+        metadata_figure(v, args.output)  # bit fields labelled [hi:lo], as the ISA draws them
+    else:
+        operand_figure(v, args.operand, args.output)
     print(args.output)
     return 0
 
