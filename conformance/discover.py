@@ -97,6 +97,8 @@ def plan_cases(v: Variant) -> CasePlan:
     assumes only that a metadata field's slot is its index's parity (two
     2-bit fields per chunk), which every layout in the ISA's figures has.
     """
+    if v.family not in ("mma.sync", "mma.sp"):
+        raise ValueError(f"{v.id}: discovery covers mma.sync and mma.sp ({v.family} moves data: its map checks observe it directly)")
     if v.instruction.bitop == "xor":
         raise ValueError(f"{v.id}: discovery uses the .and.popc form of the same shape (xor does not select)")
     if any(n.startswith("scale_") for n in v.operands):
