@@ -97,7 +97,11 @@ def run(args) -> int:
     if args.all:
         variants = list(specs.variants.values())
     elif args.variant:
-        variants = [specs.get(vid) for vid in args.variant]
+        try:
+            variants = [specs.get(vid) for vid in args.variant]
+        except KeyError as exc:
+            print(f"ptxconf discover: {exc.args[0]}", file=sys.stderr)
+            return 2
     else:
         print("ptxconf discover: name one or more variants, or --all", file=sys.stderr)
         return 2
