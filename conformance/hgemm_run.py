@@ -164,7 +164,7 @@ class EmulatedDevice:
 
 
 def _reps(M: int, N: int, K: int) -> int:
-    return int(min(50, max(3, 2e11 / (2 * M * N * K))))  # about 0.2 s at ~100 TFLOP/s, at least 3
+    return int(min(50, max(10, 2e11 / (2 * M * N * K))))  # about 0.2 s at ~100 TFLOP/s, at least 10
 
 
 def run(specs: Specs, device, variants: list[str], sizes: list[tuple[int, int, int]], out: Path,

@@ -587,7 +587,8 @@ def emulate(specs: Specs, p: Plan, A: np.ndarray, B: np.ndarray) -> np.ndarray:
     lds = {"A": K if p.a.tile == "row-major" else M, "B": N if p.b.tile == "row-major" else K}
     D = np.full((M, N), np.nan)
     nd = v.operands["D"].registers
-    opA, opB, opD = (v.operands[n] for n in "ABD")
+    hw = specs.get(v.id)  # the "hardware": the mma maps of ``specs``, which may not be the plan's
+    opA, opB, opD = (hw.operands[n] for n in "ABD")
     dmap = opD.layout.map(opD.param_combinations()[0])
     lane = np.arange(32)
     tid = np.arange(T)
