@@ -162,7 +162,7 @@ def design(v: Variant, p: PathParams) -> list[Group]:
     # exponent floor: all terms tiny
     lo = 2 * min(d.fa.emin, d.fb.emin)
     g = Group("exponent_floor", ("exp_floor",), [{"exp_floor": None}] + [{"exp_floor": f} for f in range(-100, -170, -1)])
-    for e1 in range(max(lo, -150), min(lo + 40, -60), 4):
+    for e1 in range(max(lo + 30, -160), -100, 4):
         for j in (5, 10, 15, 20, 24, 28):
             y = d.pair(e1 - j, -1.0)
             x = d.mid_pair(e1)
