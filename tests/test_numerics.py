@@ -88,7 +88,7 @@ def test_experiments_detect_a_different_machine(spec, specs):
         other = replace(path_of(spec, v), **change)
         backend = EmulatorBackend(mma_semantics(lambda _v, o=other: o), cc=(9, 0))
         groups = {g["group"]: g for g in measure(backend, spec, v)["groups"]}
-        assert groups[group]["consistent"] == [want]
+        assert want in groups[group]["consistent"]
         assert not groups[group]["agrees"]
 
 
