@@ -30,6 +30,7 @@ EXTENSIONS = (
     "conformance.cli_tcgen05",
     "conformance.cli_movement",
     "conformance.cli_hgemm",
+    "conformance.cli_numerics",
 )
 
 
