@@ -9,9 +9,10 @@ executes the variant's instruction, and stores D's registers to
 Randomised from the seed, so the probes also exercise the JIT:
 
 * the ``.version`` (spec minimum .. toolkit maximum) and ``.target``;
-* a chained second instruction with zero multiplicands (``-0`` for floats, so
-  ``D + (-0) = D`` holds for every D, signed zeros included) where C and D have
-  the same type;
+* a chained second instruction with zero multiplicands (A = -0, B = +0 for
+  floats, so every product is -0 and ``D + (-0) = D`` for every D but -0: the
+  H100 returns +0 when every term is -0, see results/h100-numerics; value
+  inputs never make D = -0) where C and D have the same type;
 * extra live registers carried across the instruction and folded into a
   checksum word stored after D, which the host verifies.
 
