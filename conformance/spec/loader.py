@@ -16,10 +16,8 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import itertools
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from .expr import Expr, ExprError, parse
 from .model import Fragment, Layout, Operand, Variant
 from .ptxtypes import TYPES
 from .targets import PtxVersion, parse_target
-from .yamlsrc import Source, SpecError, field_name, load_yaml
+from .yamlsrc import Source, SpecError, field_name, first_schema_error, load_yaml, schema_validator
 
 __all__ = ["Specs", "load_specs", "load_file", "default_specs_dir", "SpecError"]
 
@@ -42,12 +40,8 @@ def default_specs_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "specs"
 
 
-@lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(_SCHEMA_PATH.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    return schema_validator(_SCHEMA_PATH)
 
 
 @dataclass
@@ -163,15 +157,9 @@ def _load_variants(path: str | Path, specs: Specs, doc: dict, src: Source, fragm
 
 
 def _check_schema(doc: Any, src: Source) -> None:
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        err = min(errors, key=lambda e: src.line(tuple(e.absolute_path)) or 0)
-        path = tuple(err.absolute_path)
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            # point at the first unknown key itself, not at the mapping that holds it
-            known = err.schema.get("properties", {})
-            extra = [k for k in err.instance if k not in known]
-            path += tuple(extra[:1])
+    found = first_schema_error(_validator(), doc, src)
+    if found:
+        path, err = found
         raise src.error(path, _schema_message(err))
 
 

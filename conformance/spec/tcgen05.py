@@ -11,18 +11,17 @@ and says, for any other tuple, which row or rule forbids it.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from .targets import PtxVersion, Target, parse_target, target_satisfies
-from .yamlsrc import Source, SpecError
+from .yamlsrc import Source, SpecError, first_schema_error, schema_validator
 
 __all__ = [
     "SCHEMA_ID",
@@ -44,12 +43,8 @@ SCHEMA_ID = "tcgen05/1"
 _SCHEMA_PATH = Path(__file__).with_name("schema_tcgen05.json")
 
 
-@lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(_SCHEMA_PATH.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    return schema_validator(_SCHEMA_PATH)
 
 
 @dataclass(frozen=True)
@@ -494,14 +489,10 @@ def _check_cover(fields: tuple[Field, ...], bits: int, path: tuple, src: Source)
 
 def load_document(doc: dict, src: Source) -> Tcgen05Spec:
     """Schema-check and build a ``schema: tcgen05/1`` document; raise SpecError naming file:line:field."""
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
-    if errors:
-        err = errors[0]
-        path = tuple(err.absolute_path)
+    found = first_schema_error(_validator(), doc, src)
+    if found:
+        path, err = found
         msg = err.message.replace("Additional properties are not allowed", "unknown key")
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = err.schema.get("properties", {})
-            path += tuple([k for k in err.instance if k not in known][:1])
         if err.validator == "oneOf" and path[:2] == ("table39", "rows"):
             msg = "a row gives either `invalid` or all of dtype, ab, M, N, K"
         raise src.error(path, msg)

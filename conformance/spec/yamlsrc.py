@@ -8,13 +8,16 @@ invariants) can point at the exact line.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
-__all__ = ["SpecError", "Source", "load_yaml"]
+__all__ = ["SpecError", "Source", "load_yaml", "schema_validator", "first_schema_error"]
 
 PathT = tuple[Any, ...]
 
@@ -90,3 +93,27 @@ def _convert(node: yaml.Node, path: PathT, src: Source) -> Any:
     if isinstance(node, yaml.SequenceNode):
         return [_convert(child, path + (k,), src) for k, child in enumerate(node.value)]
     return yaml.SafeLoader(stream="").construct_object(node)
+
+
+@cache
+def schema_validator(path: str | Path) -> jsonschema.protocols.Validator:
+    """The (checked) JSON Schema validator of a schema file, built once."""
+    schema = json.loads(Path(path).read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def first_schema_error(
+    validator: jsonschema.protocols.Validator, doc: Any, src: Source
+) -> tuple[PathT, jsonschema.ValidationError] | None:
+    """The schema error to report: the earliest in the file, pointing at an unknown key itself."""
+    errors = list(validator.iter_errors(doc))
+    if not errors:
+        return None
+    err = min(errors, key=lambda e: (src.line(tuple(e.absolute_path)) or 0, len(e.absolute_path), list(map(str, e.absolute_path))))
+    path = tuple(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = err.schema.get("properties", {})
+        path += tuple([k for k in err.instance if k not in known][:1])
+    return path, err
