@@ -29,6 +29,7 @@ EXTENSIONS = (
     "conformance.cli_docs",
     "conformance.cli_tcgen05",
     "conformance.cli_movement",
+    "conformance.cli_wgmma",
 )
 
 

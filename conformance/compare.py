@@ -110,6 +110,10 @@ def compare(
         from conformance.movement import compare_movement
 
         return compare_movement(v, check, seed, in_words, out_words, meta)
+    if v.family == "wgmma":
+        from conformance.wgmma import compare_wgmma
+
+        return compare_wgmma(v, check, seed, in_words, out_words, params, meta)
     layout = buffer_layout(v)
     ops = v.operands
     words = split_inputs(v, in_words, layout)
