@@ -26,8 +26,8 @@ from conformance.spec.targets import PtxVersion, Target
 from generators import movement
 from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.movement import is_movement
-from generators.wgmma import is_wgmma
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
+from generators.wgmma import is_wgmma
 
 __all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
 

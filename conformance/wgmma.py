@@ -40,7 +40,8 @@ def hypotheses(v, model: wg.Model, cfg_modes: set[int]) -> list[tuple[str, wg.Mo
     out.append(("LBO and SBO swapped (the hardware takes the leading offset for the stride and back)", replace(model, swap_lbo_sbo=True)))
     out.append(("descriptor offsets encoded differently (matrix-descriptor-encode's >> 4 missing or extra)", replace(model, unencoded=True)))
     if v.bits == 16:
-        out.append(("permutation inside the core matrices (8x8 core matrix transposed)", replace(model, core_transpose=True)))
+        out.append(("permutation inside the core matrices (no-swizzle layout: each 8x8 core matrix transposed)",
+                    replace(model, core_transpose=True)))
     names = list(model.smem.swizzles)
     for code in sorted(cfg_modes):
         mine = model.smem.name_of(code)
@@ -78,14 +79,13 @@ def compare_wgmma(v, check: str, seed: int, in_words, out_words, params: dict, m
 
 
 def diagnose(v, in_words, got, imm, model, failing, exp) -> list[str]:
-    """Name the fault: the hypothesis that reproduces every failing case, else the best partial one."""
+    """Name the fault: the hypothesis that reproduces the most failing cases (all, ideally)."""
     sub_in, sub_got = in_words[failing], got[failing]
     codes = set()
     for c in failing:
-        for w in ((0, 1), (2, 3)):
-            d = wg.decode_words(model, in_words[c, 0, w[0]], in_words[c, 0, w[1]])
-            codes.add(d.swizzle)
-    best: tuple[int, str] | None = None
+        for lo, hi in ((0, 1), (2, 3)):
+            codes.add(wg.decode_words(model, in_words[c, 0, lo], in_words[c, 0, hi]).swizzle)
+    scores: list[tuple[int, str]] = []
     for name, hyp in hypotheses(v, model, codes):
         try:
             e = wg.apply(v, sub_in, imm, hyp)[:, :, : sub_got.shape[2]]
@@ -94,28 +94,31 @@ def diagnose(v, in_words, got, imm, model, failing, exp) -> list[str]:
         n = int(_per_case_equal(e, sub_got).sum())
         if n == len(failing):
             return [f"fault: {name} (reproduces all {n} failing cases)"]
-        if n and (best is None or n > best[0]):
-            best = (n, name)
-    d_line = _d_fragment(exp[failing], sub_got)
-    if d_line:
-        return [d_line]
-    if best:
-        return [f"fault: {best[1]} (reproduces {best[0]} of {len(failing)} failing cases; the others differ otherwise)"]
+        if n:
+            scores.append((n, name))
+    d_cases, d_name = _d_fragment(exp[failing], sub_got)
+    if d_cases == len(failing):
+        return [f"fault: {d_name} (all {d_cases} failing cases)"]
+    if d_cases:
+        scores.append((d_cases, d_name))
+    if scores:
+        n, name = max(scores, key=lambda s: s[0])
+        return [f"fault: {name} (reproduces {n} of {len(failing)} failing cases; the others differ otherwise)"]
     return [_numerics(v, exp[failing], sub_got)]
 
 
-def _d_fragment(exp: np.ndarray, got: np.ndarray) -> str | None:
-    """All of D's values present in every failing case, in other (lane, register) slots."""
-    same = all(np.array_equal(np.sort(e.ravel()), np.sort(g.ravel())) for e, g in zip(exp, got))
-    if not same:
-        return None
-    e, g = exp[0], got[0]
+def _d_fragment(exp: np.ndarray, got: np.ndarray) -> tuple[int, str]:
+    """(cases whose D values are all present but in other lanes/registers, the fault's name)."""
+    perm = [c for c, (e, g) in enumerate(zip(exp, got)) if np.array_equal(np.sort(e.ravel()), np.sort(g.ravel()))]
     moved = []
-    for lane, reg in np.argwhere(e != g)[:3]:
-        hits = np.argwhere(g == e[lane, reg])
-        if len(hits) == 1:
-            moved.append(f"lane {lane} register {reg} -> lane {hits[0][0]} register {hits[0][1]}")
-    return "fault: wrong D fragment (every D value is present, in other lanes/registers" + (": " + "; ".join(moved) if moved else "") + ")"
+    if perm:
+        e, g = exp[perm[0]], got[perm[0]]
+        for lane, reg in np.argwhere(e != g)[:3]:
+            hits = np.argwhere(g == e[lane, reg])
+            if len(hits) == 1:
+                moved.append(f"lane {lane} register {reg} -> lane {hits[0][0]} register {hits[0][1]}")
+    name = "wrong D fragment (every D value present, in other lanes/registers" + (": " + "; ".join(moved) if moved else "") + ")"
+    return len(perm), name
 
 
 def _numerics(v, exp: np.ndarray, got: np.ndarray) -> str:

@@ -142,18 +142,15 @@ def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, oper
     bits = v.bits
     ext = 64 if operand == "A" else v.N
     mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
-    major = "MN" if trans else "K"
+    major = model.smem.major_of(trans)
     if operand in model.major_flip:
         major = "K" if major == "MN" else "MN"
     lbo, sbo = (desc.sbo, desc.lbo) if model.swap_lbo_sbo else (desc.lbo, desc.sbo)
     start = desc.start
     sw = model.swizzle_name(desc.swizzle) or "none"
-    if model.core_transpose and bits == 16:
-        # element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
-        if major == "K":
-            mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
-        else:
-            mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+    if model.core_transpose and bits == 16 and sw == "none":
+        # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
+        mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
     addr = model.smem.addresses(major, sw, start, mn, k, bits, lbo, sbo)
     if bits >= 8:
         nb = bits // 8
@@ -172,10 +169,11 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
     a, b = at.decode(a_bits), bt.decode(b_bits)
     if dt.is_float:
-        acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)
-        if scale_d:
-            acc = acc + dt.decode(c_bits)
-        return dt.encode(acc.astype(np.float64), exact=False)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
+            acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)
+            if scale_d:
+                acc = acc + dt.decode(c_bits)
+            return dt.encode(acc.astype(np.float64), exact=False)
     acc = a.astype(np.int64) @ b.astype(np.int64)
     if scale_d:
         acc = acc + dt.decode(c_bits).astype(np.int64)
@@ -264,7 +262,7 @@ def imm_tag(imm: dict) -> str:
 def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, smem: SmemSpec, region: int) -> Desc:
     bits = v.bits
     ext = 64 if operand == "A" else v.N
-    major = "MN" if trans else "K"
+    major = smem.major_of(trans)
     W = smem.width(sw)
     lbo, sbo = canonical_strides(major, sw, W, bits, ext, v.K)
     start = region
@@ -283,7 +281,7 @@ def _fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int
     ext = 64 if operand == "A" else v.N
     mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
     sw = smem.name_of(desc.swizzle)
-    addr = smem.addresses("MN" if trans else "K", sw, desc.start, mn, k, bits, desc.lbo, desc.sbo)
+    addr = smem.addresses(smem.major_of(trans), sw, desc.start, mn, k, bits, desc.lbo, desc.sbo)
     vals = mat if operand == "A" else mat.T
     if bits >= 8:
         for b in range(bits // 8):

@@ -83,8 +83,13 @@ class SmemSpec:
     offset: Mapping[str, Mapping[str, Expr]]  # major -> none/swizzled -> formula
     swizzle: Expr
     alignment: int
+    transpose: Mapping[int, str] = field(default_factory=lambda: {0: "K", 1: "MN"})
     notes: tuple[str, ...] = ()
     errata: tuple[Mapping[str, str], ...] = ()
+
+    def major_of(self, trans: int) -> str:
+        """Major-ness of a matrix read with imm-trans = ``trans``."""
+        return self.transpose[int(trans)]
 
     def code_of(self, name: str) -> int:
         return int(self.swizzles[name]["code"])
@@ -265,6 +270,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
         offset={m: {s: _f(sm["offset"][m][s], ("smem", "offset", m, s), src) for s in ("none", "swizzled")} for m in MAJORS},
         swizzle=_f(sm["swizzle"], ("smem", "swizzle"), src),
         alignment=sm["alignment"],
+        transpose=dict(enumerate(sm["transpose"])),
         notes=tuple(sm.get("notes", ())),
         errata=tuple(sm.get("errata", ())),
     )
