@@ -304,3 +304,10 @@ def test_ptxas_accepts_sampled_forms(specs, which):
     assert {(r.arch, r.expected, r.actual) for r in rows} >= {("sm_90a", "valid", "assembles"), ("sm_100a", "invalid", "rejected")}
     # mixed integer types: rejected below .version 8.4
     assert any(r.version == "8.3" and r.actual == "rejected" for r in rows)
+
+
+@pytest.mark.skipif(not (H100 / "observations").exists(), reason="no recorded H100 wgmma run yet (results/h100-wgmma)")
+def test_recorded_h100_wgmma_replays():
+    from conformance.replay import replay_dir
+
+    assert replay_dir(load_specs(), H100, quiet=True) == 0
