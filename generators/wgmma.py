@@ -519,11 +519,12 @@ def kernel_source(p: WgProbe) -> str:
         L.append(f"    ld.global.b32 %a{i}, [%q2+{(a_off(v) + i) * 4}];")
     dregs = "{" + ", ".join(f"%d{i}" for i in range(nd)) + "}"
     a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
-    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%p1"), "    wgmma.commit_group.sync.aligned;"]
+    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%p1")]
     if p.reuse and na:
         # The ISA: A's registers must not be modified before wgmma.wait_group says the wgmma is done.
-        # This probe overwrites them anyway: a compiler that reuses them early produces exactly this.
+        # This probe overwrites them right after the issue: what a compiler reusing them early produces.
         L += [f"    mov.b32 %a{i}, 0;" for i in range(na)]
+    L.append("    wgmma.commit_group.sync.aligned;")
     L.append("    wgmma.wait_group.sync.aligned 0;")
     for i in range(nd):
         L.append(f"    st.global.{'b32' if dt == 'b32' else dt} [%q4+{4 * i}], %d{i};")

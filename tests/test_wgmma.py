@@ -175,7 +175,7 @@ def test_probe_kernel_shape(specs):
                  "wgmma.wait_group.sync.aligned 0;", ".shared .align 1024"):
         assert need in src
     r = wg.WgProbe(specs.get(V16R), (("scale_a", 1), ("scale_b", 1), ("trans_b", 0)), reuse=True).source()
-    issue, wait = r.index("wgmma.commit_group"), r.index("wgmma.wait_group")
+    issue, wait = r.index("wgmma.mma_async"), r.index("wgmma.commit_group")
     assert "mov.b32 %a0, 0;" in r[issue:wait]
 
 
@@ -311,3 +311,21 @@ def test_recorded_h100_wgmma_replays():
     from conformance.replay import replay_dir
 
     assert replay_dir(load_specs(), H100, quiet=True) == 0
+
+
+@pytest.mark.gpu
+def test_wgmma_on_the_gpu(specs, tmp_path):
+    from conformance.backends.pycuda_backend import PyCudaBackend, gpu_available
+    from conformance.runner import run_variants
+
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    backend = PyCudaBackend()
+    if backend.compute_capability() != (9, 0):
+        pytest.skip("wgmma needs sm_90a (an H100/H200)")
+    outs = []
+    run_variants(backend, [specs.get(v) for v in RECORDED], 0, on_outcome=outs.append)
+    backend.close()
+    bad = [(vd.variant, vd.check, vd.message) for o in outs for vd in o.verdicts if vd.status != "pass"]
+    assert not bad, bad
