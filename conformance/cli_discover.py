@@ -72,7 +72,12 @@ def observed_yaml(v: Variant, disc: Discovery, device: dict) -> tuple[str, list[
         "fragments": fragments,
         "layouts": layouts,
     }
-    if not unfit:
+    if "metadata" in v.operands:
+        doc["notes"].append(
+            "mma.sp: discovery ran under uniform metadata patterns, so it observes the stored A, B and C maps, "
+            "not the metadata map (the conformance run's map.metadata check verifies that); layouts only, no variant"
+        )
+    elif not unfit:
         group = {"instruction": v.id, "section": v.section, "min_ptx": str(v.min_ptx)}
         if len(v.requires) == 1:
             group["min_target"] = v.requires[0].name
@@ -92,7 +97,11 @@ def run(args) -> int:
     if args.all:
         variants = list(specs.variants.values())
     elif args.variant:
-        variants = [specs.get(vid) for vid in args.variant]
+        try:
+            variants = [specs.get(vid) for vid in args.variant]
+        except KeyError as exc:
+            print(f"ptxconf discover: {exc.args[0]}", file=sys.stderr)
+            return 2
     else:
         print("ptxconf discover: name one or more variants, or --all", file=sys.stderr)
         return 2

@@ -114,6 +114,10 @@ def compare(
         from conformance.wgmma import compare_wgmma
 
         return compare_wgmma(v, check, seed, in_words, out_words, params, meta)
+    if v.family == "tcgen05.mma":
+        from conformance.tcgen05_compare import compare_tcgen05
+
+        return compare_tcgen05(v, check, seed, in_words, out_words, meta)
     layout = buffer_layout(v)
     ops = v.operands
     words = split_inputs(v, in_words, layout)

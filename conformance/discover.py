@@ -65,6 +65,7 @@ class CasePlan:
     t_digits: int
     c_alpha: list[float]
     t_alpha: list[float]
+    patterns: int = 1  # mma.sp: uniform metadata patterns, each covering half of every chunk
 
 
 def _slots(v: Variant, name: str) -> int:
@@ -83,14 +84,28 @@ def _tag_bits(v: Variant, name: str, alpha: list[float], digit: int) -> np.ndarr
     return op.type.encode(vals).reshape(op.layout.lanes, op.layout.elements)
 
 
+# mma.sp: every metadata field of every lane set alike, so the (unknown) metadata layout does
+# not matter; (0, 1) makes the first half of each chunk non-zero, (2, 3) the second half
+# (1:2 .tf32 and 4:8 pairs read the same pairs the same way; conformance/spec/sparse.py).
+SPARSE_PATTERNS = ((0, 1), (2, 3))
+
+
 def plan_cases(v: Variant) -> CasePlan:
-    """Every structured case of a variant, as raw input words ``[case, lane, word]``."""
+    """Every structured case of a variant, as raw input words ``[case, lane, word]``.
+
+    For ``mma.sp`` every case is run once per uniform metadata pattern; this
+    assumes only that a metadata field's slot is its index's parity (two
+    2-bit fields per chunk), which every layout in the ISA's figures has.
+    """
+    if v.family not in ("mma.sync", "mma.sp"):
+        raise ValueError(f"{v.id}: discovery covers mma.sync and mma.sp ({v.family} moves data: its map checks observe it directly)")
     if v.instruction.bitop == "xor":
         raise ValueError(f"{v.id}: discovery uses the .and.popc form of the same shape (xor does not select)")
-    if any(n.startswith("scale_") or n == "metadata" for n in v.operands):
-        raise ValueError(f"{v.id}: discovery of scale-factor and metadata operands is not supported yet")
+    if any(n.startswith("scale_") for n in v.operands):
+        raise ValueError(f"{v.id}: discovery of scale-factor operands is not supported yet")
     ops = v.operands
-    one_hot = "B" if _slots(v, "B") <= _slots(v, "A") else "A"
+    sparse = "metadata" in ops
+    one_hot = "B" if sparse or _slots(v, "B") <= _slots(v, "A") else "A"
     tagged = "A" if one_hot == "B" else "B"
     d_type = ops["D"].type.name
     c_alpha = list(alphabet(ops["C"].type.name, d_type))
@@ -99,25 +114,31 @@ def plan_cases(v: Variant) -> CasePlan:
     t_digits = _digits(_slots(v, tagged), len(t_alpha))
     per_p = 1 + t_digits
     n_p = _slots(v, one_hot)
-    cases = c_digits + n_p * per_p
-    slot_bits = {n: np.zeros((cases, 32, ops[n].layout.elements), dtype=np.uint64) for n in ("A", "B", "C")}
+    patterns = len(SPARSE_PATTERNS) if sparse else 1
+    cases = c_digits + n_p * patterns * per_p
+    names = ("A", "B", "C", "metadata") if sparse else ("A", "B", "C")
+    slot_bits = {n: np.zeros((cases, 32, ops[n].layout.elements), dtype=np.uint64) for n in names}
     for d in range(c_digits):
         slot_bits["C"][d] = _tag_bits(v, "C", c_alpha, d)
     one = {n: int(ops[n].type.encode(np.array([1.0]))[0]) for n in ("A", "B")}
     tag = [_tag_bits(v, tagged, t_alpha, d) for d in range(t_digits)]
     e_p = ops[one_hot].layout.elements
     for p in range(n_p):
-        base = c_digits + p * per_p
         lane, elem = divmod(p, e_p)
-        slot_bits[one_hot][base : base + per_p, lane, elem] = one[one_hot]
-        slot_bits[tagged][base] = one[tagged]
-        for d in range(t_digits):
-            slot_bits[tagged][base + 1 + d] = tag[d]
+        for j in range(patterns):
+            base = c_digits + (p * patterns + j) * per_p
+            slot_bits[one_hot][base : base + per_p, lane, elem] = one[one_hot]
+            slot_bits[tagged][base] = one[tagged]
+            for d in range(t_digits):
+                slot_bits[tagged][base + 1 + d] = tag[d]
+            if sparse:
+                fields = np.array(SPARSE_PATTERNS[j], dtype=np.uint64)[np.arange(ops["metadata"].layout.elements) % 2]
+                slot_bits["metadata"][base : base + per_p] = fields[None, None, :]
     layout = buffer_layout(v)
     words = np.zeros((cases, 32, layout.in_words), dtype=np.uint32)
     for name, off in layout.inputs.items():
         words[:, :, off : off + ops[name].words] = slots_to_words(ops[name], slot_bits[name])
-    return CasePlan(v, one_hot, tagged, words, c_digits, t_digits, c_alpha, t_alpha)
+    return CasePlan(v, one_hot, tagged, words, c_digits, t_digits, c_alpha, t_alpha, patterns)
 
 
 def _decode_digits(values: np.ndarray, alpha: list[float]) -> np.ndarray:
@@ -158,7 +179,19 @@ def _canonical_labels(v: Variant, lit: list[np.ndarray], t_at: list[np.ndarray],
     return out
 
 
-def _canonical_k(classes: list[frozenset], mat_of_class: dict) -> dict[frozenset, int]:
+def _stored_columns(plan: CasePlan, revealed: dict, spec_a: np.ndarray, use_spec: bool, relabel: list[str]) -> dict:
+    """mma.sp: number the stored (compressed) columns of A, one per set of A slots a column reveals."""
+    sets = sorted({r for r in revealed.values() if r}, key=min)
+    if use_spec:
+        chosen = {r: Counter(int(spec_a[t, 2]) for t in r).most_common(1)[0][0] for r in sets}
+        if len(set(chosen.values())) == len(chosen):
+            relabel.append("stored columns of A numbered to agree with the spec's compressed A map")
+            return chosen
+    relabel.append("stored columns of A numbered canonically")
+    return {r: i for i, r in enumerate(sets)}
+
+
+def _canonical_k(classes: list, mat_of_class: dict) -> dict:
     """K classes numbered 0.. within each matrix, in order of first appearance."""
     count: Counter = Counter()
     out = {}
@@ -186,13 +219,19 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
     lit: list[np.ndarray] = []
     t_at: list[np.ndarray] = []
     radix = len(plan.t_alpha)
+    pattern_of_p: list[int] = []
     for p in range(n_p):
-        base = plan.c_digits + p * per_p
-        slots = np.nonzero(d_vals[base] != 0)[0]
+        # mma.sp: of the metadata patterns, the one under which this slot's k is non-zero lights D
+        for j in range(plan.patterns):
+            base = plan.c_digits + (p * plan.patterns + j) * per_p
+            slots = np.nonzero(d_vals[base] != 0)[0]
+            if len(slots) or j == plan.patterns - 1:
+                break
         dig = _decode_digits(d_vals[base + 1 : base + per_p][:, slots], plan.t_alpha)
-        t = np.where(np.all(dig >= 0, axis=0), sum(dig[j] * radix**j for j in range(plan.t_digits)), -1)
+        t = np.where(np.all(dig >= 0, axis=0), sum(dig[jj] * radix**jj for jj in range(plan.t_digits)), -1)
         lit.append(slots)
         t_at.append(np.asarray(t, dtype=np.int64))
+        pattern_of_p.append(j)
     relabel: list[str] = []
     if use_spec:
         d_label = d.layout.map().reshape(n_d, 3)
@@ -201,10 +240,10 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
         d_label = _canonical_labels(v, lit, t_at, plan.one_hot)
         relabel.append("M and N numbered canonically: in order of first appearance over lanes and elements")
     # K classes: one-hot slots that reveal the same set of tagged slots
-    cls_of_p = {}
-    for p, ts in enumerate(t_at):
-        cls_of_p[p] = frozenset(int(t) for t in ts if t >= 0)
-    classes = sorted(set(cls_of_p.values()), key=lambda s: min(s) if s else -1)
+    # (mma.sp: the same stored column under another metadata pattern is another k.)
+    revealed = {p: frozenset(int(t) for t in ts if t >= 0) for p, ts in enumerate(t_at)}
+    cls_of_p = {p: (revealed[p], pattern_of_p[p]) for p in revealed}
+    classes = sorted(set(cls_of_p.values()), key=lambda c: (min(c[0]) if c[0] else -1, c[1]))
     spec_maps = {n: ops[n].layout.map().reshape(-1, 3) for n in ("A", "B", "C")}
     k_axis = 2 if plan.one_hot == "A" else 1  # where k sits in the one-hot operand's (matrix, row, col)
     # Each class lies in one matrix (computation): number K within it.
@@ -213,7 +252,7 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
         if len(lit[p]):
             mat_of_class[c] = int(d_label[lit[p][0], 0])
     if use_spec:
-        votes: dict[frozenset, Counter] = {c: Counter() for c in classes}
+        votes: dict[tuple, Counter] = {c: Counter() for c in classes}
         for p, c in cls_of_p.items():
             votes[c][int(spec_maps[plan.one_hot][p, k_axis])] += 1
         chosen = {c: votes[c].most_common(1)[0][0] for c in classes if votes[c]}
@@ -227,6 +266,7 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
     else:
         relabel.append("K numbered canonically")
         k_of_class = _canonical_k(classes, mat_of_class)
+    col_of_set = _stored_columns(plan, revealed, spec_maps["A"], use_spec, relabel) if plan.patterns > 1 else None
     maps = {n: np.full((32 * ops[n].layout.elements, 3), -1, dtype=np.int64) for n in ("A", "B", "C", "D")}
     maps["D"] = d_label.copy()
     for x in range(n_d):
@@ -241,9 +281,10 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
         if plan.one_hot == "B":
             n = d_label[slots[0], 2]
             maps["B"][p] = (mat, k, n)
+            a_col = k if col_of_set is None else col_of_set.get(revealed[p], -1)
             for x, t in zip(slots, ts):
                 if 0 <= t < len(maps["A"]):
-                    maps["A"][t] = (d_label[x, 0], d_label[x, 1], k)
+                    maps["A"][t] = (d_label[x, 0], d_label[x, 1], a_col)
         else:
             m = d_label[slots[0], 1]
             maps["A"][p] = (mat, m, k)
@@ -273,7 +314,9 @@ def discover(backend: Backend, v: Variant, use_spec: bool = True, version: str |
         raise ValueError(f"{v.id}: {why}")
     target = sorted(runnable_targets(v, cc), key=lambda t: (t.cc, t.suffix))[-1]
     ptx = PtxVersion.parse(version) if version else max(v.min_ptx, target.min_ptx)
-    probe = Probe(v)
+    # Selector immediates: any legal value (every lane's metadata is the same pattern).
+    params = {name: op.param_combinations()[0] for name, op in v.operands.items() if op.params}
+    probe = Probe(v, params)
     module = module_source([probe], ptx, parse_target(target.name))
     n = len(plan.in_words)
     out_words = buffer_layout(v).out_words

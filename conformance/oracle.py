@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.spec.model import Variant
+from conformance.spec.ptxtypes import ptx_type
 from conformance.spec.sparse import densify
 
-__all__ = ["mma"]
+__all__ = ["mma", "tcgen05_mma"]
 
 
 def _decode(v: Variant, name: str, bits: np.ndarray) -> np.ndarray:
@@ -35,6 +36,8 @@ def _decode(v: Variant, name: str, bits: np.ndarray) -> np.ndarray:
 
 def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Expected D container bits ``uint64[case, matrix, row, col]``."""
+    if v.family == "tcgen05.mma":
+        return tcgen05_mma(v, bits)
     if "metadata" in bits:  # mma.sp: multiply the dense A that the stored half and the metadata describe
         bits = {**bits, "A": densify(v, bits["A"], bits["metadata"])}
     a = _decode(v, "A", bits["A"])
@@ -71,3 +74,33 @@ def _integer_result(acc: np.ndarray, saturate: bool, d_type) -> np.ndarray:
     if saturate:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)
+
+
+def tcgen05_mma(v, bits: dict) -> np.ndarray:
+    """tcgen05.mma as the decoded descriptor says: Tensor Memory ``D[:M', :N'] = A·B + D``.
+
+    ``bits`` comes from :func:`generators.tcgen05_run.decode_case`: ``fields`` (the decoded
+    instruction descriptor), ``A`` ``[M', K]`` and ``B`` ``[N', K]`` (K-major, as read from
+    shared memory) and ``C`` ``[128, N]`` (Tensor Memory before the mma).  Columns and lanes the
+    mma does not write keep C.  Negation and ``.satfinite`` (i8) follow the descriptor.
+    """
+    f = bits["fields"]
+    c_bits = np.asarray(bits["C"], dtype=np.uint64)
+    d_type = ptx_type(f.dtype)
+    out = c_bits.copy()
+    a = ptx_type(f.atype).decode(bits["A"])
+    b = ptx_type(f.btype).decode(bits["B"])
+    if f.negate_a:
+        a = -a
+    if f.negate_b:
+        b = -b
+    m = min(a.shape[0], c_bits.shape[0])
+    n = min(b.shape[0], c_bits.shape[1])
+    c = d_type.decode(c_bits[:m, :n])
+    if d_type.kind == "sint":
+        acc = a[:m].astype(np.int64) @ b[:n].astype(np.int64).T + c.astype(np.int64)
+        out[:m, :n] = _integer_result(acc, saturate=f.saturate, d_type=d_type)
+    else:
+        with np.errstate(all="ignore"):
+            out[:m, :n] = d_type.encode(a[:m] @ b[:n].T + c, exact=False)
+    return out

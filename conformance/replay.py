@@ -46,6 +46,9 @@ def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out:
     info = json.loads(summary_path.read_text()).get("device", {}) if summary_path.exists() else {}
     info = {**info, "replayed_from": str(directory)}
     log = RunLog(out, info, -1, junit)
+    from generators.tcgen05_run import register
+
+    register(specs)  # tcgen05 run variants, rebuilt from today's tcgen05 document
     for path in files:
         meta, in_words, out_words = load_observation(path)
         vid = meta["variant"]

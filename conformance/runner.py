@@ -24,6 +24,7 @@ from conformance.spec.model import Variant
 from conformance.spec.packing import pack
 from conformance.spec.targets import PtxVersion, Target
 from generators import movement
+from generators import tcgen05_run as tc05
 from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.movement import is_movement
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
@@ -94,6 +95,8 @@ def plan_variant(
         return _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
     if is_wgmma(v):
         return _plan_wgmma(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
+    if tc05.is_tcgen05(v):
+        return _plan_tcgen05(v, seed, cc, max_ptx, value_cases, cases_per_launch)
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
     rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
     target, version = _pick_build(v, rng, cc, max_ptx)
@@ -203,6 +206,38 @@ def _plan_wgmma(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) -> 
     return WgPlan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, 1, probes, launch_probe)
 
 
+class TcPlan(Plan):
+    """A Plan for tcgen05.mma: one case is 4 buffer rows (the 4 warps of its CTA), one CTA per case."""
+
+    @property
+    def out_words(self) -> int:
+        return tc05.geometry(self.variant).out_words
+
+
+@dataclass
+class _TcCases:
+    check: str
+    cases: int
+    params: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+
+def _plan_tcgen05(v, seed, cc, max_ptx, value_cases, cases_per_launch) -> Plan:
+    """Only the value check (tcgen05 operands have no lane map to tag); launches hold whole CTAs."""
+    rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+    target, version = tc05.pick_build(v, rng, runnable_targets(v, cc), max_ptx, PTX_VERSIONS)
+    in_words, metas = tc05.make_cases(v, seed, value_cases)
+    rows = len(in_words)
+    cs = _TcCases("value", rows, {}, {"cases": metas})
+    order = rng.permutation(value_cases)
+    per_launch = int(rng.integers(max(1, value_cases // 4), value_cases + 1)) if cases_per_launch is None else cases_per_launch
+    launches = []
+    for i in range(0, value_cases, per_launch):
+        cases = order[i : i + per_launch]
+        launches.append((cases[:, None] * tc05.ROWS + np.arange(tc05.ROWS)[None, :]).reshape(-1))
+    return TcPlan(v, seed, version, target, tc05.TcProbe(v), [cs], in_words, {"value": (0, rows)}, launches, tc05.ROWS)
+
+
 @dataclass
 class VariantOutcome:
     plan: Plan | None
@@ -223,6 +258,8 @@ def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
         from generators import wgmma
 
         module = wgmma.module_source([q for p in plans for q in p.probes], plans[0].version, plans[0].target)
+    elif tc05.is_tcgen05(plans[0].variant):
+        module = tc05.module_source([p.probe for p in plans], plans[0].version, plans[0].target)
     else:
         module = module_source([q for p in plans for q in (p.probes or [p.probe])], plans[0].version, plans[0].target)
     outcomes = []
@@ -275,7 +312,7 @@ def run_variants(
                 progress.update(1)
             continue
         plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases)
-        groups.setdefault((str(plan.version), plan.target.name, is_movement(v), is_wgmma(v)), []).append(plan)
+        groups.setdefault((str(plan.version), plan.target.name, is_movement(v), tc05.is_tcgen05(v), is_wgmma(v)), []).append(plan)
     for plans in groups.values():
         for outcome in _run_module(backend, plans):
             if on_outcome:

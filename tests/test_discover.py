@@ -25,9 +25,9 @@ SPECS = load_specs()
 def _one_per_a_layout() -> list[str]:
     seen, out = set(), []
     for v in SPECS.variants.values():
-        if v.family != "mma.sync" or v.instruction.bitop == "xor" or "scale_A" in v.operands:
+        if v.family not in ("mma.sync", "mma.sp") or v.instruction.bitop == "xor" or "scale_A" in v.operands:
             continue
-        key = (v.operands["A"].layout.name, v.operands["B"].layout.name, v.operands["C"].layout.name)
+        key = (v.family, v.operands["A"].layout.name, v.operands["B"].layout.name, v.operands["C"].layout.name)
         if key not in seen:
             seen.add(key)
             out.append(v.id)

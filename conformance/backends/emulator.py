@@ -19,6 +19,7 @@ from conformance.spec.packing import pack, unpack
 from conformance.spec.targets import PtxVersion
 from generators.movement import apply, is_movement
 from generators.probe import buffer_layout, checksum
+from generators.tcgen05_run import ROWS, decode_case, is_tcgen05, pack_d
 
 from .base import Backend, Launch, LaunchResult
 
@@ -66,6 +67,11 @@ class EmulatorBackend(Backend):
             result = np.zeros_like(out)
             result[np.asarray(launch.order)] = out
             return LaunchResult(result, seconds=time.perf_counter() - t0)
+        if is_tcgen05(v):
+            out = emulate_tcgen05(v, cases, self.semantics, launch.out_words)
+            result = np.zeros_like(out)
+            result[np.asarray(launch.order)] = out
+            return LaunchResult(result, seconds=time.perf_counter() - t0)
         if is_movement(v):
             out = apply(v, cases)
             result = np.zeros_like(out)
@@ -84,3 +90,19 @@ class EmulatorBackend(Backend):
         result = np.zeros_like(out)
         result[np.asarray(launch.order)] = out
         return LaunchResult(result, seconds=time.perf_counter() - t0)
+
+
+def emulate_tcgen05(v, rows: np.ndarray, semantics: Semantics, out_words: int) -> np.ndarray:
+    """Rows in warp order, 4 per CTA (case): read each case through the spec, run the semantics.
+
+    A case whose descriptors the spec cannot read (or that the model does not cover) leaves
+    Tensor Memory as C: what a kernel that issued nothing would read back.
+    """
+    out = np.zeros((len(rows), 32, out_words), dtype=np.uint32)
+    for c in range(0, len(rows), ROWS):
+        view = decode_case(v, rows[c : c + ROWS])
+        d = view.bits["C"]
+        if view.fields is not None and "A" in view.bits and "B" in view.bits:
+            d = semantics(v, {**view.bits, "fields": view.fields})
+        out[c : c + ROWS] = pack_d(v, d)
+    return out

@@ -101,6 +101,7 @@ def load_specs(directory: str | Path | None = None) -> Specs:
 # object with a ``family``); integer schemas are the variant files below.
 DOCUMENT_KINDS: dict[str, str] = {
     "tcgen05/1": "conformance.spec.tcgen05:load_document",
+    "numerics/1": "conformance.numerics.spec:load_document",
     "wgmma/1": "conformance.spec.wgmma:load_document",
 }
 

@@ -1,0 +1,1 @@
+"""Tensor-core numerics: a parameterised arithmetic model, designed experiments, a fuzzer, findings."""

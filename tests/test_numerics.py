@@ -1,0 +1,138 @@
+"""Tensor-core numerics: the model's known values, experiments on the emulator, shrinking, recorded H100 runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.backends.emulator import EmulatorBackend
+from conformance.numerics.campaign import measure
+from conformance.numerics.fuzz import batch, compare, fuzz_variant, shrink
+from conformance.numerics.harness import numeric_variants, path_of
+from conformance.numerics.model import Types, dot_bits, mma_semantics
+from conformance.numerics.spec import numerics_spec
+from conformance.spec import load_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = ROOT / "results" / "h100-numerics"
+F16F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+F16F16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
+TF32 = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+FP8 = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"
+
+
+@pytest.fixture(scope="module")
+def specs():
+    return load_specs()
+
+
+@pytest.fixture(scope="module")
+def spec(specs):
+    return numerics_spec(specs)
+
+
+def _dot(spec, specs, vid, a, b, c):
+    v = specs.get(vid)
+    k = v.operands["A"].layout.cols
+    return int(dot_bits(path_of(spec, v), Types.of(v), [a + [0] * (k - len(a))], [b + [0] * (k - len(b))], [c])[0])
+
+
+def test_spec_paths_and_status(spec):
+    assert {"f16.f16", "f16.f32", "bf16.f32", "tf32.f32", "fp8.f32", "fp8.f16", "f64", "int", "b1"} <= set(spec.paths)
+    assert spec.paths["f16.f32"].frac_bits == 25 and spec.paths["fp8.f32"].frac_bits == 13
+    for path, params in spec.status.items():
+        for name, p in params.items():
+            assert p["status"] in ("published", "assumed", "measured"), (path, name)
+
+
+def test_known_values(spec, specs):
+    # 1 - 2^-24: inside the 25-bit window, RZ keeps 1 - 2^-24 -> 0x3f7fffff
+    assert _dot(spec, specs, F16F32, [0xBC00], [0x0001], 0x3F800000) == 0x3F7FFFFF
+    # 1 - 2^-26 (a = -2^-13, b = 2^-13): below the window, truncated away -> 1.0
+    assert _dot(spec, specs, F16F32, [0x8800], [0x0800], 0x3F800000) == 0x3F800000
+    # f16 D: 1 + 2^-11 is a tie -> even (1.0); 1 + 2^-11 + 2^-20 rounds up
+    assert _dot(spec, specs, F16F16, [0x3C00, 0x1000], [0x3C00, 0x3C00], 0) == 0x3C00
+    assert _dot(spec, specs, F16F16, [0x3C00, 0x1000, 0x0400], [0x3C00, 0x3C00, 0x1C00], 0) == 0x3C01
+    # tf32 drops the low 13 bits: 1.0 | 0x1fff reads as 1.0; a NaN with payload only there reads as Inf
+    assert _dot(spec, specs, TF32, [0x3F801FFF], [0x3F800000], 0) == 0x3F800000
+    assert _dot(spec, specs, TF32, [0x7F800001], [0x3F800000], 0) == 0x7F800000
+    # fp8 -> f32 keeps 13 fraction bits: 1 + 2^-12 stays, 1 + 2^-15 truncates to 1
+    assert _dot(spec, specs, FP8, [0x38, 0x08], [0x38, 0x08], 0) == 0x3F800800
+    assert _dot(spec, specs, FP8, [0x38, 0x08], [0x38, 0x01], 0) == 0x3F800000
+    # NaN and Inf - Inf give the canonical NaN
+    assert _dot(spec, specs, F16F32, [0x7E00], [0x3C00], 0) == 0x7FFFFFFF
+    assert _dot(spec, specs, F16F32, [0x7C00, 0xFC00], [0x3C00, 0x3C00], 0) == 0x7FFFFFFF
+    # f64: sequential FMA: 1 + 2^-53 + 2^-53 stays 1
+    one, tiny = 0x3FF0000000000000, 0x3CA0000000000000
+    assert _dot(spec, specs, "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", [tiny, tiny], [one, one], one) == one
+
+
+def test_measure_on_emulator_agrees(spec, specs):
+    backend = EmulatorBackend(mma_semantics(lambda v: path_of(spec, v)), cc=(9, 0))
+    for vid in (F16F32, F16F16, TF32, FP8, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
+        m = measure(backend, spec, specs.get(vid))
+        assert all(g["agrees"] for g in m["groups"]), vid
+        window = next(g for g in m["groups"] if g["group"] == "alignment_window")
+        assert window["consistent"] == [{"frac_bits": spec.paths[m["path"]].frac_bits}]
+
+
+def test_experiments_detect_a_different_machine(spec, specs):
+    """'Hardware' with 24 window bits, or with RNE: the experiments pin each down (one parameter at a time)."""
+    v = specs.get(F16F32)
+    for change, group, want in ((dict(frac_bits=24), "alignment_window", {"frac_bits": 24}),
+                                (dict(final_rounding="rne"), "final_rounding", {"final_rounding": "rne", "out_precision": 24})):
+        other = replace(path_of(spec, v), **change)
+        backend = EmulatorBackend(mma_semantics(lambda _v, o=other: o), cc=(9, 0))
+        groups = {g["group"]: g for g in measure(backend, spec, v)["groups"]}
+        assert want in groups[group]["consistent"]
+        assert not groups[group]["agrees"]
+
+
+def test_fuzz_finds_and_shrinks(spec, specs, tmp_path):
+    v = specs.get(F16F32)
+    p = path_of(spec, v)
+    other = replace(p, frac_bits=23)
+    backend = EmulatorBackend(mma_semantics(lambda _v: other), cc=(9, 0))
+    bits = batch(v, 1, 64)
+    obs = backend and __import__("conformance.numerics.harness", fromlist=["run_mma"]).run_mma(backend, v, bits)
+    bad = compare(p, v, bits, obs)
+    assert len(bad)
+    stats = fuzz_variant(backend, p, v, budget=3.0, cases=64, out=tmp_path)
+    assert stats["mismatches"] and stats["saved"]
+    rec = json.loads(Path(stats["saved"][0]).read_text())
+    nonzero = sum(int(x, 16) != 0 for x in rec["a"])
+    assert rec["observed"] != rec["model"] and nonzero <= 16
+    a = np.array([int(x, 16) for x in rec["a"]], dtype=np.uint64)
+    b = np.array([int(x, 16) for x in rec["b"]], dtype=np.uint64)
+    small, o = shrink(backend, p, v, a, b, np.uint64(int(rec["c"], 16)), rounds=1)
+    assert o == int(dot_bits(other, Types.of(v), [small[0]], [small[1]], [small[2]])[0])
+
+
+def test_every_h100_variant_has_a_path(specs):
+    vs = numeric_variants(specs)
+    assert len(vs) > 80
+
+
+@pytest.mark.skipif(not (RECORDED / "observations.npz").exists(), reason="no recorded H100 numerics run")
+def test_recorded_h100_observations_match_model(spec, specs):
+    index = json.loads((RECORDED / "observations.json").read_text())
+    data = np.load(RECORDED / "observations.npz")
+    bad = []
+    for i, vid in enumerate(index["measured"]):
+        v = specs.get(vid)
+        d = dot_bits(path_of(spec, v), Types.of(v), data[f"m{i}_a"], data[f"m{i}_b"], data[f"m{i}_c"])
+        if not np.array_equal(d, data[f"m{i}_d"]):
+            bad.append(f"{vid}: {int((d != data[f'm{i}_d']).sum())} designed cases differ")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", sorted((RECORDED / "mismatches").glob("*.json")) if (RECORDED / "mismatches").exists() else [])
+def test_recorded_mismatches_replay(path, spec, specs):
+    rec = json.loads(path.read_text())
+    v = specs.get(rec["variant"])
+    d = dot_bits(path_of(spec, v), Types.of(v), [[int(x, 16) for x in rec["a"]]], [[int(x, 16) for x in rec["b"]]], [int(rec["c"], 16)])
+    assert int(d[0]) == int(rec["observed"], 16), f"model still departs: {rec}"
