@@ -73,9 +73,59 @@ def compare_wgmma(v, check: str, seed: int, in_words, out_words, params: dict, m
     for case, lane, reg in bad[:4]:
         where = f" layouts {cfgs[case]}" if case < len(cfgs) else ""
         lines.append(f"case {case} lane {lane} register {reg}: expected 0x{int(exp[case, lane, reg]):08x}, got 0x{int(got[case, lane, reg]):08x}{where}")
+    if (meta or {}).get("target") in ("A", "B"):
+        lines += tagged_readback(v, meta, got, imm)
     verdict.message = f"{len(bad)} of {exp.size} D words differ in {len(failing)} of {len(ok)} cases; " + (lines[0] if lines else "")
-    verdict.map_diff = lines[1:MAX_LINES]
+    verdict.map_diff = lines[1 : MAX_LINES + 4]
     return verdict
+
+
+def tagged_readback(v, meta: dict, got: np.ndarray, imm: dict) -> list[str]:
+    """Map checks: which element of the tagged operand the hardware used at each logical position.
+
+    Tags are element indices in the spec's placement (A: m * K + k, B: k * N + n), one digit per
+    case; the other operand selects one element per D cell, so D spells the tag back.
+    """
+    from conformance.spec.packing import unpack
+    from conformance.spec.ptxtypes import TYPES
+
+    dop = v.operands["D"]
+    vals = np.abs(TYPES[v.dtype].decode(unpack(dop, got[:, :, : dop.words])[:, 0]))
+    digits, db, target = meta["digits"], meta["digit_bits"], meta["target"]
+    shifts = len(got) // digits
+    rows, cols = (64, v.K) if target == "A" else (v.K, v.N)
+    tags = np.full((rows, cols), -1, dtype=np.int64)
+    acc = np.zeros((rows, cols), dtype=np.int64)
+    seen = np.zeros((rows, cols), dtype=bool)
+    for d in range(digits):
+        for s in range(shifts):
+            val = vals[d * shifts + s]
+            if not np.all(np.isfinite(val)):
+                val = np.nan_to_num(val, nan=0, posinf=0, neginf=0)
+            val = val.astype(np.int64) & ((1 << db) - 1)
+            if target == "A":
+                n = np.arange(v.N)
+                k = n + s * v.N
+                ok = k < v.K
+                acc[:, k[ok]] |= val[:, n[ok]] << (db * d)
+                seen[:, k[ok]] = True
+            else:
+                m = np.arange(64)
+                k = m + s * 64
+                ok = k < v.K
+                acc[k[ok], :] |= val[m[ok], :] << (db * d)
+                seen[k[ok], :] = True
+    tags[seen] = acc[seen]
+    want = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    diff = np.argwhere(seen & (tags != want))
+    if not len(diff):
+        return []
+    out = [f"tagged {target}: {len(diff)} of {int(seen.sum())} positions read another element"]
+    for r, c in diff[:6]:
+        t = int(tags[r, c])
+        where = f"({t // cols}, {t % cols})" if 0 <= t < rows * cols else f"nothing the spec places (tag {t})"
+        out.append(f"{target}({r}, {c}): the hardware used the element the spec places at {target}{where}")
+    return out
 
 
 def diagnose(v, in_words, got, imm, model, failing, exp) -> list[str]:

@@ -367,7 +367,10 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             C = _c_values(rng, v, len(plans))
             cfgs = []
             for i, (A, B) in enumerate(plans):
-                sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
+                if check == "value":  # every mode for A and for B, in different pairings
+                    sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
+                else:  # one layout per tagged set (its digits spell tags back): none first, then swizzled
+                    sw_a = sw_b = swz[(si * (len(swz) - 1)) % len(swz)]
                 db_ = _layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, smem, b_base(v))
                 lo, hi = _words(model, db_)
                 words[i, :, 2], words[i, :, 3] = lo, hi

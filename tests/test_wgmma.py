@@ -247,6 +247,21 @@ def test_comparator_names_the_fault(tmp_path, recorded, name, old, new, vids, fa
             assert any("A and B transposed" in vd.message for vd in failed)
 
 
+
+def test_tagged_readback_names_positions(specs, tmp_path):
+    """A live run under a wrong spec (tags placed by it, the hardware = today's spec): the map check
+    says which element the hardware used at each position."""
+    old, new = FAULTS[5][1], FAULTS[5][2]  # core-matrix permutation in the no-swizzle layout
+    wrong = load_file(_broken(tmp_path, old, new)).get(V16R)
+    right = specs.get(V16R)
+    cs = next(c for c in wg.make_cases(wrong, 0, ("map.B",)) if c.check.startswith("map.B"))
+    hw = wg.apply(right, cs.words, cs.params["imm"])
+    vd = compare(wrong, cs.check, 0, cs.words, hw, cs.params, Surroundings(), cs.meta)
+    assert vd.status == "fail" and "permutation inside the core matrices" in vd.message
+    lines = [ln for ln in vd.map_diff if "the hardware used the element the spec places at" in ln]
+    assert lines and lines[0].startswith("B(0, 1): the hardware used the element the spec places at B(1, 0)"), vd.map_diff
+
+
 def test_comparator_says_numerics(specs, recorded, tmp_path):
     meta, inw, outw = load_observation(recorded[V16])
     outw = outw.copy()
