@@ -31,6 +31,7 @@ EXTENSIONS = (
     "conformance.cli_movement",
     "conformance.cli_hgemm",
     "conformance.cli_numerics",
+    "conformance.cli_wgmma",
 )
 
 

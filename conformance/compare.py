@@ -110,6 +110,10 @@ def compare(
         from conformance.movement import compare_movement
 
         return compare_movement(v, check, seed, in_words, out_words, meta)
+    if v.family == "wgmma":
+        from conformance.wgmma import compare_wgmma
+
+        return compare_wgmma(v, check, seed, in_words, out_words, params, meta)
     if v.family == "tcgen05.mma":
         from conformance.tcgen05_compare import compare_tcgen05
 

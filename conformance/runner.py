@@ -28,6 +28,7 @@ from generators import tcgen05_run as tc05
 from generators.inputs import CHECKS, CaseSet, make_checks
 from generators.movement import is_movement
 from generators.probe import Probe, Surroundings, buffer_layout, chainable, module_source
+from generators.wgmma import is_wgmma
 
 __all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation"]
 
@@ -92,6 +93,8 @@ def plan_variant(
     """Everything random about a variant's probes, from (seed, variant id) alone."""
     if is_movement(v):
         return _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
+    if is_wgmma(v):
+        return _plan_wgmma(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch)
     if tc05.is_tcgen05(v):
         return _plan_tcgen05(v, seed, cc, max_ptx, value_cases, cases_per_launch)
     case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
@@ -164,6 +167,45 @@ def _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) 
     return MovePlan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
 
 
+class WgPlan(Plan):
+    """A Plan for wgmma.mma_async (generators.wgmma buffers; one warpgroup per case)."""
+
+    @property
+    def out_words(self) -> int:
+        from generators import wgmma
+
+        return wgmma.out_words(self.variant)
+
+
+def _plan_wgmma(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) -> Plan:
+    from generators import wgmma
+
+    rng = np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+    target, version = _pick_build(v, rng, cc, max_ptx)
+    case_sets = wgmma.make_cases(v, seed, tuple(checks), min(value_cases, 4))
+    probes, of_set = [], []
+    for cs in case_sets:
+        p = wgmma.WgProbe(v, tuple(sorted(cs.params["imm"].items())))
+        if p not in probes:
+            probes.append(p)
+        of_set.append(probes.index(p))
+    in_words = np.concatenate([cs.words for cs in case_sets])
+    slices, pos = {}, 0
+    of_case = np.zeros(sum(cs.cases for cs in case_sets), dtype=np.int64)
+    for cs, k in zip(case_sets, of_set):
+        slices[cs.check] = (pos, pos + cs.cases)
+        of_case[pos : pos + cs.cases] = k
+        pos += cs.cases
+    order, per_launch, _ = _split_launches(rng, pos, cases_per_launch)
+    launches, launch_probe = [], []
+    for k in range(len(probes)):
+        mine = order[of_case[order] == k]
+        for i in range(0, len(mine), per_launch):
+            launches.append(mine[i : i + per_launch])
+            launch_probe.append(k)
+    return WgPlan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, 1, probes, launch_probe)
+
+
 class TcPlan(Plan):
     """A Plan for tcgen05.mma: one case is 4 buffer rows (the 4 warps of its CTA), one CTA per case."""
 
@@ -212,6 +254,10 @@ def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
 def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
     if is_movement(plans[0].variant):
         module = movement.module_source([p.probe for p in plans], plans[0].version, plans[0].target)
+    elif is_wgmma(plans[0].variant):
+        from generators import wgmma
+
+        module = wgmma.module_source([q for p in plans for q in p.probes], plans[0].version, plans[0].target)
     elif tc05.is_tcgen05(plans[0].variant):
         module = tc05.module_source([p.probe for p in plans], plans[0].version, plans[0].target)
     else:
@@ -219,7 +265,7 @@ def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
     outcomes = []
     for plan in plans:
         t0 = time.perf_counter()
-        out = np.zeros((len(plan.in_words), 32, plan.out_words), dtype=np.uint32)
+        out = np.zeros((len(plan.in_words), plan.in_words.shape[1], plan.out_words), dtype=np.uint32)
         errors = []
         launches = []
         for li, cases in enumerate(plan.launches):
@@ -256,16 +302,17 @@ def run_variants(
     """Plan, group by (.version, .target), run module by module, report each outcome."""
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     groups: dict[tuple[str, str], list[Plan]] = {}
+    cc_for = getattr(backend, "cc_for", lambda v: cc)
     for v in variants:
-        why = support_reason(v, cc, max_ptx)
+        why = support_reason(v, cc_for(v), max_ptx)
         if why:
             if on_skip:
                 on_skip(v, why)
             if progress:
                 progress.update(1)
             continue
-        plan = plan_variant(v, seed, cc, max_ptx, checks, value_cases)
-        groups.setdefault((str(plan.version), plan.target.name, is_movement(v), tc05.is_tcgen05(v)), []).append(plan)
+        plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases)
+        groups.setdefault((str(plan.version), plan.target.name, is_movement(v), tc05.is_tcgen05(v), is_wgmma(v)), []).append(plan)
     for plans in groups.values():
         for outcome in _run_module(backend, plans):
             if on_outcome:

@@ -39,13 +39,14 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
             try:
                 fn = modules[key].get_function(kernel)
                 ncases = len(order)
-                out = np.zeros((in_words.shape[0], 32, out_words), dtype=np.uint32)
+                lanes = in_words.shape[1]  # 32 per case (a warp), 128 for wgmma (a warpgroup)
+                out = np.zeros((in_words.shape[0], lanes, out_words), dtype=np.uint32)
                 d_in = cuda.to_device(np.ascontiguousarray(in_words, dtype=np.uint32))
                 d_out = cuda.to_device(out)
                 d_order = cuda.to_device(np.ascontiguousarray(order, dtype=np.uint32))
                 blocks = (ncases + wpb - 1) // wpb
                 t0 = time.perf_counter()
-                fn(d_in, d_out, d_order, np.uint32(ncases), block=(32 * wpb, 1, 1), grid=(blocks, 1))
+                fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=(blocks, 1))
                 ctx.synchronize()
                 run = time.perf_counter() - t0
                 cuda.memcpy_dtoh(out, d_out)

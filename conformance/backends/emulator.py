@@ -43,6 +43,12 @@ class EmulatorBackend(Backend):
     def compute_capability(self) -> tuple[int, int]:
         return self.cc
 
+    # Families whose every form is arch-specific to one GPU: the emulator stands in for that GPU.
+    FAMILY_CC = {"wgmma": (9, 0)}
+
+    def cc_for(self, v: Variant) -> tuple[int, int]:
+        return self.FAMILY_CC.get(v.family, self.cc)
+
     def max_ptx(self) -> PtxVersion:
         return PtxVersion(9, 9)
 
@@ -54,6 +60,13 @@ class EmulatorBackend(Backend):
         p = launch.probe
         v = p.variant
         cases = launch.in_words[np.asarray(launch.order)]
+        if v.family == "wgmma":
+            from generators.wgmma import apply as wg_apply
+
+            out = wg_apply(v, cases, p.params["imm"])
+            result = np.zeros_like(out)
+            result[np.asarray(launch.order)] = out
+            return LaunchResult(result, seconds=time.perf_counter() - t0)
         if is_tcgen05(v):
             out = emulate_tcgen05(v, cases, self.semantics, launch.out_words)
             result = np.zeros_like(out)

@@ -96,6 +96,7 @@ def load_specs(directory: str | Path | None = None) -> Specs:
 DOCUMENT_KINDS: dict[str, str] = {
     "tcgen05/1": "conformance.spec.tcgen05:load_document",
     "numerics/1": "conformance.numerics.spec:load_document",
+    "wgmma/1": "conformance.spec.wgmma:load_document",
 }
 
 
@@ -111,6 +112,10 @@ def _load_document(doc: dict, src: Source, specs: Specs) -> None:
     if loaded.family in specs.documents:
         raise src.error(("family",), f"family {loaded.family} already loaded from {specs.documents[loaded.family].file}")
     specs.documents[loaded.family] = loaded
+    for v in getattr(loaded, "variants", ()):  # documents whose forms are variants (wgmma)
+        if v.id in specs.variants:
+            raise src.error(("forms",), f"variant {v.id} already defined at {specs.variants[v.id].file}")
+        specs.variants[v.id] = v
 
 
 def load_file(path: str | Path, specs: Specs | None = None) -> Specs:
