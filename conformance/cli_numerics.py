@@ -152,7 +152,25 @@ def cmd_campaign(args) -> int:
 def cmd_report(args) -> int:
     from conformance.numerics.campaign import report_text
 
-    doc = json.loads((Path(args.directory) / "findings.json").read_text())
+    directory = Path(args.directory)
+    if args.write_open or args.refresh:
+        from conformance.numerics.recorded import RecordedRun, open_findings, refresh_findings
+
+        specs, spec, _ = _setup(args)
+        run = RecordedRun(directory, specs, spec)
+        old = json.loads((directory / "findings.json").read_text())
+        if args.refresh:
+            doc = refresh_findings(run, old)
+            (directory / "findings.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+            (directory / "findings.txt").write_text(report_text(doc) + "\n")
+        if args.write_open:
+            of = open_findings(run, old.get("backend"))
+            (directory / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
+            for name, e in of["paths"].items():
+                print(f"{name:9s} recorded {e['recorded']['designed']:5d} designed {e['recorded']['replay']:3d} replays; "
+                      f"open {e['open']['designed']:5d} designed {e['open']['replay']:3d} replays {e['open_by_group']}")
+            return 0
+    doc = json.loads((directory / "findings.json").read_text())
     print(json.dumps(doc, indent=1) if args.json else report_text(doc))
     return 0
 
@@ -208,8 +226,12 @@ def add_parser(sub) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="/tmp/numerics-run")
     s.set_defaults(func=cmd_campaign)
-    s = ns.add_parser("report", help="print the findings of a campaign directory")
+    s = ns.add_parser("report", help="print the findings of a campaign directory (offline: --refresh, --write-open)")
+    specs_arg(s)
     s.add_argument("directory")
+    s.add_argument("--refresh", action="store_true", help="re-infer findings.json/.txt from the recorded observations under the current model")
+    s.add_argument("--write-open", action="store_true",
+                   help="write open_findings.json: every recorded case (designed and replays) the current model does not reproduce")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_report)
     s = ns.add_parser("bench", help="model throughput: dot products per second")
