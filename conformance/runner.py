@@ -71,6 +71,26 @@ def _pick_build(v: Variant, rng: np.random.Generator, cc: tuple[int, int], max_p
     return target, versions[int(rng.integers(len(versions)))]
 
 
+def _slices(case_sets) -> tuple[dict[str, tuple[int, int]], int]:
+    """Each check's [start, stop) rows in the stacked input words, and the total."""
+    slices, pos = {}, 0
+    for cs in case_sets:
+        slices[cs.check] = (pos, pos + cs.cases)
+        pos += cs.cases
+    return slices, pos
+
+
+def _launches_by_probe(order: np.ndarray, of_case: np.ndarray, probes: int, per_launch: int) -> tuple[list, list]:
+    """Split the case order into launches that never mix kernels (probes differ in immediates)."""
+    launches, launch_probe = [], []
+    for k in range(probes):
+        mine = order[of_case[order] == k]
+        for i in range(0, len(mine), per_launch):
+            launches.append(mine[i : i + per_launch])
+            launch_probe.append(k)
+    return launches, launch_probe
+
+
 def _split_launches(rng: np.random.Generator, cases: int, cases_per_launch: int | None) -> tuple[np.ndarray, int, int]:
     """The case -> warp order, cases per launch and warps per block."""
     order = rng.permutation(cases)
@@ -114,10 +134,7 @@ def plan_variant(
             words[:, :, off : off + op.words] = pack(op, cs.bits[name], cs.params.get(name), cs.filler.get(name))
         blocks.append(words)
     in_words = np.concatenate(blocks)
-    slices, pos = {}, 0
-    for cs in case_sets:
-        slices[cs.check] = (pos, pos + cs.cases)
-        pos += cs.cases
+    slices, pos = _slices(case_sets)
     order, per_launch, wpb = _split_launches(rng, pos, cases_per_launch)
     keys = [_params_key(cs.params) for cs in case_sets]
     if len(set(keys)) == 1:
@@ -131,12 +148,7 @@ def plan_variant(
             probes.append(Probe(v, cs.params, surroundings))
         a, b = slices[cs.check]
         of_case[a:b] = [_params_key(p.params) for p in probes].index(key)
-    launches, launch_probe = [], []
-    for k in range(len(probes)):
-        mine = order[of_case[order] == k]
-        for i in range(0, len(mine), per_launch):
-            launches.append(mine[i : i + per_launch])
-            launch_probe.append(k)
+    launches, launch_probe = _launches_by_probe(order, of_case, len(probes), per_launch)
     return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, probes, launch_probe)
 
 
@@ -158,10 +170,7 @@ def _plan_movement(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) 
     probe = movement.MoveProbe(v, movement.pick_space(v, rng, version))
     case_sets = movement.make_cases(v, seed, tuple(checks), value_cases)
     in_words = np.concatenate([cs.words for cs in case_sets])
-    slices, pos = {}, 0
-    for cs in case_sets:
-        slices[cs.check] = (pos, pos + cs.cases)
-        pos += cs.cases
+    slices, pos = _slices(case_sets)
     order, per_launch, wpb = _split_launches(rng, pos, cases_per_launch)
     launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
     return MovePlan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb)
@@ -190,19 +199,13 @@ def _plan_wgmma(v, seed, cc, max_ptx, checks, value_cases, cases_per_launch) -> 
             probes.append(p)
         of_set.append(probes.index(p))
     in_words = np.concatenate([cs.words for cs in case_sets])
-    slices, pos = {}, 0
-    of_case = np.zeros(sum(cs.cases for cs in case_sets), dtype=np.int64)
+    slices, pos = _slices(case_sets)
+    of_case = np.zeros(pos, dtype=np.int64)
     for cs, k in zip(case_sets, of_set):
-        slices[cs.check] = (pos, pos + cs.cases)
-        of_case[pos : pos + cs.cases] = k
-        pos += cs.cases
+        a, b = slices[cs.check]
+        of_case[a:b] = k
     order, per_launch, _ = _split_launches(rng, pos, cases_per_launch)
-    launches, launch_probe = [], []
-    for k in range(len(probes)):
-        mine = order[of_case[order] == k]
-        for i in range(0, len(mine), per_launch):
-            launches.append(mine[i : i + per_launch])
-            launch_probe.append(k)
+    launches, launch_probe = _launches_by_probe(order, of_case, len(probes), per_launch)
     return WgPlan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, 1, probes, launch_probe)
 
 
