@@ -62,7 +62,8 @@ class PtxType:
         values = np.asarray(values)
         if self.kind == "float":
             dt = self._dtype()
-            conv = values.astype(np.float64).astype(dt)
+            with np.errstate(over="ignore"):  # overflow to Inf is the conversion's answer, checked below
+                conv = values.astype(np.float64).astype(dt)
             storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
             bits = conv.view(storage).astype(np.uint64) & np.uint64(self.mask)
             if exact:
