@@ -22,16 +22,19 @@ def _setup(args):
 
 def _backend(name: str):
     from conformance.backends import BackendError, get_backend
-    from conformance.numerics.harness import path_of
+    from conformance.numerics.harness import path_of, wgmma_semantics
     from conformance.numerics.model import mma_semantics
     from conformance.numerics.spec import numerics_spec
 
     spec = numerics_spec()
     try:
-        return get_backend(name, semantics=mma_semantics(lambda v: path_of(spec, v)), cc=(9, 0)) if name == "emulator" else \
+        backend = get_backend(name, semantics=mma_semantics(lambda v: path_of(spec, v)), cc=(9, 0)) if name == "emulator" else \
             get_backend(name, semantics=mma_semantics(lambda v: path_of(spec, v)))
     except BackendError as exc:
         raise SystemExit(f"ptxconf: backend {name}: {exc}") from None
+    if hasattr(backend, "wgmma_arithmetic"):  # the emulator: wgmma under the numerics model too
+        backend.wgmma_arithmetic = wgmma_semantics(spec)
+    return backend
 
 
 def _ints(text: str | None) -> list[int]:
@@ -39,13 +42,13 @@ def _ints(text: str | None) -> list[int]:
 
 
 def cmd_dot(args) -> int:
-    from conformance.numerics.harness import path_of
+    from conformance.numerics.harness import k_of, path_of
     from conformance.numerics.model import Types, dot_bits, explain
 
     specs, spec, _ = _setup(args)
     v = specs.get(args.variant)
     p = path_of(spec, v)
-    k = v.operands["A"].layout.cols
+    k = k_of(v)
     a, b = _ints(args.a), _ints(args.b)
     a, b = a + [0] * (k - len(a)), b + [0] * (k - len(b))
     if len(a) != k or len(b) != k:
@@ -176,7 +179,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from conformance.numerics.harness import path_of
+    from conformance.numerics.harness import k_of, path_of
     from conformance.numerics.model import Types, dot_bits
 
     specs, spec, _ = _setup(args)
@@ -185,7 +188,7 @@ def cmd_bench(args) -> int:
     from conformance.numerics.fuzz import _values
 
     rng = np.random.default_rng(0)
-    k = v.operands["A"].layout.cols
+    k = k_of(v)
     t = Types.of(v)
     a = _values(rng, t.a, (args.n, k), 20, 0.02, 0.0)
     b = _values(rng, t.b, (args.n, k), 20, 0.02, 0.0)

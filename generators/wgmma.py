@@ -207,13 +207,16 @@ def matrices(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model) -> tup
     return A, B
 
 
-def apply(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model | None = None) -> np.ndarray:
-    """Expected out words ``uint32[case, 128, out_words]`` by the spec (or a perturbed model)."""
+def apply(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model | None = None, arithmetic=None) -> np.ndarray:
+    """Expected out words ``uint32[case, 128, out_words]`` by the spec (or a perturbed model).
+
+    ``arithmetic`` replaces :func:`numerics` (same signature): the numerics model's hook."""
     model = model or model_of(v)
+    numerics_ = arithmetic or numerics
     A, B = matrices(v, words, imm, model)
     dop = operand_d(v, model)
     C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
-    D = np.stack([numerics(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
+    D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
     out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
     out[:, :, : dop.words] = pack(dop, D[:, None])
     return out

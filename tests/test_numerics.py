@@ -19,6 +19,8 @@ from conformance.spec import load_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "results" / "h100-numerics"
+RUNS = [d for d in (RECORDED, ROOT / "results" / "h100-numerics-wgmma") if (d / "open_findings.json").exists()]
+WG_FP8 = "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2/rs"
 F16F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 F16F16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
 TF32 = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
@@ -117,29 +119,60 @@ def test_every_h100_variant_has_a_path(specs):
     assert len(vs) > 80
 
 
-@pytest.fixture(scope="module")
-def recorded(spec, specs):
+def test_wgmma_paths_and_placement(spec, specs):
+    """wgmma forms get a path (fp8 its own); operand bits placed through the wgmma spec read back unchanged."""
+    from conformance.numerics.fuzz import batch
+    from conformance.numerics.harness import wgmma_imm, wgmma_words
+    from generators import wgmma as wg
+
+    assert path_of(spec, specs.get(WG_FP8)).name == "wgmma.fp8.f32"
+    assert path_of(spec, specs.get(FP8)).name == "fp8.f32"
+    assert path_of(spec, specs.get("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16/ss")).name == "f16.f32"
+    ws = [v for v in numeric_variants(specs) if v.family == "wgmma"]
+    assert {path_of(spec, v).name for v in ws} == {"f16.f16", "f16.f32", "bf16.f32", "tf32.f32", "wgmma.fp8.f32",
+                                                  "wgmma.fp8.f16", "int", "b1"}
+    for vid in (WG_FP8, "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16/ss",
+                "wgmma.mma_async.sync.aligned.m64n64k256.s32.b1.b1.and.popc/ss"):
+        v = specs.get(vid)
+        bits = batch(v, 1, 2)
+        A, B = wg.matrices(v, wgmma_words(v, bits), wgmma_imm(v), wg.model_of(v))
+        assert (A == bits["A"][:, 0]).all() and (B == bits["B"][:, 0]).all(), vid
+
+
+def test_measure_wgmma_on_emulator_agrees(spec, specs):
+    from conformance.numerics.harness import wgmma_semantics
+
+    backend = EmulatorBackend(mma_semantics(lambda v: path_of(spec, v)), cc=(9, 0))
+    backend.wgmma_arithmetic = wgmma_semantics(spec)
+    m = measure(backend, spec, specs.get(WG_FP8))
+    assert m["path"] == "wgmma.fp8.f32" and all(g["agrees"] for g in m["groups"])
+    window = next(g for g in m["groups"] if g["group"] == "alignment_window")
+    assert window["consistent"] == [{"frac_bits": 13}]
+
+
+@pytest.fixture(scope="module", params=RUNS, ids=lambda d: d.name)
+def recorded(request, spec, specs):
     from conformance.numerics.recorded import RecordedRun
 
-    return RecordedRun(RECORDED, specs, spec)
+    return RecordedRun(request.param, specs, spec)
 
 
-@pytest.mark.skipif(not (RECORDED / "open_findings.json").exists(), reason="no recorded H100 numerics run")
+@pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
 def test_recorded_h100_departures_are_exactly_the_open_findings(recorded):
     """Every recorded case (designed and fuzz replays) the model reproduces must stay reproduced; every one it
     does not must be listed in open_findings.json (regenerate: ptxconf numerics report results/h100-numerics --write-open)."""
     from conformance.numerics.recorded import departure_key, listed_keys
 
-    listed = listed_keys(json.loads((RECORDED / "open_findings.json").read_text()))
+    listed = listed_keys(json.loads((recorded.dir / "open_findings.json").read_text()))
     now = {departure_key(d) for d in recorded.departures()}
     fixed, broken = sorted(listed - now), sorted(now - listed)
     assert not broken, f"{len(broken)} recorded case(s) newly departing from the model, e.g. {broken[:5]}"
     assert not fixed, f"{len(fixed)} open finding(s) now reproduced (or answered differently); regenerate open_findings.json: {fixed[:5]}"
 
 
-@pytest.mark.skipif(not (RECORDED / "open_findings.json").exists(), reason="no recorded H100 numerics run")
+@pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
 def test_recorded_h100_open_findings_document(recorded, spec):
-    doc = json.loads((RECORDED / "open_findings.json").read_text())
+    doc = json.loads((recorded.dir / "open_findings.json").read_text())
     assert doc["schema"] == "numerics-open-findings/1"
     counts = recorded.counts()
     assert set(doc["paths"]) == set(counts)
@@ -147,6 +180,6 @@ def test_recorded_h100_open_findings_document(recorded, spec):
         assert e["recorded"] == counts[name], name
         assert e["model"] == spec.paths[name].describe(), f"{name}: model changed since open_findings.json was generated"
     # the paths every measured shape agrees on stay closed
-    for name in ("b1", "int", "bf16.f32", "tf32.f32"):
+    for name in ("b1", "int", "bf16.f32", "tf32.f32") if recorded.dir == RECORDED else ():
         assert doc["paths"][name]["open"] == {"designed": 0, "replay": 0}, name
     assert len(recorded.replays) == sum(e["recorded"]["replay"] for e in doc["paths"].values())

@@ -33,6 +33,7 @@ class EmulatorBackend(Backend):
         self.semantics = semantics
         self.cc = cc
         self.auto_reason = auto_reason
+        self.wgmma_arithmetic = None  # generators.wgmma.apply's numerics hook (the numerics model sets it)
 
     def info(self) -> dict:
         out = {"backend": self.name, "gpu": "NumPy emulator", "compute_capability": f"{self.cc[0]}.{self.cc[1]}"}
@@ -63,7 +64,7 @@ class EmulatorBackend(Backend):
         if v.family == "wgmma":
             from generators.wgmma import apply as wg_apply
 
-            out = wg_apply(v, cases, p.params["imm"])
+            out = wg_apply(v, cases, p.params["imm"], arithmetic=self.wgmma_arithmetic)
             result = np.zeros_like(out)
             result[np.asarray(launch.order)] = out
             return LaunchResult(result, seconds=time.perf_counter() - t0)

@@ -11,7 +11,8 @@ import numpy as np
 from conformance.spec.model import Variant
 
 from .experiments import design, group_bits, infer
-from .harness import diagonal, path_of, place, run_mma
+from .harness import diagonal, k_of, path_of, place, run_mma
+from .model import Types
 from .spec import NumericsSpec
 
 
@@ -81,9 +82,8 @@ def representatives(variants: list[Variant], spec: NumericsSpec) -> list[Variant
     """One variant per (path, A, B, C, D types, satfinite, bitop) and per shape K: the measured set."""
     seen, out = set(), []
     for v in variants:
-        o = v.operands
-        key = (path_of(spec, v).name, o["A"].type.name, o["B"].type.name, o["C"].type.name, o["D"].type.name,
-               v.instruction.satfinite, v.instruction.bitop, o["A"].layout.cols)
+        t = Types.of(v)
+        key = (v.family, path_of(spec, v).name, t, k_of(v), getattr(v, "a_src", None))
         if key not in seen:
             seen.add(key)
             out.append(v)

@@ -15,6 +15,7 @@ import numpy as np
 from conformance.spec.model import Variant
 from conformance.spec.ptxtypes import ptx_type
 
+from .harness import k_of
 from .model import FORMATS, PathParams, Types, dot_bits
 
 
@@ -34,7 +35,7 @@ def _enc(t: str, vals) -> list[int]:
 class _Designer:
     def __init__(self, v: Variant, p: PathParams):
         self.t = Types.of(v)
-        self.k = v.operands["A"].layout.cols
+        self.k = k_of(v)
         self.fa, self.fb = FORMATS.get(self.t.a), FORMATS.get(self.t.b)
         self.fc, self.fd = FORMATS.get(self.t.c), FORMATS.get(self.t.d)
         self.p = p
@@ -226,7 +227,7 @@ def design(v: Variant, p: PathParams) -> list[Group]:
 
 
 def _design_f64(v: Variant, p: PathParams) -> list[Group]:
-    k = v.operands["A"].layout.cols
+    k = k_of(v)
     g = Group("f64_mode", ("f64_mode",), [{"f64_mode": m} for m in ("sequential_fma", "exact_dot")])
     for j in range(1, k):
         a = [0.0] * k
@@ -247,7 +248,7 @@ def _design_f64(v: Variant, p: PathParams) -> list[Group]:
 
 def _design_int(v: Variant, p: PathParams) -> list[Group]:
     t = Types.of(v)
-    k = v.operands["A"].layout.cols
+    k = k_of(v)
     ta, tb = ptx_type(t.a), ptx_type(t.b)
     lo_a, hi_a = ta.int_range() if ta.kind != "bits" else (0, 1)
     lo_b, hi_b = tb.int_range() if tb.kind != "bits" else (0, 1)

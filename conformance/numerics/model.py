@@ -70,6 +70,7 @@ class PathParams:
     neg_zero: str = "ieee"  # ieee | positive
     nan_propagation: str = "canonical"  # canonical | first
     nan_bits: dict = field(default_factory=dict, hash=False, compare=False)
+    families: tuple[str, ...] = ()  # instruction families the path is for (empty: every family)
 
     def describe(self) -> dict:
         keys = ("kind", "block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
@@ -306,6 +307,8 @@ class Types:
 
     @classmethod
     def of(cls, v) -> Types:
+        if v.family == "wgmma":  # C is D's registers
+            return cls(v.atype, v.btype, v.dtype, v.dtype, bool(v.satfinite), v.bitop)
         ops = v.operands
         return cls(ops["A"].type.name, ops["B"].type.name, ops["C"].type.name, ops["D"].type.name,
                    bool(v.instruction.satfinite), v.instruction.bitop)

@@ -27,11 +27,11 @@ class NumericsSpec:
     paths: dict[str, PathParams]
     status: dict[str, dict[str, dict]] = field(default_factory=dict)  # path -> param -> {value,status,source,note}
 
-    def path_for(self, a_type: str, d_type: str) -> PathParams:
+    def path_for(self, a_type: str, d_type: str, family: str = "mma.sync") -> PathParams:
         for p in self.paths.values():
-            if a_type in p.a_types and d_type in p.d_types:
+            if a_type in p.a_types and d_type in p.d_types and (not p.families or family in p.families):
                 return p
-        raise KeyError(f"no numerics path for A .{a_type} -> D .{d_type}")
+        raise KeyError(f"no numerics path for {family} A .{a_type} -> D .{d_type}")
 
 
 def load_document(doc: dict, src: Source) -> NumericsSpec:
@@ -47,7 +47,8 @@ def load_document(doc: dict, src: Source) -> NumericsSpec:
         merged = {k: v for k, v in defaults.items() if k != "nan_bits"}
         merged.update({k: v for k, v in body.items() if k in _FIELDS or k == "integer"})
         values = {k: merged[k]["value"] for k in _FIELDS if k in merged}
-        p = PathParams(name=name, kind=body["kind"], a_types=tuple(body["a"]), d_types=tuple(body["d"]), nan_bits=nan_bits)
+        p = PathParams(name=name, kind=body["kind"], a_types=tuple(body["a"]), d_types=tuple(body["d"]), nan_bits=nan_bits,
+                       families=tuple(body.get("families", ())))
         p = replace(p, **values)
         if p.kind == "float":
             for k in ("block", "frac_bits", "out_precision", "final_rounding"):
