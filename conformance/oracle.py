@@ -90,6 +90,18 @@ def tcgen05_mma(v, bits: dict) -> np.ndarray:
     out = c_bits.copy()
     a = ptx_type(f.atype).decode(bits["A"])
     b = ptx_type(f.btype).decode(bits["B"])
+    if "meta" in bits:  # tcgen05.mma.sp: stored slot s of chunk c sits at dense column 4c + meta[m, c, s]
+        idx = np.asarray(bits["meta"], dtype=np.int64)
+        dense = np.zeros((a.shape[0], 2 * a.shape[1]), dtype=a.dtype)
+        rows = np.arange(a.shape[0])[:, None, None]
+        cols = 4 * np.arange(idx.shape[1])[None, :, None] + idx
+        dense[rows, cols] = a.reshape(a.shape[0], -1, 2)
+        a = dense
+    if "SFA" in bits:  # block scale: (A * SFA) (B * SFB) + D, one factor per row and K-block
+        sty = ptx_type(f.scale)
+        sfa, sfb = sty.decode(np.asarray(bits["SFA"])), sty.decode(np.asarray(bits["SFB"]))
+        a = a * np.repeat(sfa, a.shape[1] // sfa.shape[1], axis=1)
+        b = b * np.repeat(sfb, b.shape[1] // sfb.shape[1], axis=1)
     if f.negate_a:
         a = -a
     if f.negate_b:

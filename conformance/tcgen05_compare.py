@@ -17,8 +17,8 @@ import numpy as np
 from conformance.compare import MAX_LISTED, Verdict
 from conformance.oracle import tcgen05_mma
 from conformance.spec.ptxtypes import ptx_type
-from conformance.spec.tcgen05_desc import DescriptorError, IdescFields, encode_idesc
-from generators.tcgen05_run import ROWS, TcVariant, d_rows, decode_case
+from conformance.spec.tcgen05_desc import DescriptorError, encode_idesc
+from generators.tcgen05_run import ROWS, TcVariant, case_fields, d_rows, decode_case, tmem_operands
 
 __all__ = ["compare_tcgen05", "descriptor_diagnosis"]
 
@@ -48,7 +48,7 @@ def descriptor_diagnosis(v: TcVariant, idesc: int, raw: dict) -> list[str]:
             if raw[name] != want:
                 lines.append(f"instruction descriptor {idesc:#010x}: {_field_text(v, name)} reads {raw[name]!r} under this spec; the case was built for {want!r}")
     try:
-        mine = encode_idesc(doc, IdescFields(t.kind, t.dtype, t.atype, t.btype, t.M, t.N, t.K, False, t.cta_group, False, scale=t.scale))
+        mine = encode_idesc(doc, case_fields(v))
     except DescriptorError as exc:
         lines.append(f"this spec cannot encode the case's tuple: {exc}")
         return lines
@@ -56,6 +56,22 @@ def descriptor_diagnosis(v: TcVariant, idesc: int, raw: dict) -> list[str]:
         diffs = [f"{f.name} (bits {f.lo}-{f.hi}): recorded {f.get(idesc)}, this spec encodes {f.get(mine)}"
                  for f in fmt.fields if f.get(idesc) != f.get(mine)]
         lines.append(f"this spec encodes the case's tuple as {mine:#010x}, the probe carried {idesc:#010x}; fields differing: " + "; ".join(diffs))
+    return lines
+
+
+def layout_diagnosis(v: TcVariant, recorded: dict | None) -> list[str]:
+    """Where today's spec places metadata / scale factors differently from the rules the probe followed."""
+    if not v.aux or not recorded:
+        return []
+    now = tmem_operands(v.doc)
+    used = ("sparse_metadata",) if v.sparse else ("scale_factor",)
+    lines = []
+    for op in used:
+        a, b = now.get(op, {}), recorded.get(op, {})
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                lines.append(f"Tensor-Memory {op} layout differs: this spec's tmem_operands.{op}.{key} = {a.get(key)!r}, "
+                             f"the probe placed the operand by {key} = {b.get(key)!r} ({v.doc.file})")
     return lines
 
 
@@ -71,8 +87,11 @@ def compare_tcgen05(v: TcVariant, check: str, seed: int, in_words: np.ndarray, o
         view = decode_case(v, in_words[rows])
         actual = d_rows(v, out_words[rows])
         elements += actual.size
+        recorded = (meta or {}).get("cases") or []
+        rec = recorded[c] if c < len(recorded) else {}
         if c == 0 or view.problems:
-            for line in descriptor_diagnosis(v, view.idesc, view.raw) + [f"case {c}: {p}" for p in view.problems]:
+            for line in (descriptor_diagnosis(v, view.idesc, view.raw) + layout_diagnosis(v, rec.get("tmem_operands"))
+                         + [f"case {c}: {p}" for p in view.problems]):
                 if line not in notes:
                     notes.append(line)
         if view.fields is None or "A" not in view.bits or "B" not in view.bits:

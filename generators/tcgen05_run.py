@@ -49,7 +49,7 @@ from conformance.spec.tcgen05_desc import (
 from generators.probe import Surroundings
 
 __all__ = ["FAMILY", "TcVariant", "TcProbe", "run_tuples", "run_variants", "register", "is_tcgen05", "geometry",
-           "make_cases", "module_source", "decode_case", "d_rows", "pack_d", "CaseView"]
+           "make_cases", "module_source", "decode_case", "case_fields", "tmem_operands", "d_rows", "pack_d", "CaseView"]
 
 FAMILY = "tcgen05.mma"
 HDR = 8
@@ -61,7 +61,23 @@ PER_KIND = 3
 # elements of 8 bits or more in shared memory; see README "tcgen05 run").
 RUN_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 ELEM_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}
+ELEM_BITS = {**{k: 8 * b for k, b in ELEM_BYTES.items()}, "e2m1": 4}
 SWIZZLE_BYTES = {"32B": 32, "64B": 64, "128B": 128}
+# Sparse and block-scaled run forms (cta_group::1, M = 128, N <= 128; see README "tcgen05 run"):
+# kind -> (sparsity, allowed A/B types, [(scale type, scale_vec)] or None, how many).
+EXTRA_SEED = 0x7C5B
+EXTRA_FORMS = (
+    ("f16", "sparse", ("f16", "bf16"), None, 2),
+    ("f8f6f4", "sparse", ("e4m3", "e5m2"), None, 2),
+    ("i8", "sparse", ("s8", "u8"), None, 2),
+    ("mxf8f6f4", "dense", ("e4m3", "e5m2"), (("ue8m0", 1),), 2),
+    ("mxf4", "dense", ("e2m1",), (("ue8m0", 2),), 2),
+    ("mxf4nvf4", "dense", ("e2m1",), (("ue8m0", 2), ("ue8m0", 4), ("ue4m3", 4)), 3),
+)
+AUX_W = 16  # Tensor-Memory columns of metadata / scale factors per case, stored at AUX_BASE
+AUX_BASE = 128
+SFA_COL, SFB_COL, META_COL = 0, 4, 8  # where in the aux columns the probe puts each operand
+SCALE_GRID = {"ue8m0": np.array([0.25, 0.5, 1.0, 2.0, 4.0]), "ue4m3": np.array([0.5, 1.0, 1.5, 2.0])}
 FLOAT_GRID = np.array([-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0])
 
 
@@ -82,6 +98,15 @@ class TcVariant:
     notes: tuple[str, ...] = ()
     file: str = ""
     line: int | None = None
+    vec: int | None = None  # .scale_vec::NX of a block-scaled variant (not in the descriptor)
+
+    @property
+    def sparse(self) -> bool:
+        return self.t.sparsity == "sparse"
+
+    @property
+    def aux(self) -> bool:
+        return self.sparse or self.vec is not None
 
     @property
     def min_ptx(self) -> PtxVersion:
@@ -99,8 +124,26 @@ class TcVariant:
         return self.doc.valid_on(self.t, target, ptx)
 
 
-def variant_id(t: MmaTuple) -> str:
-    return f"tcgen05.mma.cta_group::{t.cta_group}.kind::{t.kind}.{t.dtype}.{t.atype}.{t.btype}.m{t.M}n{t.N}k{t.K}"
+def variant_id(t: MmaTuple, vec: int | None = None) -> str:
+    sp = ".sp" if t.sparsity == "sparse" else ""
+    bs = f".block_scale.scale_vec::{vec}X.{t.scale}" if vec else ""
+    return f"tcgen05.mma{sp}.cta_group::{t.cta_group}.kind::{t.kind}{bs}.{t.dtype}.{t.atype}.{t.btype}.m{t.M}n{t.N}k{t.K}"
+
+
+def extra_tuples(doc: Tcgen05Spec) -> list[tuple[MmaTuple, int | None]]:
+    """The sparse and block-scaled handful: seeded, from Table 39 rows alone."""
+    rng = np.random.default_rng(EXTRA_SEED)
+    out: list[tuple[MmaTuple, int | None]] = []
+    for kind, sp, types, scales, count in EXTRA_FORMS:
+        cand = [t for t in doc.tuples if t.kind == kind and not t.ws and t.cta_group == 1 and t.sparsity == sp
+                and t.M == M_RUN and t.N <= 128 and t.dtype in ("f32", "s32") and t.atype in types and t.btype in types]
+        forms = list(scales or ((None, None),))
+        for i in range(count):
+            sc, vec = forms[i % len(forms)]
+            pool = [t for t in cand if t.scale == sc and (t, vec) not in out]
+            if pool:
+                out.append((pool[int(rng.integers(len(pool)))], vec))
+    return out
 
 
 def run_tuples(doc: Tcgen05Spec) -> list[MmaTuple]:
@@ -133,7 +176,8 @@ def run_tuples(doc: Tcgen05Spec) -> list[MmaTuple]:
 
 
 def run_variants(doc: Tcgen05Spec) -> list[TcVariant]:
-    return [TcVariant(variant_id(t), t, doc, file=doc.file) for t in run_tuples(doc)]
+    dense = [TcVariant(variant_id(t), t, doc, file=doc.file) for t in run_tuples(doc)]
+    return dense + [TcVariant(variant_id(t, vec), t, doc, file=doc.file, vec=vec) for t, vec in extra_tuples(doc)]
 
 
 def register(specs) -> list[TcVariant]:
@@ -163,17 +207,24 @@ class Geometry:
     ncols: int
 
 
+def stored_k_bytes(v: TcVariant) -> tuple[int, int]:
+    """Bytes along K of one stored row of A (compressed K/2 when sparse) and of B."""
+    t = v.t
+    ka = t.K // 2 if v.sparse else t.K
+    return ka * ELEM_BITS[t.atype] // 8, t.K * ELEM_BITS[t.btype] // 8
+
+
 def geometry(v: TcVariant) -> Geometry:
     t = v.t
-    k_bytes = t.K * ELEM_BYTES[t.atype]
+    k_bytes = max(stored_k_bytes(v))
     swz = ("none", "32B", "64B") + (("128B",) if t.N <= 128 else ())
     s_max = max([k_bytes] + [SWIZZLE_BYTES[s] for s in swz if s in SWIZZLE_BYTES])
     a_max = -(-M_RUN * s_max // 1024) * 1024
     tile = a_max + t.N * s_max
     tile = -(-tile // 512) * 512
     img_w = tile // (ROWS * 32 * 4)
-    n_in = HDR + img_w + t.N
-    ncols = max(32, 1 << (t.N - 1).bit_length())
+    n_in = HDR + img_w + t.N + (AUX_W if v.aux else 0)
+    ncols = 256 if v.aux else max(32, 1 << (t.N - 1).bit_length())
     return Geometry(k_bytes, swz, a_max, a_max, tile, img_w, n_in + n_in % 2, t.N + t.N % 2, ncols)
 
 
@@ -230,18 +281,84 @@ def _kb(rows: int, k: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
     return r, kb
 
 
+def _store_rows(img: np.ndarray, d: SmemDesc, bits: np.ndarray, ty: str) -> None:
+    """A K-major tile (rows x K elements) into the image where ``d`` says; 4-bit elements two to a byte, low nibble first."""
+    rows, k = bits.shape
+    if ELEM_BITS[ty] == 4:
+        bits = (bits[:, 0::2] & np.uint64(0xF)) | ((bits[:, 1::2] & np.uint64(0xF)) << np.uint64(4))
+        k, nb = k // 2, 1
+    else:
+        nb = ELEM_BYTES[ty]
+    r, kb = _kb(rows, k, nb)
+    _put(img, smem_addr(d, r, kb), bits, nb)
+
+
+def scale_blocks(v: TcVariant) -> int:
+    return v.vec or 0
+
+
+def legal_scale_ids(v: TcVariant, which: str) -> list[int]:
+    """IDs the spec's idesc field allows whose bytes (id .. id + blocks - 1) stay inside the 32-bit cell."""
+    vals = v.doc.format_for(v.t.kind).field(which).values_for(v.t.kind) or (0,)
+    return [i for i in vals if i + scale_blocks(v) <= 4]
+
+
+def tmem_operands(doc: Tcgen05Spec) -> dict:
+    """The placement rules the probe followed (recorded with each case; replay compares them with today's spec)."""
+    return {k: {f: x for f, x in body.items() if f not in ("source", "section", "figure_only")}
+            for k, body in doc.tmem_operands.items()}
+
+
+def _sf_cells(doc: Tcgen05Spec, rows: int, blocks: int, sid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lane, column, byte) of scale factor [row, block], ``[replica, row, block]``, per the spec."""
+    lay = doc.tmem_operands["scale_factor"]
+    per = int(lay["lanes_per_column"])
+    reps = int(lay.get("replicas", 1)) if per == 32 else 1
+    r = np.arange(rows)[None, :, None]
+    j = np.arange(blocks)[None, None, :]
+    p = np.arange(reps)[:, None, None]
+    lane = 32 * p + r % per + 0 * j
+    col = r // per + 0 * j + 0 * p
+    byte = sid + j + 0 * r + 0 * p
+    return lane, col, byte
+
+
+def _meta_cells(doc: Tcgen05Spec, rows: int, chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """(lane, column, bit) of chunk c of row r's metadata field, ``[row, chunk]``, and the index bit offsets."""
+    lay = doc.tmem_operands["sparse_metadata"]
+    if lay.get("lane") != "row":
+        raise ValueError(f"sparse_metadata lane rule {lay.get('lane')!r} is not modelled")
+    w = int(lay["bits_per_chunk"])
+    r = np.arange(rows)[:, None] + 0 * np.arange(chunks)[None, :]
+    bit = np.arange(chunks)[None, :] * w + 0 * r
+    i0, i1 = (int(x) for x in lay["index_bits"])
+    return r, bit // 32, bit % 32, (i0, i1)
+
+
+def case_fields(v: TcVariant) -> IdescFields:
+    """What the probe's instruction descriptor carries (scale IDs: the last legal for A, the first for B)."""
+    t = v.t
+    ids = (0, 0)
+    if v.vec:
+        ids = (legal_scale_ids(v, "scale_a_id")[-1], legal_scale_ids(v, "scale_b_id")[0])
+    return IdescFields(t.kind, t.dtype, t.atype, t.btype, t.M, t.N, t.K, False, 1, v.sparse, scale=t.scale,
+                       scale_a_id=ids[0], scale_b_id=ids[1])
+
+
 def make_cases(v: TcVariant, seed: int, cases: int) -> tuple[np.ndarray, list[dict]]:
     """Input words ``uint32[cases * 4, 32, in_words]`` and per-case metadata (descriptors)."""
     t, geo, doc = v.t, geometry(v), v.doc
     rng = np.random.default_rng([seed, 0x7C05, *v.id.encode()])
-    idesc = encode_idesc(doc, IdescFields(t.kind, t.dtype, t.atype, t.btype, t.M, t.N, t.K, False, 1, False, scale=t.scale))
+    fields = case_fields(v)
+    ids = (fields.scale_a_id, fields.scale_b_id)
+    idesc = encode_idesc(doc, fields)
     words = np.zeros((cases * ROWS, 32, geo.in_words), dtype=np.uint32)
     metas = []
-    ea, eb = ELEM_BYTES[t.atype], ELEM_BYTES[t.btype]
+    ka = t.K // 2 if v.sparse else t.K
     for c in range(cases):
         da = _desc_for(rng, geo, t.M, 0)
         db = _desc_for(rng, geo, t.N, geo.b_base)
-        a = _encode_values(t.atype, rng, (t.M, t.K))
+        a = _encode_values(t.atype, rng, (t.M, ka))
         b = _encode_values(t.btype, rng, (t.N, t.K))  # K-major B: row n holds column n of B
         cty = ptx_type(t.dtype)
         if cty.kind == "float":
@@ -249,10 +366,8 @@ def make_cases(v: TcVariant, seed: int, cases: int) -> tuple[np.ndarray, list[di
         else:
             cbits = rng.integers(0, 1 << 32, size=(M_RUN, t.N), dtype=np.uint64)
         img = rng.integers(0, 256, size=geo.tile, dtype=np.uint8)  # garbage wherever the tiles are not
-        r, kb = _kb(t.M, t.K, ea)
-        _put(img, smem_addr(da, r, kb), a, ea)
-        r, kb = _kb(t.N, t.K, eb)
-        _put(img, smem_addr(db, r, kb), b, eb)
+        _store_rows(img, da, a, t.atype)
+        _store_rows(img, db, b, t.btype)
         ad, bd = encode_smem_desc(doc, da), encode_smem_desc(doc, db)
         rows = words[c * ROWS : (c + 1) * ROWS]
         rows[:, :, 0] = idesc
@@ -260,8 +375,36 @@ def make_cases(v: TcVariant, seed: int, cases: int) -> tuple[np.ndarray, list[di
         rows[:, :, 4], rows[:, :, 5] = bd & 0xFFFFFFFF, bd >> 32
         rows[:, :, HDR : HDR + geo.img_w] = np.ascontiguousarray(img).view("<u4").reshape(ROWS, 32, geo.img_w)
         rows[:, :, HDR + geo.img_w : HDR + geo.img_w + t.N] = cbits.reshape(ROWS, 32, t.N).astype(np.uint32)
-        metas.append({"idesc": f"{idesc:#010x}", "adesc": f"{ad:#018x}", "bdesc": f"{bd:#018x}",
-                      "a_layout": da.as_dict(), "b_layout": db.as_dict()})
+        meta = {"idesc": f"{idesc:#010x}", "adesc": f"{ad:#018x}", "bdesc": f"{bd:#018x}",
+                "a_layout": da.as_dict(), "b_layout": db.as_dict()}
+        if v.aux:
+            aux = rng.integers(0, 1 << 32, size=(M_RUN, AUX_W), dtype=np.uint64)  # garbage where nothing is placed
+            if v.sparse:
+                chunks = t.K // 4
+                pairs = np.array([(i, j) for i in range(4) for j in range(i + 1, 4)])
+                idx = pairs[rng.integers(len(pairs), size=(t.M, chunks))]  # [row, chunk, slot]
+                lane, col, bit, (i0, i1) = _meta_cells(doc, t.M, chunks)
+                field_w = int(doc.tmem_operands["sparse_metadata"]["bits_per_chunk"])
+                mask = np.uint64((1 << field_w) - 1)
+                np.bitwise_and.at(aux, (lane, META_COL + col), ~(mask << bit.astype(np.uint64)))
+                val = (idx[..., 0].astype(np.uint64) << np.uint64(i0)) | (idx[..., 1].astype(np.uint64) << np.uint64(i1))
+                np.bitwise_or.at(aux, (lane, META_COL + col), val << bit.astype(np.uint64))
+                meta["metadata"] = idx.tolist()
+            if v.vec:
+                sty = ptx_type(t.scale)
+                for op, rows_, base, sid in (("scale_A", t.M, SFA_COL, ids[0]), ("scale_B", t.N, SFB_COL, ids[1])):
+                    grid = SCALE_GRID[t.scale]
+                    sf = sty.encode(grid[rng.integers(len(grid), size=(rows_, v.vec))]).astype(np.uint64)
+                    lane, col, byte = _sf_cells(doc, rows_, v.vec, sid)
+                    sh = (8 * byte).astype(np.uint64)
+                    np.bitwise_and.at(aux, (lane, base + col), ~(np.uint64(0xFF) << sh))
+                    np.bitwise_or.at(aux, (lane, base + col), np.broadcast_to(sf[None], lane.shape) << sh)
+                    meta[op] = sf.tolist()
+            aux &= np.uint64(0xFFFFFFFF)
+            off = HDR + geo.img_w + t.N
+            rows[:, :, off : off + AUX_W] = aux.reshape(ROWS, 32, AUX_W).astype(np.uint32)
+            meta["tmem_operands"] = tmem_operands(doc)
+        metas.append(meta)
     return words, metas
 
 
@@ -292,20 +435,25 @@ def decode_case(v: TcVariant, rows: np.ndarray) -> CaseView:
     if f.dtype not in ("f32", "s32"):
         view.problems.append(f"dtype .{f.dtype}: 16-bit accumulators in Tensor Memory are not modelled")
     for name in ("atype", "btype"):
-        if getattr(f, name) not in ELEM_BYTES:
+        if getattr(f, name) not in ELEM_BITS:
             view.problems.append(f"{name} .{getattr(f, name)}: sub-byte shared-memory packing is not modelled")
     if view.problems and any("not modelled" in p for p in view.problems):
         return view
     img = np.ascontiguousarray(rows[:, :, HDR : HDR + geo.img_w]).reshape(-1).view(np.uint8)
     k = raw.get("K") or v.t.K
     for op, dims, word, ty in (("A", f.M, 2, f.atype), ("B", f.N, 4, f.btype)):
+        kk = k // 2 if (op == "A" and f.sparse) else k
         dval = int(rows[0, 0, word]) | (int(rows[0, 0, word + 1]) << 32)
         d, _raw, probs = decode_smem_desc(doc, dval)
         if d is None or probs:
             view.problems += [f"{op} descriptor {dval:#018x}: {p}" for p in probs] or [f"{op} descriptor {dval:#018x} does not decode"]
             continue
-        nb = ELEM_BYTES[ty]
-        r, kb = _kb(dims, k, nb)
+        if dims <= 0 or kk <= 0:
+            view.problems.append(f"{op}: the descriptor reads a {dims}x{kk} tile")
+            continue
+        four = ELEM_BITS[ty] == 4
+        nb = 1 if four else ELEM_BYTES[ty]
+        r, kb = _kb(dims, kk // 2 if four else kk, nb)
         try:
             addr = smem_addr(d, r, kb)
         except ValueError as exc:
@@ -314,8 +462,46 @@ def decode_case(v: TcVariant, rows: np.ndarray) -> CaseView:
         if addr.min() < 0 or addr.max() + nb > geo.tile:
             view.problems.append(f"{op} descriptor {dval:#018x} with {dims}x{k} reads bytes {addr.min()}..{addr.max() + nb - 1}, outside the {geo.tile}-byte tile")
             continue
-        view.bits[op] = _get(img, addr, nb)
+        got = _get(img, addr, nb)
+        if four:
+            got = np.stack([got & np.uint64(0xF), got >> np.uint64(4)], axis=-1).reshape(dims, kk)
+        view.bits[op] = got
+    if v.aux:
+        _decode_aux(v, f, rows, view, k)
+        if (f.sparse and "meta" not in view.bits) or (v.vec and not {"SFA", "SFB"} <= set(view.bits)):
+            view.bits.pop("A", None)  # no product without its metadata / scale factors
     return view
+
+
+def _decode_aux(v: TcVariant, f: IdescFields, rows: np.ndarray, view: CaseView, k: int) -> None:
+    """Metadata and scale factors, read from the case's Tensor-Memory columns by today's spec."""
+    doc, geo = v.doc, geometry(v)
+    off = HDR + geo.img_w + v.t.N
+    aux = rows[:, :, off : off + AUX_W].reshape(M_RUN, AUX_W).astype(np.uint64)
+    if f.sparse:
+        if f.sparsity_selector:
+            view.problems.append(f"sparsity_selector {f.sparsity_selector}: only selector 0 is modelled")
+        chunks = k // 4
+        try:
+            lane, col, bit, (i0, i1) = _meta_cells(doc, f.M, chunks)
+        except (KeyError, ValueError) as exc:
+            view.problems.append(f"sparse_metadata layout: {exc}")
+            return
+        if col.max() + META_COL >= AUX_W:
+            view.problems.append(f"sparse_metadata layout reads column {META_COL + col.max()} beyond the {AUX_W} placed")
+            return
+        cell = aux[lane, META_COL + col] >> bit.astype(np.uint64)
+        view.bits["meta"] = np.stack([(cell >> np.uint64(i0)) & np.uint64(3), (cell >> np.uint64(i1)) & np.uint64(3)], axis=-1).astype(np.int64)
+    if v.vec:
+        for op, n, base, sid in (("SFA", f.M, SFA_COL, f.scale_a_id), ("SFB", f.N, SFB_COL, f.scale_b_id)):
+            lane, col, byte = _sf_cells(doc, n, v.vec, sid)
+            if (byte >= 4).any() or col.max() + base >= AUX_W or lane.max() >= M_RUN:
+                view.problems.append(f"{op}: scale_factor layout with id {sid} reads outside the placed cells")
+                continue
+            vals = (aux[lane, base + col] >> (8 * byte).astype(np.uint64)) & np.uint64(0xFF)
+            if (vals != vals[:1]).any():
+                view.problems.append(f"{op}: the scale_factor replicas disagree under this spec's layout")
+            view.bits[op] = vals[0]
 
 
 def d_rows(v: TcVariant, out_rows: np.ndarray) -> np.ndarray:
@@ -350,6 +536,21 @@ def kernel_source(p: TcProbe) -> str:
     start_lo = v.doc.smem.field("start_address").lo
     name = p.name
     vr = ", ".join(f"%v{i}" for i in range(8))
+    aux_store = ""
+    mma = f"    tcgen05.mma.cta_group::1.kind::{v.t.kind} [%r14], %rd10, %rd11, %r18, %p4;"
+    if v.aux:
+        parts = []
+        for h in range(AUX_W // 8):
+            parts += [f"    ld.global.b32 %v{i}, [%rd9+{4 * (8 * h + i)}];" for i in range(8)]
+            parts.append(f"    add.u32 %r17, %r15, {AUX_BASE + 8 * h};")
+            parts.append(f"    tcgen05.st.sync.aligned.32x32b.x8.b32 [%r17], {{{vr}}};")
+        aux_store = "\n".join(parts)  # %rd9 has stepped past C (N is a multiple of 8): the aux words
+        if v.sparse:
+            mma = (f"    add.u32 %r20, %r14, {AUX_BASE + META_COL};\n"
+                   f"    tcgen05.mma.sp.cta_group::1.kind::{v.t.kind} [%r14], %rd10, %rd11, [%r20], %r18, %p4;")
+        else:
+            mma = (f"    add.u32 %r20, %r14, {AUX_BASE + SFA_COL};\n    add.u32 %r21, %r14, {AUX_BASE + SFB_COL};\n"
+                   f"    tcgen05.mma.cta_group::1.kind::{v.t.kind}.block_scale.scale_vec::{v.vec}X [%r14], %rd10, %rd11, %r18, [%r20], [%r21], %p4;")
     lds = "\n".join(f"    ld.global.b32 %v{i}, [%rd9+{4 * i}];" for i in range(8))
     sts = "\n".join(f"    st.global.b32 [%rd13+{4 * i}], %v{i};" for i in range(8))
     return f"""
@@ -429,6 +630,7 @@ STC_{name}:
     add.u32 %r16, %r16, 8;
     bra STC_{name};
 STORED_{name}:
+{aux_store}
     tcgen05.wait::st.sync.aligned;
     tcgen05.fence::before_thread_sync;
     bar.sync 0;
@@ -443,7 +645,7 @@ STORED_{name}:
     add.u64 %rd10, %rd10, %rd12;
     add.u64 %rd11, %rd11, %rd12;
     setp.ne.u32 %p4, %r0, 1;
-    tcgen05.mma.cta_group::1.kind::{v.t.kind} [%r14], %rd10, %rd11, %r18, %p4;
+{mma}
     tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r9];
 ISSUED_{name}:
 WAIT_{name}:

@@ -260,6 +260,7 @@ class Tcgen05Spec:
     syntax: tuple[dict, ...]
     scale_aliases: tuple[dict, ...]
     errata: tuple[dict, ...]
+    tmem_operands: dict = field(default_factory=dict)  # metadata / scale-factor placement in Tensor Memory
 
     # --- Table 39 ---------------------------------------------------------------------------
 
@@ -637,6 +638,7 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         syntax=tuple(doc.get("syntax") or ()),
         scale_aliases=tuple(doc.get("scale_aliases") or ()),
         errata=tuple(doc.get("errata") or ()),
+        tmem_operands=dict(doc.get("tmem_operands") or {}),
     )
 
 
