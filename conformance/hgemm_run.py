@@ -94,7 +94,16 @@ class CupyDevice:
         self._kernels: dict[str, object] = {}
 
     def info(self) -> dict:
-        return {"device": self.name, "arch": self.arch, "cupy": self.cp.__version__}
+        rt = self.cp.cuda.runtime
+        drv = rt.driverGetVersion()
+        return {
+            "device": self.name,
+            "arch": self.arch,
+            "cupy": self.cp.__version__,
+            "cuda_driver_api": f"{drv // 1000}.{(drv % 1000) // 10}",
+            "jit": "CUDA driver PTX JIT (cupy.RawModule)",
+            "driver": _nvidia_smi_driver(),
+        }
 
     def kernel(self, p: hg.Plan, ptx: str):
         if p.name not in self._kernels:
@@ -226,3 +235,15 @@ def run(specs: Specs, device, variants: list[str], sizes: list[tuple[int, int, i
            "ok": all(r["exact"]["ok"] and r["random"]["ok"] for r in rows), "rows": rows}
     (out / "hgemm.json").write_text(json.dumps(res, indent=1))
     return res
+
+
+def _nvidia_smi_driver() -> str:
+    """The display-driver version (e.g. 580.159.04), or "unknown"."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
