@@ -29,6 +29,7 @@ import numpy as np
 
 from conformance.spec.model import Variant
 from conformance.spec.targets import PtxVersion, Target
+from generators.probe import module_source as probe_module_source
 
 FAMILIES = ("ldmatrix", "stmatrix", "movmatrix")
 IMAGE_WORDS = 16  # per lane
@@ -360,8 +361,4 @@ def kernel_source(p: MoveProbe) -> str:
 
 
 def module_source(probes: list[MoveProbe], version: PtxVersion, target: Target) -> str:
-    seen: dict[str, str] = {}
-    for p in probes:
-        seen.setdefault(p.name, kernel_source(p))
-    head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
-    return "\n".join(head + [s + "\n" for s in seen.values()])
+    return probe_module_source(probes, version, target, kernel=kernel_source)

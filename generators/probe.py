@@ -218,10 +218,15 @@ def chainable(v: Variant) -> bool:
     return c.type == d.type and c.layout == d.layout and c.fragment == d.fragment
 
 
-def module_source(probes: list[Probe], version: PtxVersion, target: Target) -> str:
-    """One PTX module holding every probe (duplicates by name emitted once)."""
+def module_source(probes: list, version: PtxVersion, target: Target, kernel=None) -> str:
+    """One PTX module holding every probe (duplicates by name emitted once).
+
+    ``kernel`` renders one probe (default: this module's mma probes); other
+    families pass their own and share the module framing.
+    """
+    render = kernel or kernel_source
     seen: dict[str, str] = {}
     for p in probes:
-        seen.setdefault(p.name, kernel_source(p))
+        seen.setdefault(p.name, render(p))
     head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
     return "\n".join(head + [src + "\n" for src in seen.values()])

@@ -47,6 +47,7 @@ from conformance.spec.tcgen05_desc import (
     encode_smem_desc,
 )
 from generators.probe import Surroundings
+from generators.probe import module_source as probe_module_source
 
 __all__ = ["FAMILY", "TcVariant", "TcProbe", "run_tuples", "run_variants", "register", "is_tcgen05", "geometry",
            "make_cases", "module_source", "decode_case", "case_fields", "tmem_operands", "d_rows", "pack_d", "CaseView"]
@@ -677,11 +678,7 @@ DONE_{name}:
 
 
 def module_source(probes: list[TcProbe], version: PtxVersion, target: Target) -> str:
-    seen: dict[str, str] = {}
-    for p in probes:
-        seen.setdefault(p.name, kernel_source(p))
-    head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
-    return "\n".join(head + [src + "\n" for src in seen.values()])
+    return probe_module_source(probes, version, target, kernel=kernel_source)
 
 
 def pick_build(v: TcVariant, rng: np.random.Generator, targets: list[Target], max_ptx: PtxVersion, versions: list[PtxVersion]) -> tuple[Target, PtxVersion]:

@@ -31,6 +31,7 @@ from conformance.spec.ptxtypes import TYPES
 from conformance.spec.targets import PtxVersion, Target
 from conformance.spec.wgmma import SmemSpec, WgmmaVariant, canonical_strides
 from conformance.spec.wgmma_desc import Desc, decode, encode, shift_of
+from generators.probe import module_source as probe_module_source
 
 LANES = 128
 HEAD_WORDS = 6
@@ -539,8 +540,4 @@ def kernel_source(p: WgProbe) -> str:
 
 
 def module_source(probes: list[WgProbe], version: PtxVersion, target: Target) -> str:
-    seen: dict[str, str] = {}
-    for p in probes:
-        seen.setdefault(p.name, kernel_source(p))
-    head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
-    return "\n".join(head + [s + "\n" for s in seen.values()])
+    return probe_module_source(probes, version, target, kernel=kernel_source)
