@@ -175,13 +175,9 @@ class Field:
         return self.values.get("all", self.values.get(kind, ()))
 
 
-@dataclass(frozen=True)
-class DescFormat:
-    """One instruction-descriptor layout (§9.7.16.4.2), shared by the kinds it names."""
+class _BitFields:
+    """A descriptor made of named bit fields."""
 
-    name: str
-    table: str
-    kinds: tuple[str, ...]
     fields: tuple[Field, ...]
 
     def field(self, name: str) -> Field:
@@ -192,7 +188,17 @@ class DescFormat:
 
 
 @dataclass(frozen=True)
-class SmemDescSpec:
+class DescFormat(_BitFields):
+    """One instruction-descriptor layout (§9.7.16.4.2), shared by the kinds it names."""
+
+    name: str
+    table: str
+    kinds: tuple[str, ...]
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class SmemDescSpec(_BitFields):
     section: str
     table: str
     mask: int
@@ -204,12 +210,6 @@ class SmemDescSpec:
     absolute_swizzle: tuple[str, ...]
     absolute_transpose: bool
     absolute_base_offset: int
-
-    def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(name)
 
 
 @dataclass(frozen=True)
