@@ -22,13 +22,13 @@ both use it); nothing here assumes a layout beyond the spec's.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from conformance.spec.model import Variant
 from conformance.spec.targets import PtxVersion, Target
+from generators.probe import KeyedProbe
 from generators.probe import module_source as probe_module_source
 
 FAMILIES = ("ldmatrix", "stmatrix", "movmatrix")
@@ -250,19 +250,12 @@ def _put(img: np.ndarray, byte0: int, col: int, bits: int, val: int) -> None:
 
 
 @dataclass(frozen=True)
-class MoveProbe:
+class MoveProbe(KeyedProbe):
     variant: Variant
     space: str  # "", ".shared", ".shared::cta"
 
-    @property
-    def name(self) -> str:
-        return "probe_" + hashlib.sha256(f"{self.variant.id}|{self.space}".encode()).hexdigest()[:16]
-
-    @property
-    def surroundings(self):
-        from generators.probe import Surroundings
-
-        return Surroundings()
+    def key(self) -> str:
+        return f"{self.variant.id}|{self.space}"
 
     @property
     def instruction(self) -> str:

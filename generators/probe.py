@@ -88,6 +88,21 @@ class Probe:
         return "probe_" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+class KeyedProbe:
+    """A probe of another family: kernel name hashed from ``key``, no surroundings."""
+
+    def key(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return "probe_" + hashlib.sha256(self.key().encode()).hexdigest()[:16]
+
+    @property
+    def surroundings(self) -> Surroundings:
+        return Surroundings()
+
+
 def _regs(prefix: str, op: Operand) -> list[str]:
     return [f"%{prefix}{r}" for r in range(op.registers)]
 

@@ -20,7 +20,6 @@ has one kernel per immediate set; swizzle mode, LBO/SBO, start offsets and scale
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -31,6 +30,7 @@ from conformance.spec.ptxtypes import TYPES
 from conformance.spec.targets import PtxVersion, Target
 from conformance.spec.wgmma import SmemSpec, WgmmaVariant, canonical_strides
 from conformance.spec.wgmma_desc import Desc, decode, encode, shift_of
+from generators.probe import KeyedProbe
 from generators.probe import module_source as probe_module_source
 
 LANES = 128
@@ -415,20 +415,13 @@ def _digit(tname: str, d: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class WgProbe:
+class WgProbe(KeyedProbe):
     variant: WgmmaVariant
     imm: tuple[tuple[str, int], ...]
     reuse: bool = False  # overwrite A's registers right after issuing, before wait_group
 
-    @property
-    def name(self) -> str:
-        return "probe_" + hashlib.sha256(f"{self.variant.id}|{self.imm}|{self.reuse}".encode()).hexdigest()[:16]
-
-    @property
-    def surroundings(self):
-        from generators.probe import Surroundings
-
-        return Surroundings()
+    def key(self) -> str:
+        return f"{self.variant.id}|{self.imm}|{self.reuse}"
 
     @property
     def params(self) -> dict:
