@@ -45,7 +45,8 @@ def _dot(spec, specs, vid, a, b, c):
 
 def test_spec_paths_and_status(spec):
     assert {"f16.f16", "f16.f32", "bf16.f32", "tf32.f32", "fp8.f32", "fp8.f16", "f64", "int", "b1"} <= set(spec.paths)
-    assert spec.paths["f16.f32"].frac_bits == 25 and spec.paths["fp8.f32"].frac_bits == 13
+    assert spec.paths["f16.f32"].frac_bits == 25 and spec.paths["fp8.f32"].frac_bits == 25
+    assert spec.paths["wgmma.fp8.f32"].frac_bits == 13
     for path, params in spec.status.items():
         for name, p in params.items():
             assert p["status"] in ("published", "assumed", "measured"), (path, name)
@@ -62,9 +63,15 @@ def test_known_values(spec, specs):
     # tf32 drops the low 13 bits: 1.0 | 0x1fff reads as 1.0; a NaN with payload only there reads as Inf
     assert _dot(spec, specs, TF32, [0x3F801FFF], [0x3F800000], 0) == 0x3F800000
     assert _dot(spec, specs, TF32, [0x7F800001], [0x3F800000], 0) == 0x7F800000
-    # fp8 -> f32 keeps 13 fraction bits: 1 + 2^-12 stays, 1 + 2^-15 truncates to 1
+    # fp8 mma.sync -> f32 is the f16 path: 1 + 2^-15 (k 0 and 1, one half) keeps its 25-bit window
     assert _dot(spec, specs, FP8, [0x38, 0x08], [0x38, 0x08], 0) == 0x3F800800
-    assert _dot(spec, specs, FP8, [0x38, 0x08], [0x38, 0x01], 0) == 0x3F800000
+    assert _dot(spec, specs, FP8, [0x38, 0x08], [0x38, 0x01], 0) == 0x3F800100
+    # halves k mod 4 in {0,1} / {2,3}: 2^12 - 2^12 (k0, k1) cancels in the first; 2^-14 (k2) is alone in the second
+    assert _dot(spec, specs, FP8, [0x68, 0xE8, 0x08], [0x68, 0x68, 0x02], 0) == 0x38800000
+    # ... in one 25-bit block (k0, k1, k4: the same half) 2^-14 falls below the grid 2^-13 -> +0
+    assert _dot(spec, specs, FP8, [0x68, 0xE8, 0, 0, 0x08], [0x68, 0x68, 0, 0, 0x02], 0) == 0
+    # C enters last with one RNE add: 2^12 + 1.5*2^-12 -> 2^12 + 2^-11 (RZ would give 2^12)
+    assert _dot(spec, specs, FP8, [0, 0x0C], [0, 0x08], 0x45800000) == 0x45800001
     # NaN and Inf - Inf give the canonical NaN
     assert _dot(spec, specs, F16F32, [0x7E00], [0x3C00], 0) == 0x7FFFFFFF
     assert _dot(spec, specs, F16F32, [0x7C00, 0xFC00], [0x3C00, 0x3C00], 0) == 0x7FFFFFFF

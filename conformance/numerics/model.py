@@ -15,13 +15,18 @@ Float paths follow the block-FMA model stated in specs/numerics.yaml:
    with the D type's exponent range, subnormals and overflow rule;
 5. the next block starts from that D as its C.
 
+``k_order: pairs`` splits the K products into two halves (k mod 4 in {0,1}, then {2,3}),
+each done as its own run of blocks, the second starting from the first's D;
+``c_entry: add_rne`` starts the blocks from 0 and adds C at the end with one
+round-to-nearest-even addition in the D type (two f16 mma's and an FADD/HADD).
+
 ``f64`` is IEEE: a chain of fused multiply-adds (or one exactly rounded dot);
 integer and ``.b1`` paths are exact.  Everything returns D container bits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -62,7 +67,8 @@ class PathParams:
     input_conversion: str = "truncate"  # tf32: truncate | rna | rne
     f64_mode: str = "sequential_fma"  # or exact_dot
     align: str = "truncate"  # truncate | rne
-    c_entry: str = "fused"  # fused | late
+    c_entry: str = "fused"  # fused | late | add_rne (products from 0, then one RNE add of C in the D type)
+    k_order: str = "natural"  # natural | pairs (k mod 4 in {0,1}, then {2,3}: two halves, each its own blocks)
     exp_floor: int | None = None
     in_subnormals: str = "keep"
     out_subnormals: str = "keep"
@@ -74,7 +80,7 @@ class PathParams:
 
     def describe(self) -> dict:
         keys = ("kind", "block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-                "c_entry", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation")
+                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation")
         return {k: getattr(self, k) for k in keys}
 
 
@@ -217,10 +223,28 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
     finite_c = np.where(np.isfinite(c), c, 0.0)
     pexp = raw_exponent(np.where(a == 0, 1.0, a), a_fmt.emin) + raw_exponent(np.where(b == 0, 1.0, b), b_fmt.emin)
     k = prods.shape[-1]
-    acc, acc_fmt = finite_c, c_fmt
-    for j in range(0, max(k, 1), p.block):
-        acc = _block(p, finite_p[:, j : j + p.block], pexp[:, j : j + p.block], acc, acc_fmt, d_fmt, trace)
-        acc_fmt = d_fmt
+    order = list(range(k))
+    halves = [order]
+    if p.k_order == "pairs":
+        halves = [[j for j in order if j % 4 < 2], [j for j in order if j % 4 >= 2]]
+    elif p.k_order != "natural":
+        raise ValueError(f"unknown k_order {p.k_order!r}")
+    late = p.c_entry == "add_rne"
+    acc, acc_fmt = (np.zeros_like(finite_c), d_fmt) if late else (finite_c, c_fmt)
+    bp = replace(p, c_entry="fused") if late else p
+    for half in halves:
+        for j in range(0, max(len(half), 1), p.block):
+            idx = half[j : j + p.block]
+            acc = _block(bp, finite_p[:, idx], pexp[:, idx], acc, acc_fmt, d_fmt, trace)
+            acc_fmt = d_fmt
+    if late:  # a half that overflowed is an Inf the final add meets (Inf + -Inf C gives NaN)
+        pinf, ninf = pinf | (acc == np.inf), ninf | (acc == -np.inf)
+        nan |= pinf & ninf
+        acc = np.where(np.isfinite(acc), acc, 0.0)
+        total = acc + finite_c  # both hold few bits: exact in float64 unless far apart, where RNE lands the same
+        acc = round_to_format(total, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow)
+        neg0 = (total == 0) & np.signbit(acc) & np.signbit(finite_c) & (p.neg_zero == "ieee")
+        acc = np.where(total == 0, np.where(neg0, -0.0, 0.0), acc)
     out = _encode(d_t, acc)
     out = np.where(pinf, _encode(d_t, np.array(np.inf)), out)
     out = np.where(ninf, _encode(d_t, np.array(-np.inf)), out)
@@ -338,7 +362,7 @@ def explain(p: PathParams, t: Types, a_bits, b_bits, c_bit) -> str:
         g = int(bt.grid[0])
         lines.append(f"block {j}: anchor exponent E={int(bt.anchor[0])}, grid 2^{g} ({p.frac_bits} bits below E, {p.align})")
         for i, (term, al) in enumerate(zip(bt.terms[0], bt.aligned[0])):
-            name = f"p{j * p.block + i}" if i < bt.terms.shape[1] - (p.c_entry == "fused") else "C"
+            name = f"p{j * p.block + i}" if i < bt.terms.shape[1] - (p.c_entry != "late") else "C"
             lost = float(term) - float(al) * 2.0**g
             lines.append(f"  {name:>4}: {float(term)!r:>26}  aligned {int(al):+d} x 2^{g}  lost {lost!r}")
         lines.append(f"  sum {float(bt.total[0])!r} -> {p.final_rounding} to {p.out_precision} bits: {float(bt.rounded[0])!r}")

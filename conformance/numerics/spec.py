@@ -14,7 +14,7 @@ from .model import PathParams
 
 _SCHEMA_PATH = Path(__file__).resolve().parent.parent / "spec" / "schema_numerics.json"
 _FIELDS = ("block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-           "c_entry", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation")
+           "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation")
 
 
 @dataclass
