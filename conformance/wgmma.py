@@ -7,6 +7,7 @@ spec's model, and names the hypothesis that reproduces the failing cases exactly
 * A / B transposed (read MN-major where the spec says K-major, or back);
 * LBO and SBO swapped; descriptor offsets encoded without (or with) the ``>> 4``;
 * a wrong swizzle (the descriptor code applies another mode);
+* the base offset ignored (the swizzle phase taken from the address alone);
 * a permutation inside the 8 x 16-byte core matrices (rows and columns exchanged);
 * a wrong D fragment (all of D's values present, in other lanes or registers);
 * numerics (no layout hypothesis explains it, the values are near the expected ones).
@@ -39,6 +40,8 @@ def hypotheses(v, model: wg.Model, cfg_modes: set[int]) -> list[tuple[str, wg.Mo
         out.append(("A and B transposed (the sense of imm-trans-a/b inverted)", replace(model, major_flip=("A", "B"))))
     out.append(("LBO and SBO swapped (the hardware takes the leading offset for the stride and back)", replace(model, swap_lbo_sbo=True)))
     out.append(("descriptor offsets encoded differently (matrix-descriptor-encode's >> 4 missing or extra)", replace(model, unencoded=True)))
+    out.append(("base offset ignored (the hardware swizzles by the address alone, as if the pattern started on its repeat boundary)",
+                replace(model, ignore_base_offset=True)))
     if v.bits == 16:
         out.append(("permutation inside the core matrices (no-swizzle layout: each 8x8 core matrix transposed)",
                     replace(model, core_transpose=True)))
@@ -62,6 +65,13 @@ def compare_wgmma(v, check: str, seed: int, in_words, out_words, params: dict, m
     exp = exp[:, :, :nd]
     ok = _per_case_equal(exp, got)
     verdict = Verdict(v.id, check, seed, "pass", elements=int(exp.size))
+    wrong_bo = base_offset_problems(v, model, in_words, meta)
+    if ok.all() and wrong_bo:
+        # D agrees with the spec read of the descriptor as given: the descriptor itself is wrong
+        verdict.status = "fail"
+        verdict.message = f"{len(wrong_bo)} descriptors break the base-offset rule; " + wrong_bo[0]
+        verdict.map_diff = wrong_bo[1 : MAX_LINES + 1]
+        return verdict
     if ok.all():
         return verdict
     verdict.status = "fail"
@@ -75,9 +85,35 @@ def compare_wgmma(v, check: str, seed: int, in_words, out_words, params: dict, m
         lines.append(f"case {case} lane {lane} register {reg}: expected 0x{int(exp[case, lane, reg]):08x}, got 0x{int(got[case, lane, reg]):08x}{where}")
     if (meta or {}).get("target") in ("A", "B"):
         lines += tagged_readback(v, meta, got, imm)
+    lines[1:1] = wrong_bo[:4]
     verdict.message = f"{len(bad)} of {exp.size} D words differ in {len(failing)} of {len(ok)} cases; " + (lines[0] if lines else "")
     verdict.map_diff = lines[1 : MAX_LINES + 4]
     return verdict
+
+
+def base_offset_problems(v, model: wg.Model, in_words: np.ndarray, meta: dict | None) -> list[str]:
+    """Descriptors whose base offset is not what the spec's rule requires for where the generator
+    started the swizzle pattern (recorded in the case layouts since the base-offset probes; older
+    observations, without it, are not checked).
+
+    The emulator reads a descriptor as it is, as the hardware does: a wrong base offset shows in D
+    only against the intended placement, so the rule is checked on the descriptor words."""
+    out = []
+    cfgs = (meta or {}).get("layouts") or []
+    for c, cfg in enumerate(cfgs[: len(in_words)]):
+        for op, (lo, hi) in (("A", (0, 1)), ("B", (2, 3))):
+            rec = cfg.get(op)
+            if not rec or len(rec) < 5:
+                continue
+            d = wg.decode_words(model, in_words[c, 0, lo], in_words[c, 0, hi])
+            sw = model.smem.name_of(d.swizzle) or "none"
+            want = model.desc.base_offset_for(model.smem, sw, int(rec[4]))
+            if d.base_offset != want:
+                rep = model.smem.swizzles[sw]["repeat"] if sw != "none" else 0
+                out.append(f"case {c} {op}: descriptor base offset {d.base_offset} where §{model.desc.section} requires {want} "
+                           f"({sw} pattern starts at +{int(rec[4])}, {'on' if rep and int(rec[4]) % rep == 0 else 'off'} its "
+                           f"{rep}-byte repeat boundary)")
+    return out
 
 
 def tagged_readback(v, meta: dict, got: np.ndarray, imm: dict) -> list[str]:

@@ -116,6 +116,7 @@ class Model:
     major_flip: tuple[str, ...] = ()  # operands read MN-major where the spec says K-major (and back)
     swizzle_map: tuple[tuple[int, str], ...] = ()  # descriptor code -> mode actually applied
     core_transpose: bool = False  # rows and 16-byte columns of each 8x8 core matrix exchanged
+    ignore_base_offset: bool = False  # the hardware swizzles by the address alone (base offset read as 0)
     d_layout: object | None = None  # another D layout (a TableLayout) to pack D through
     a_layout: object | None = None  # another register-A layout
 
@@ -152,7 +153,8 @@ def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, oper
     if model.core_transpose and bits == 16 and sw == "none":
         # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
         mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
-    addr = model.smem.addresses(major, sw, start, mn, k, bits, lbo, sbo)
+    bo = 0 if model.ignore_base_offset else desc.base_offset
+    addr = model.smem.addresses(major, sw, start, mn, k, bits, lbo, sbo, bo)
     if bits >= 8:
         nb = bits // 8
         out = np.zeros(addr.shape, dtype=np.uint64)
@@ -263,20 +265,34 @@ def imm_tag(imm: dict) -> str:
     return ",".join(f"{short[k]}{'+' if k.startswith('scale') and val > 0 else ''}{val}" for k, val in sorted(imm.items()))
 
 
-def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, smem: SmemSpec, region: int) -> Desc:
+def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model: Model, region: int,
+                   off_boundary: bool = False) -> tuple[Desc, int]:
+    """(descriptor, where its swizzle pattern starts): ``region`` (a repeat boundary: the image is
+    1024-byte aligned in shared memory) or, ``off_boundary``, a random 128-byte step past it, the
+    base offset then set by the spec's rule."""
+    smem = model.smem
     bits = v.bits
     ext = 64 if operand == "A" else v.N
     major = smem.major_of(trans)
     W = smem.width(sw)
     lbo, sbo = canonical_strides(major, sw, W, bits, ext, v.K)
-    start = region
+    pattern = region
+    if off_boundary and sw != "none":
+        # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
+        mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - 32 if major == "K" else 0)
+        room = (A_REGION if operand == "A" else image_bytes(v) - b_base(v)) - end
+        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room]
+        if steps:
+            pattern += 128 * int(rng.choice(steps))
+    start = pattern
     if major == "K" and sw == "none" and rng.integers(2):
         # K chunks after all MN groups: LBO and SBO differ the other way round
         lbo, sbo = 16 * 8 * max(1, ext // 8), 128
     if major == "K" and sw != "none":
         lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
         start += 32 * int(rng.integers(0, W // 32))  # K advance inside the swizzle row (off the boundary)
-    return Desc(start, lbo, sbo, 0, smem.code_of(sw))
+    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
 
 
 def _fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
@@ -285,7 +301,7 @@ def _fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int
     ext = 64 if operand == "A" else v.N
     mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
     sw = smem.name_of(desc.swizzle)
-    addr = smem.addresses(smem.major_of(trans), sw, desc.start, mn, k, bits, desc.lbo, desc.sbo)
+    addr = smem.addresses(smem.major_of(trans), sw, desc.start, mn, k, bits, desc.lbo, desc.sbo, desc.base_offset)
     vals = mat if operand == "A" else mat.T
     if bits >= 8:
         for b in range(bits // 8):
@@ -331,10 +347,16 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             wanted = [c for c in wanted if c == "value"]
         if v.atype == "b1":
             wanted = [c for c in wanted if c == "value"] or (["value"] if any(c.startswith("map") for c in checks) else [])
-        for check in wanted:
+        map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # the tagged sets' mode: none first, then swizzled
+        # each tagged set again with the swizzle pattern off its repeat boundary (the base offset set):
+        # the swizzled one's mode, or 128B where a form's only tagged set is unswizzled
+        jobs = [(c, False) for c in wanted] + [(c, True) for c in wanted if c.startswith("map") and (map_sw != "none" or len(sets) == 1)
+                                               and not (c == "map.A" and v.a_src == "registers")]
+        for check, off_set in jobs:
             plans = []  # (A bits, B bits, meta) per case
             if check == "value":
-                n = max(value_cases, len(swz))
+                # every mode for A and for B on the repeat boundary, then each swizzled mode off it
+                n = max(value_cases, len(swz)) + len(swz) - 1
                 for _ in range(n):
                     plans.append((_values(rng, v.atype, (64, v.K)), _values(rng, v.btype, (v.K, v.N))))
                 meta = {}
@@ -370,22 +392,38 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             img = np.tile(((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
             C = _c_values(rng, v, len(plans))
             cfgs = []
+            n_on = max(value_cases, len(swz))
+            sw_modes = [m for m in swz if m != "none"]
             for i, (A, B) in enumerate(plans):
-                if check == "value":  # every mode for A and for B, in different pairings
+                if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
                     sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
-                else:  # one layout per tagged set (its digits spell tags back): none first, then swizzled
-                    sw_a = sw_b = swz[(si * (len(swz) - 1)) % len(swz)]
-                db_ = _layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, smem, b_base(v))
+                    off = False
+                elif check == "value":  # each swizzled mode off its repeat boundary, for A and for B
+                    j = i - n_on
+                    sw_a, sw_b = sw_modes[j % len(sw_modes)], sw_modes[(j + 1) % len(sw_modes)]
+                    off = True
+                elif off_set:
+                    sw_a = sw_b = map_sw if map_sw != "none" else "128B"
+                    off = True
+                else:  # one layout per tagged set (its digits spell tags back)
+                    sw_a = sw_b = map_sw
+                    off = False
+                # a tagged set moves only the tagged operand: K-major A and B read with the same
+                # permutation along K would give the same product
+                off_a = off and (check == "value" or check.endswith("A"))
+                off_b = off and (check == "value" or check.endswith("B"))
+                db_, pb = _layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
                 lo, hi = _words(model, db_)
                 words[i, :, 2], words[i, :, 3] = lo, hi
                 _fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
-                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo]}
+                # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
+                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
-                    da = _layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, smem, 0)
+                    da, pa = _layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
                     lo, hi = _words(model, da)
                     words[i, :, 0], words[i, :, 1] = lo, hi
                     _fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
-                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo]
+                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
                 else:
                     aop = v.operands["A"]
                     words[i, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[None, None])[0]
@@ -397,7 +435,10 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             dop = v.operands["D"]
             words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
             put_image(v, words, img)
-            out.append(WgCases(f"{check}[{tag}]" if tag else check, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            name = f"{check}[{tag}]" if tag else check
+            if off_set:
+                name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
+            out.append(WgCases(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
     return out
 
 

@@ -82,7 +82,7 @@ def test_invariants_name_file_and_line(tmp_path):
     bad = _broken(tmp_path, "stride_byte_offset: {lo: 32, hi: 45", "stride_byte_offset: {lo: 29, hi: 42")
     with pytest.raises(SpecError, match="overlaps another field"):
         load_file(bad)
-    bad = _broken(tmp_path, 'swizzle: "addr ^ (((addr >> 7) & (W // 16 - 1)) << 4)"', 'swizzle: "addr | (((addr >> 7) & (W // 16 - 1)) << 4)"')
+    bad = _broken(tmp_path, 'swizzle: "addr ^ ((((addr >> 7) - BO) & (W // 16 - 1)) << 4)"', 'swizzle: "addr | ((((addr >> 7) - BO) & (W // 16 - 1)) << 4)"')
     with pytest.raises(SpecError, match="not a permutation"):
         load_file(bad)
     bad = _broken(tmp_path, 'swizzled: "(mn % 8) * W + (mn // 8) * SBO + kb"', 'swizzled: "(mn % 8) * 16 + (mn // 8) * SBO + kb"')
@@ -271,6 +271,133 @@ def test_comparator_says_numerics(specs, recorded, tmp_path):
     v = specs.get(V16)
     vd = compare(v, chk["check"], 0, inw[a:b], outw[a:b], chk["params"], Surroundings(), chk["meta"])
     assert vd.status == "fail" and "numerics" in vd.message, vd.message
+
+
+# --- swizzle patterns off their repeat boundary (the descriptor's base offset) ------------------
+
+
+def test_base_offset_rule(doc, tmp_path):
+    sm, d = doc.smem, doc.descriptor
+    # §9.7.15.5.1.2.2: 0 on the repeat boundary (1024 / 512 / 256), else (pattern start >> 7) & 7
+    assert [d.base_offset_for(sm, "128B", p) for p in range(0, 2048, 128)] == [0, 1, 2, 3, 4, 5, 6, 7] * 2
+    assert [d.base_offset_for(sm, "64B", p) for p in range(0, 1024, 128)] == [0, 1, 2, 3, 0, 5, 6, 7]
+    assert [d.base_offset_for(sm, "32B", p) for p in range(0, 512, 128)] == [0, 1, 0, 3]
+    assert d.base_offset_for(sm, "none", 384) == 0
+    # with the rule's base offset, the pattern starting at P is the boundary pattern moved to P
+    a = np.arange(1024)
+    assert np.array_equal(sm.swizzled("128B", 384 + a, 3) - 384, sm.swizzled("128B", a))
+    assert not np.array_equal(sm.swizzled("128B", 384 + a, 0) - 384, sm.swizzled("128B", a))
+    # a rule or a swizzle formula that disagree are refused on load, naming the field
+    bad = _broken(tmp_path, 'base_offset: "0 if P % R == 0 else (P >> 7) & 7"', 'base_offset: "(P >> 7) & 3"')
+    with pytest.raises(SpecError, match=r"descriptor.base_offset.*128B: a pattern starting at 512 with base offset 0"):
+        load_file(bad)
+    bad = _broken(tmp_path, 'swizzle: "addr ^ ((((addr >> 7) - BO) & (W // 16 - 1)) << 4)"', 'swizzle: "addr ^ (((addr >> 7) & (W // 16 - 1)) << 4)"')
+    with pytest.raises(SpecError, match="not the pattern moved there"):
+        load_file(bad)
+
+
+def _off_boundary(cs, op):
+    return [c for c in cs.meta["layouts"] if op in c and c[op][0] != "none" and c[op][4] % {"128B": 1024, "64B": 512, "32B": 256}[c[op][0]]]
+
+
+def test_cases_start_patterns_off_the_boundary(specs):
+    v = specs.get(V16)
+    sets = {cs.check: cs for cs in wg.make_cases(v, 0, ("value", "map.A", "map.B"))}
+    value = sets["value[sa+1,sb+1,ta0,tb0]"]
+    assert value.cases == 7  # 4 on the repeat boundary, one more per swizzled mode off it
+    for op in "AB":
+        off = _off_boundary(value, op)
+        assert {c[op][0] for c in off} == {"128B", "64B", "32B"}
+        assert all(c[op][5] == (c[op][4] >> 7) & 7 != 0 for c in off)
+    # every tagged set again off the boundary (the tagged operand only); older names unchanged
+    for name in ("map.A[sa-1,sb+1,ta1,tb1,bo]", "map.B[sa-1,sb+1,ta1,tb1,bo]"):
+        op = name[4]
+        assert len(_off_boundary(sets[name], op)) == sets[name].cases
+        assert not _off_boundary(sets[name], "B" if op == "A" else "A")
+    assert "map.A[sa-1,sb+1,ta1,tb1]" in sets and not _off_boundary(sets["map.A[sa-1,sb+1,ta1,tb1]"], "A")
+    # integer forms (one tagged set, unswizzled) get a 128B set off the boundary; A in registers none
+    s8 = {cs.check for cs in wg.make_cases(specs.get(V8), 0, ("map.A", "map.B"))}
+    assert s8 == {"map.A", "map.B", "map.A[bo]", "map.B[bo]"}
+    assert "map.A[sa-1,sb+1,tb1,bo]" not in {cs.check for cs in wg.make_cases(specs.get(V16R), 0, ("map.A", "map.B"))}
+    # the descriptor carries it; the emulator reads the matrices back where the generator put them
+    for cs in sets.values():
+        for c, cfg in enumerate(cs.meta["layouts"]):
+            for op, (lo, hi) in (("A", (0, 1)), ("B", (2, 3))):
+                d = wg.decode_words(wg.model_of(v), cs.words[c, 0, lo], cs.words[c, 0, hi])
+                assert (d.start, d.base_offset) == (cfg[op][1], cfg[op][5])
+
+
+def _tamper(path, dest, change):
+    """Rewrite an observation: change(check, meta, in_words, out_words) per check, in place."""
+    import json as json_
+
+    meta, inw, outw = load_observation(path)
+    inw, outw = inw.copy(), outw.copy()
+    for chk in meta["checks"]:
+        a, b = chk["slice"]
+        change(chk, inw[a:b], outw[a:b])
+    dest.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(dest / path.name, in_words=inw, out_words=outw, meta=json_.dumps(meta))
+    return dest / path.name
+
+
+@pytest.fixture(scope="module")
+def off_recorded(tmp_path_factory, specs):
+    """Emulator-recorded observations of V16 and V8 with today's generator (off-boundary cases)."""
+    from conformance.runner import observation_name
+
+    d = tmp_path_factory.mktemp("wg-bo")
+    _run([specs.get(V16), specs.get(V8)], d)
+    return {vid: d / "observations" / observation_name(vid, 0) for vid in (V16, V8)}
+
+
+def test_replay_names_hardware_ignoring_the_base_offset(specs, off_recorded, tmp_path):
+    """A device that swizzles by the address alone: every off-boundary case differs, and the
+    comparator names it; the cases on the boundary still pass."""
+    from dataclasses import replace
+
+    from conformance.replay import replay_dir
+
+    for vid, path in off_recorded.items():
+        v = specs.get(vid)
+        hw = replace(wg.model_of(v), ignore_base_offset=True)
+
+        def change(chk, inw, outw, v=v, hw=hw):
+            outw[:] = wg.apply(v, inw, chk["params"]["imm"], hw)[:, :, : outw.shape[2]]
+
+        bad = _tamper(path, tmp_path / vid.replace("/", "_") / "observations", change)
+        assert replay_dir(specs, bad.parent.parent, quiet=True) != 0
+        verdicts = _replay(specs, bad)
+        failed = {vd.check: vd for vd in verdicts if vd.status == "fail"}
+        assert all("[bo]" in c or ",bo]" in c or c.startswith("value") for c in failed), sorted(failed)
+        assert any(c.startswith("value") for c in failed) and any("bo]" in c for c in failed)
+        for vd in failed.values():
+            assert "fault: base offset ignored" in vd.message, (vd.check, vd.message)
+
+
+def test_replay_catches_a_wrong_base_offset_in_the_descriptor(specs, off_recorded, tmp_path):
+    """The descriptors of off-boundary cases carry 0, the device honours what they say. The emulator
+    reads a descriptor as the device does, so D alone agrees with it: the comparator checks the
+    base offset against the rule and where the generator started the pattern (recorded per case)."""
+    from conformance.replay import replay_dir
+
+    path = off_recorded[V16]
+    v = specs.get(V16)
+    field = v.doc.descriptor.fields["base_offset"]
+
+    def change(chk, inw, outw):
+        inw[:, :, 1] &= ~np.uint32(field.mask << (field.lo - 32))
+        inw[:, :, 3] &= ~np.uint32(field.mask << (field.lo - 32))
+        outw[:] = wg.apply(v, inw, chk["params"]["imm"])[:, :, : outw.shape[2]]
+
+    bad = _tamper(path, tmp_path / "observations", change)
+    assert replay_dir(specs, tmp_path, quiet=True) != 0
+    failed = [vd for vd in _replay(specs, bad) if vd.status == "fail"]
+    assert {vd.check for vd in failed} == {c for c in (ch["check"] for ch in load_observation(path)[0]["checks"])
+                                          if c.startswith("value") or "bo]" in c}
+    for vd in failed:
+        assert "break the base-offset rule" in vd.message and "descriptor base offset 0 where §9.7.15.5.1.2.2 requires" in vd.message, vd.message
+        assert "off its" in vd.message
 
 
 # --- figures, reuse, ptxas --------------------------------------------------------------------

@@ -108,14 +108,16 @@ class SmemSpec:
         expr = self.offset[major]["none" if swizzle == "none" else "swizzled"]
         return evaluate(expr, env)
 
-    def swizzled(self, swizzle: str, addr) -> np.ndarray:
-        """The absolute shared address the hardware reads for a pre-swizzle address."""
+    def swizzled(self, swizzle: str, addr, base_offset: int = 0) -> np.ndarray:
+        """The absolute shared address the hardware reads for a pre-swizzle address, with the
+        descriptor's base offset."""
         if swizzle == "none":
             return np.asarray(addr, dtype=np.int64)
-        return evaluate(self.swizzle, {"addr": np.asarray(addr, dtype=np.int64), "W": self.width(swizzle)})
+        return evaluate(self.swizzle, {"addr": np.asarray(addr, dtype=np.int64), "W": self.width(swizzle), "BO": int(base_offset)})
 
-    def addresses(self, major: str, swizzle: str, start: int, mn, k, bits: int, lbo: int, sbo: int) -> np.ndarray:
-        return self.swizzled(swizzle, start + self.offsets(major, swizzle, mn, k, bits, lbo, sbo))
+    def addresses(self, major: str, swizzle: str, start: int, mn, k, bits: int, lbo: int, sbo: int,
+                  base_offset: int = 0) -> np.ndarray:
+        return self.swizzled(swizzle, start + self.offsets(major, swizzle, mn, k, bits, lbo, sbo), base_offset)
 
 
 def canonical_strides(major: str, swizzle: str, width: int, bits: int, mn_extent: int, k_extent: int) -> tuple[int, int]:
@@ -162,9 +164,16 @@ class DescSpec:
     fields: Mapping[str, DescField]
     encode_expr: Expr
     rules: tuple[str, ...] = ()
+    base_offset_expr: Expr | None = None  # P (pattern start, absolute), R (repeat bytes) -> base offset
 
     def encode_value(self, x: int) -> int:
         return int(evaluate(self.encode_expr, {"x": int(x)}))
+
+    def base_offset_for(self, smem: SmemSpec, swizzle: str, pattern_start: int) -> int:
+        """The base offset the ISA requires for a ``swizzle`` pattern starting at ``pattern_start``."""
+        if swizzle == "none" or self.base_offset_expr is None:
+            return 0
+        return int(evaluate(self.base_offset_expr, {"P": int(pattern_start), "R": int(smem.swizzles[swizzle]["repeat"])}))
 
     @property
     def reserved_mask(self) -> int:
@@ -282,6 +291,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
         fields={k: DescField(k, f["lo"], f["hi"], bool(f.get("encoded"))) for k, f in d["fields"].items()},
         encode_expr=_f(d["encode"], ("descriptor", "encode"), src),
         rules=tuple(d.get("rules", ())),
+        base_offset_expr=_f(d["base_offset"], ("descriptor", "base_offset"), src) if "base_offset" in d else None,
     )
     _check_descriptor(desc, smem, src)
     spec = WgmmaSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, smem, desc)
@@ -387,6 +397,17 @@ def _check_smem(spec: WgmmaSpec, src: Source) -> None:
             out = sm.swizzled(name, a)
             if sorted(out.tolist()) != a.tolist() or np.any(out >> 4 << 4 != (out - (a & 15))):
                 raise src.error(("smem", "swizzle"), f"{name}: not a permutation of 16-byte chunks within {rep} bytes")
+            # a pattern starting at any 128-byte step P, with the base offset the rule gives, is the
+            # pattern that starts on the boundary moved to P
+            for p in range(0, 2 * rep, 128):
+                try:
+                    bo = spec.descriptor.base_offset_for(sm, name, p)
+                    moved = sm.swizzled(name, p + a, bo) - p
+                except ExprError as exc:
+                    raise src.error(("descriptor", "base_offset"), str(exc)) from None
+                if not np.array_equal(moved, out):
+                    raise src.error(("descriptor", "base_offset"),
+                                    f"{name}: a pattern starting at {p} with base offset {bo} is not the pattern moved there")
     for major, sw, bits in itertools.product(MAJORS, sm.swizzles, (1, 8, 16, 32)):
         if major == "MN" and bits != 16:
             continue
