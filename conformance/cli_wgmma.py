@@ -145,5 +145,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--select", action="append", metavar="GLOB")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", default="wgmma-reuse")
+    r.add_argument("--ptxas", metavar="PATH", help="with --build-cubins: the ptxas to assemble with")
+    r.add_argument("--build-cubins", metavar="DIR", help="assemble the probes to cubins here (no GPU needed) and stop")
+    r.add_argument("--cubins", metavar="DIR", help="load the probes from cubins built by --build-cubins instead of the driver JIT")
     r.set_defaults(func=cmd_reuse)
     return p

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -170,16 +171,22 @@ def run_reuse(args) -> int:
         forms = [v for v in specs.select(args.select) if v.family == "wgmma" and v.a_src == "registers"]
     else:
         forms = [specs.get(i) for i in REUSE_DEFAULT]
+    if args.build_cubins:
+        return _build_reuse_cubins(forms, args)
     backend = get_backend(args.backend, semantics=mma)
     info = backend.info()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = {"device": info, "forms": []}
+    manifest = json.loads((Path(args.cubins) / "manifest.json").read_text()) if args.cubins else None
+    built_by = manifest["ptxas"] if manifest else "CUDA driver PTX JIT"
+    report = {"device": info, "built_by": built_by, "forms": []}
     for v in forms:
-        cs = wg.make_cases(v, args.seed, ("value",), 4)[0]
-        imm = cs.params["imm"]
-        probe = wg.WgProbe(v, tuple(sorted(imm.items())), reuse=True)
-        module = wg.module_source([probe], max(v.min_ptx, PtxVersion(8, 0)), parse_target("sm_90a"))
+        cs, imm, probe, module = _reuse_probe(v, args.seed)
+        if manifest:  # a cubin assembled elsewhere by the named ptxas, for exactly this PTX
+            entry = manifest["forms"].get(v.id)
+            if entry is None or entry["ptx_sha256"] != hashlib.sha256(module.encode()).hexdigest():
+                raise SystemExit(f"ptxconf wgmma reuse: {args.cubins} has no cubin for today's PTX of {v.id}; rebuild it")
+            module = (Path(args.cubins) / entry["cubin"]).read_bytes()
         order = np.arange(cs.cases, dtype=np.uint32)
         (res,) = backend.run(module, [Launch(probe, cs.words, wg.out_words(v), order, 1)])
         if res.error:
@@ -195,6 +202,42 @@ def run_reuse(args) -> int:
     backend.close()
     print(f"register-reuse probe -> {out_dir / 'reuse.json'} (issued: A read as issued; overwritten: the zeros written "
           "after issue were read; the ISA leaves it undefined)")
+    return 0
+
+
+def _reuse_probe(v, seed: int):
+    """The reuse probe of a register-A form: its cases, immediates, probe and PTX module."""
+    cs = wg.make_cases(v, seed, ("value",), 4)[0]
+    imm = cs.params["imm"]
+    probe = wg.WgProbe(v, tuple(sorted(imm.items())), reuse=True)
+    module = wg.module_source([probe], max(v.min_ptx, PtxVersion(8, 0)), parse_target("sm_90a"))
+    return cs, imm, probe, module
+
+
+def _build_reuse_cubins(forms, args) -> int:
+    """Assemble each reuse probe with the given ptxas into DIR/*.cubin + manifest.json (to load on a GPU machine)."""
+    import subprocess
+    import tempfile
+
+    from conformance.backends.ptxas import find_ptxas, ptxas_info
+
+    exe = find_ptxas(args.ptxas)
+    out = Path(args.build_cubins)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"ptxas": ptxas_info(exe)["ptxas"], "arch": "sm_90a", "forms": {}}
+    for v in forms:
+        _, _, _, module = _reuse_probe(v, args.seed)
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
+            fh.write(module)
+        name = wg_name(v) + ".cubin"
+        r = subprocess.run([str(exe), "-arch=sm_90a", "-o", str(out / name), fh.name], capture_output=True, text=True)
+        Path(fh.name).unlink()
+        if r.returncode:
+            print(f"{v.id}: ptxas failed: {r.stderr.strip()[:500]}")
+            return 1
+        manifest["forms"][v.id] = {"cubin": name, "ptx_sha256": hashlib.sha256(module.encode()).hexdigest()}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(forms)} reuse probes assembled by {manifest['ptxas']} -> {out}")
     return 0
 
 

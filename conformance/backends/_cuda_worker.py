@@ -30,7 +30,7 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
                 _, key, ptx = msg
                 try:
                     t0 = time.perf_counter()
-                    modules[key] = cuda.module_from_buffer(ptx.encode())
+                    modules[key] = cuda.module_from_buffer(ptx if isinstance(ptx, bytes) else ptx.encode())  # PTX text or a cubin
                     conn.send(("ok", time.perf_counter() - t0))
                 except cuda.CompileError as exc:
                     conn.send(("error", f"JIT compile failed: {str(exc).strip()[:2000]}", False))

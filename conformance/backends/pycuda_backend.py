@@ -122,9 +122,13 @@ class PyCudaBackend(Backend):
         major, minor = (int(x) for x in drv.split("."))
         return PtxVersion(9, 0) if major >= 13 else PtxVersion(8, min(minor, 8))
 
-    def _load(self, module: str) -> str | None:
-        """JIT the module in the worker once; the error text if it fails."""
-        key = hashlib.sha256(module.encode()).hexdigest()
+    @staticmethod
+    def _key(module: str | bytes) -> str:
+        return hashlib.sha256(module if isinstance(module, bytes) else module.encode()).hexdigest()
+
+    def _load(self, module: str | bytes) -> str | None:
+        """Load the module in the worker once (PTX is JIT-compiled; a cubin loads as built); the error text if it fails."""
+        key = self._key(module)
         if key in self._loaded and self._proc is not None:
             return None
         reply = self._call(("load", key, module), self.jit_timeout_s)
@@ -134,9 +138,9 @@ class PyCudaBackend(Backend):
         self.jit_seconds += reply[1]
         return None
 
-    def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
+    def run(self, module: str | bytes, launches: list[Launch]) -> list[LaunchResult]:
         results = []
-        key = hashlib.sha256(module.encode()).hexdigest()
+        key = self._key(module)
         for launch in launches:
             t0 = time.perf_counter()
             error = self._load(module)
