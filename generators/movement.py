@@ -28,7 +28,7 @@ import numpy as np
 
 from conformance.spec.model import Variant
 from conformance.spec.targets import PtxVersion, Target
-from generators.probe import KeyedProbe
+from generators.probe import KeyedProbe, case_prologue
 from generators.probe import module_source as probe_module_source
 
 FAMILIES = ("ldmatrix", "stmatrix", "movmatrix")
@@ -293,25 +293,8 @@ def kernel_source(p: MoveProbe) -> str:
     ]
     if v.family != "movmatrix":
         L.append(f"    .shared .align 16 .b8 smem[{8 * IMAGE_BYTES}];")
+    L += case_prologue(32)
     L += [
-        "    mov.u32 %t0, %tid.x;",
-        "    and.b32 %t1, %t0, 31;",
-        "    shr.u32 %t2, %t0, 5;",
-        "    mov.u32 %t3, %ntid.x;",
-        "    shr.u32 %t3, %t3, 5;",
-        "    mov.u32 %t4, %ctaid.x;",
-        "    mad.lo.u32 %t8, %t4, %t3, %t2;",
-        "    ld.param.u32 %t5, [p_ncases];",
-        "    setp.ge.u32 %p0, %t8, %t5;",
-        "    @%p0 bra $L_done;",
-        "    ld.param.u64 %q0, [p_order];",
-        "    cvta.to.global.u64 %q0, %q0;",
-        "    mul.wide.u32 %q1, %t8, 4;",
-        "    add.s64 %q0, %q0, %q1;",
-        "    ld.global.u32 %t6, [%q0];",
-        "    mad.lo.u32 %t6, %t6, 32, %t1;",
-        "    ld.param.u64 %q2, [p_in];",
-        "    cvta.to.global.u64 %q2, %q2;",
         f"    mul.wide.u32 %q3, %t6, {iw * 4};",
         "    add.s64 %q2, %q2, %q3;",
         "    ld.param.u64 %q4, [p_out];",

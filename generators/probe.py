@@ -103,6 +103,35 @@ class KeyedProbe:
         return Surroundings()
 
 
+def case_prologue(lanes: int) -> list[str]:
+    """PTX that maps a thread to its case and lane (the probe contract), for groups of ``lanes`` threads.
+
+    Leaves the lane in %t1, the slot in %t8, ``case * lanes + lane`` in %t6, the
+    global ``in`` base in %q2; exits the group when its slot is past ``ncases``.
+    """
+    shift = lanes.bit_length() - 1
+    return [
+        "    mov.u32 %t0, %tid.x;",
+        f"    and.b32 %t1, %t0, {lanes - 1};",
+        f"    shr.u32 %t2, %t0, {shift};",
+        "    mov.u32 %t3, %ntid.x;",
+        f"    shr.u32 %t3, %t3, {shift};",
+        "    mov.u32 %t4, %ctaid.x;",
+        "    mad.lo.u32 %t8, %t4, %t3, %t2;",
+        "    ld.param.u32 %t5, [p_ncases];",
+        "    setp.ge.u32 %p0, %t8, %t5;",
+        "    @%p0 bra $L_done;",
+        "    ld.param.u64 %q0, [p_order];",
+        "    cvta.to.global.u64 %q0, %q0;",
+        "    mul.wide.u32 %q1, %t8, 4;",
+        "    add.s64 %q0, %q0, %q1;",
+        "    ld.global.u32 %t6, [%q0];",
+        f"    mad.lo.u32 %t6, %t6, {lanes}, %t1;",
+        "    ld.param.u64 %q2, [p_in];",
+        "    cvta.to.global.u64 %q2, %q2;",
+    ]
+
+
 def _regs(prefix: str, op: Operand) -> list[str]:
     return [f"%{prefix}{r}" for r in range(op.registers)]
 

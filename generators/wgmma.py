@@ -30,7 +30,7 @@ from conformance.spec.ptxtypes import TYPES
 from conformance.spec.targets import PtxVersion, Target
 from conformance.spec.wgmma import SmemSpec, WgmmaVariant, canonical_strides
 from conformance.spec.wgmma_desc import Desc, decode, encode, shift_of
-from generators.probe import KeyedProbe
+from generators.probe import KeyedProbe, case_prologue
 from generators.probe import module_source as probe_module_source
 
 LANES = 128
@@ -506,24 +506,7 @@ def kernel_source(p: WgProbe) -> str:
         "    .reg .b64 %q<12>;",
         "    .reg .pred %p<2>;",
         f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
-        "    mov.u32 %t0, %tid.x;",
-        "    and.b32 %t1, %t0, 127;",  # lane in the warpgroup
-        "    shr.u32 %t2, %t0, 7;",  # warpgroup in the block
-        "    mov.u32 %t3, %ntid.x;",
-        "    shr.u32 %t3, %t3, 7;",
-        "    mov.u32 %t4, %ctaid.x;",
-        "    mad.lo.u32 %t8, %t4, %t3, %t2;",
-        "    ld.param.u32 %t5, [p_ncases];",
-        "    setp.ge.u32 %p0, %t8, %t5;",
-        "    @%p0 bra $L_done;",
-        "    ld.param.u64 %q0, [p_order];",
-        "    cvta.to.global.u64 %q0, %q0;",
-        "    mul.wide.u32 %q1, %t8, 4;",
-        "    add.s64 %q0, %q0, %q1;",
-        "    ld.global.u32 %t6, [%q0];",
-        f"    mad.lo.u32 %t6, %t6, {LANES}, %t1;",
-        "    ld.param.u64 %q2, [p_in];",
-        "    cvta.to.global.u64 %q2, %q2;",
+        *case_prologue(LANES),  # one warpgroup per case
         f"    mul.wide.u32 %q3, %t6, {iw * 4};",
         "    add.s64 %q2, %q2, %q3;",
         "    ld.param.u64 %q4, [p_out];",
