@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from conformance.backends.base import Backend, Launch, runnable_targets, support_reason
+from conformance.backends.base import Backend, Launch, native_build
 from conformance.spec.expr import evaluate as eval_expr
 from conformance.spec.expr import parse
 from conformance.spec.model import Variant
@@ -308,12 +308,8 @@ def discover(backend: Backend, v: Variant, use_spec: bool = True, version: str |
     """Run every structured case of ``v`` in one launch and infer its maps."""
     t0 = time.perf_counter()
     plan = plan_cases(v)
-    cc = backend.compute_capability()
-    why = support_reason(v, cc, backend.max_ptx())
-    if why:
-        raise ValueError(f"{v.id}: {why}")
-    target = sorted(runnable_targets(v, cc), key=lambda t: (t.cc, t.suffix))[-1]
-    ptx = PtxVersion.parse(version) if version else max(v.min_ptx, target.min_ptx)
+    target, ptx = native_build(v, backend)
+    ptx = PtxVersion.parse(version) if version else ptx
     # Selector immediates: any legal value (every lane's metadata is the same pattern).
     params = {name: op.param_combinations()[0] for name, op in v.operands.items() if op.params}
     probe = Probe(v, params)

@@ -75,3 +75,16 @@ def support_reason(v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> str 
         need = ", ".join(t.name for t in v.requires)
         return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
     return None
+
+
+def native_build(v: Variant, backend: Backend) -> tuple[Target, PtxVersion]:
+    """The newest target this GPU loads for ``v`` and the lowest ``.version`` it needs (for one-off launches).
+
+    Raises ValueError with the reason when the backend cannot run ``v``.
+    """
+    cc = backend.compute_capability()
+    why = support_reason(v, cc, backend.max_ptx())
+    if why:
+        raise ValueError(f"{v.id}: {why}")
+    target = sorted(runnable_targets(v, cc), key=lambda t: (t.cc, t.suffix))[-1]
+    return target, max(v.min_ptx, target.min_ptx)

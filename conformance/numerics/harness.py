@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.backends.base import Backend, Launch, runnable_targets, support_reason
+from conformance.backends.base import Backend, Launch, native_build, support_reason
 from conformance.spec.model import Variant
 from conformance.spec.packing import pack, unpack
 from conformance.spec.targets import PtxVersion, parse_target
@@ -93,12 +93,7 @@ def run_mma(backend: Backend, v: Variant, bits: dict[str, np.ndarray]) -> np.nda
     """One launch of ``v`` over the operand bits; D bits ``[case, mat, M, N]``."""
     if v.family == "wgmma":
         return run_wgmma(backend, v, bits)
-    cc = backend.compute_capability()
-    why = support_reason(v, cc, backend.max_ptx())
-    if why:
-        raise ValueError(f"{v.id}: {why}")
-    target = sorted(runnable_targets(v, cc), key=lambda t: (t.cc, t.suffix))[-1]
-    ptx = max(v.min_ptx, target.min_ptx)
+    target, ptx = native_build(v, backend)
     probe = Probe(v)
     module = module_source([probe], ptx, parse_target(target.name))
     layout = buffer_layout(v)
@@ -166,12 +161,7 @@ def run_wgmma(backend: Backend, v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """One launch of wgmma form ``v`` (one warpgroup per case); D bits ``[case, 1, 64, N]``."""
     from generators import wgmma as wg
 
-    cc = backend.compute_capability()
-    why = support_reason(v, cc, backend.max_ptx())
-    if why:
-        raise ValueError(f"{v.id}: {why}")
-    target = sorted(runnable_targets(v, cc), key=lambda t: (t.cc, t.suffix))[-1]
-    ptx = max(v.min_ptx, target.min_ptx)
+    target, ptx = native_build(v, backend)
     probe = wg.WgProbe(v, tuple(sorted(wgmma_imm(v).items())))
     module = wg.module_source([probe], ptx, parse_target(target.name))
     words = wgmma_words(v, bits)
