@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from conformance.core.plan import runnable_targets, support_reason
 from conformance.spec.model import Variant
-from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
-from generators.probe import Probe
+from conformance.spec.targets import PtxVersion, Target
+
+__all__ = ["Backend", "BackendError", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
 
 
 class BackendError(RuntimeError):
@@ -23,7 +26,7 @@ class BackendError(RuntimeError):
 
 @dataclass
 class Launch:
-    probe: Probe
+    probe: Any  # a family's kernel object: ``variant``, ``name``, what its family's emulate reads
     in_words: np.ndarray  # uint32[case, lane, in_words]
     out_words: int
     order: np.ndarray  # uint32[ncases]: warp slot -> case
@@ -59,22 +62,6 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release the device."""
-
-
-def runnable_targets(v: Variant, cc: tuple[int, int]) -> list[Target]:
-    """Targets whose PTX has the variant's features and loads on a GPU of ``cc``."""
-    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
-
-
-def support_reason(v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
-    """Why this GPU (or emulated GPU) cannot run the variant, or None: decided before anything is built."""
-    if v.min_ptx > max_ptx:
-        return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
-    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
-    if not targets:
-        need = ", ".join(t.name for t in v.requires)
-        return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
-    return None
 
 
 def native_build(v: Variant, backend: Backend) -> tuple[Target, PtxVersion]:

@@ -19,12 +19,14 @@ both and whether they agree.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -33,6 +35,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from conformance.core.family import family_of
 from conformance.spec.model import Variant
 from conformance.spec.targets import PtxVersion, Target, parse_target
 
@@ -119,6 +122,21 @@ def max_ptx_for_release(release: str) -> tuple[PtxVersion, str | None]:
         f"assuming conservatively that it accepts .version up to {guess}"
     )
     return guess, note
+
+
+PINNED_NVCC = "nvidia-cuda-nvcc==13.5.37"
+
+
+def find_pinned_ptxas() -> str | None:
+    """The newer ptxas: ``$PTXCONF_PTXAS_NEW``, else the ``nvidia-cuda-nvcc`` wheel's in this Python."""
+    env = os.environ.get("PTXCONF_PTXAS_NEW")
+    if env:
+        return env if Path(env).is_file() else None
+    for root in sys.path:
+        for hit in sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "bin", "ptxas"))):
+            if os.access(hit, os.X_OK):
+                return hit
+    return None
 
 
 @cache
@@ -274,24 +292,16 @@ class Row:
         return f"agree: {self.expected} and {self.actual}"
 
 
-def _probe(v: Variant):
-    from generators.inputs import make_checks
-    from generators.probe import Probe
-
-    return Probe(v, make_checks(v, 0, ("value",))[0].params)
-
-
 def module_for(variants: Sequence[Variant], version: PtxVersion, target: Target, probes: dict | None = None) -> str:
-    """One PTX module holding a probe kernel for each variant."""
-    from generators.probe import module_source
-
+    """One PTX module holding an assemble-only probe kernel for each variant (all of one family)."""
+    fam = family_of(variants[0])
     probes = probes if probes is not None else {}
     ps = []
     for v in variants:
         if v.id not in probes:
-            probes[v.id] = _probe(v)
+            probes[v.id] = fam.assembly_probe(v)
         ps.append(probes[v.id])
-    return module_source(ps, version, target)
+    return fam.module_source(ps, version, target)
 
 
 def assemble_report(
@@ -308,7 +318,7 @@ def assemble_report(
     targets = [parse_target(a) if isinstance(a, str) else a for a in archs]
     max_ptx = ptxas_info(exe)["max_ptx"]
     jobs = max(1, jobs or os.cpu_count() or 1)
-    probes: dict = {v.id: _probe(v) for v in variants}
+    probes: dict = {v.id: family_of(v).assembly_probe(v) for v in variants}
 
     def run(mod_variants: Sequence[Variant], version: PtxVersion, target: Target) -> tuple[bool, str]:
         text = module_for(mod_variants, version, target, probes)
@@ -316,7 +326,7 @@ def assemble_report(
 
     rows: dict[tuple[str, str], Row] = {}
     # (target, version) -> spec-valid variants; (target, variant, version, reason) singles for spec-invalid.
-    groups: dict[tuple[Target, PtxVersion], list[Variant]] = defaultdict(list)
+    groups: dict[tuple[str, Target, PtxVersion], list[Variant]] = defaultdict(list)
     singles: list[tuple[Target, Variant, PtxVersion, str]] = []
     for t in targets:
         for v in variants:
@@ -331,7 +341,7 @@ def assemble_report(
                 why = f"needs .version {natural}; this ptxas accepts up to {max_ptx}"
                 rows[t.name, v.id] = Row(t.name, v.id, "", "valid", "", "untestable", why, "untestable")
             elif reason is None:
-                groups[t, natural].append(v)
+                groups[family_of(v).name, t, natural].append(v)
             else:
                 singles.append((t, v, min(natural, max_ptx), reason))
 
@@ -347,12 +357,12 @@ def assemble_report(
         )
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        group_futs = {key: pool.submit(run, vs, key[1], key[0]) for key, vs in groups.items()}
+        group_futs = {key: pool.submit(run, vs, key[2], key[1]) for key, vs in groups.items()}
         single_futs = [(s, pool.submit(run, [s[1]], s[2], s[0])) for s in singles]
         retry = []
-        for (t, version), fut in group_futs.items():
+        for (fam, t, version), fut in group_futs.items():
             ok, err = fut.result()
-            vs = groups[t, version]
+            vs = groups[fam, t, version]
             if ok:
                 for v in vs:
                     record(t, v, version, None, True, "")

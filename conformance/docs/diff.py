@@ -20,64 +20,24 @@ valid tuples with specs/tcgen05.yaml (:mod:`.table39`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from conformance.families.tcgen05.spec import Tcgen05Spec
 from conformance.spec import ExprError, Specs, parse
 from conformance.spec.expr import evaluate
 from conformance.spec.model import Layout, Variant
 from conformance.spec.sparse import dense_ranges, sparsity
-from conformance.spec.tcgen05 import Tcgen05Spec
 
 from . import table39
-from .extract import _SHAPE, ISA_BINDINGS, DocLayout, DocMention, Extraction
+from .coverage import uncovered
 from .family import DENSE, SPARSE
+from .findings import STATUSES, Finding
 from .formula import DocFormula
+from .model import ISA_BINDINGS, DocLayout, DocMention, Extraction
+from .model import SHAPE as _SHAPE
 
-__all__ = ["Finding", "diff", "doc_map", "applies"]
-
-STATUSES = ("same", "changed", "only in doc", "only in specs", "unparseable", "note")
-_MAX_CELLS = 8
-
-
-@dataclass
-class Finding:
-    status: str
-    subject: str  # variant id, or "<shape> <operand> .<type>" for what specs/ lacks
-    operand: str | None
-    file: str
-    line: int | None
-    section: str | None
-    detail: str = ""
-    differences: list[dict] = field(default_factory=list)
-    erratum: dict | None = None
-    doc_formulas: dict | None = None
-    spec_layout: str | None = None
-
-    @property
-    def counts_as_difference(self) -> bool:
-        return self.status not in ("same", "note") and not (self.erratum and self.status in ("unparseable", "changed"))
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
-
-    def text(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        op = f" {self.operand}" if self.operand else ""
-        head = f"{self.status:13s} {self.subject}{op}  [{where}{', §' + self.section if self.section else ''}]"
-        lines = [head]
-        if self.detail:
-            lines.append(f"    {self.detail}")
-        for d in [d for d in self.differences if "lane" in d][:_MAX_CELLS]:
-            lines.append(f"    lane {d['lane']:2d} element {d['element']}: specs {tuple(d['specs'])}  doc {tuple(d['doc'])}")
-        if "lane" in (self.differences or [{}])[0] and len(self.differences) > _MAX_CELLS:
-            lines.append(f"    ... {len(self.differences) - _MAX_CELLS} more")
-        if self.erratum:
-            lines.append(f"    matches known erratum in specs/ ({self.spec_layout}): {self.erratum['problem']}; "
-                         f"specs/ takes: {self.erratum['taken']}")
-        return "\n".join(lines)
-
+__all__ = ["Finding", "STATUSES", "diff", "doc_map", "applies"]
 
 def _is_sparse(v: Variant) -> bool:
     return v.family == SPARSE
@@ -250,6 +210,8 @@ def _mentions(ex: Extraction, v: Variant, operand: str) -> list[DocMention]:
         types = _section_types(ex, m.section)
         if types and a is not None and a.type.name not in types:
             continue
+        if m.kind == "figure" and any(x.section == m.section and operand in x.operands for x in ex.layouts):
+            continue  # the section's formula for this operand is for other types: silence, not a drawing
         out.append(m)
     return out
 
@@ -326,7 +288,8 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
         for operand in ("A", "B", "C", "D"):
             if operand not in v.operands:
                 continue
-            hits = [k for k, lay in enumerate(ex.layouts) if applies(lay, v, operand)]
+            hits = sorted((k for k, lay in enumerate(ex.layouts) if applies(lay, v, operand)),
+                          key=lambda k: ex.layouts[k].types is None)  # a layout naming the type before a catch-all
             if hits:
                 used.update(hits)
                 out.append(_compare(ex, ex.layouts[hits[0]], v, operand, lines))
@@ -345,9 +308,7 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
                 continue
             sec = _covers(ex, v)
             if sec is not None:
-                out.append(Finding("only in specs", v.id, operand, ex.file, None, sec or None,
-                                   detail=f"specs/ has this operand ({v.operands[operand].layout.name}, "
-                                          f"{v.file}:{v.line}); the document covers {_shape(v)} but gives no formula for it"))
+                out.append(uncovered(ex, v, operand, sec))
     for (section, operand), (figures, names, ids) in drawn.items():
         shape = next((m.shape for m in ex.mentions if m.section == section), None)
         sparse = any(m.section == section and m.family == SPARSE for m in ex.mentions)

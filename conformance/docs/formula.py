@@ -73,41 +73,75 @@ class _Unreadable(Exception):
 
 
 def _cond(text: str) -> str:
-    """ISA condition text -> expression language: ``||``, ``&&``, single ``=``."""
+    """ISA condition text -> expression language: ``||``, ``&&``, single ``=``, sets in any spelling."""
     t = text.replace("||", " or ").replace("&&", " and ")
     t = re.sub(r"(?<![<>=!])=(?!=)", "==", t)
+    t = re.sub(r"\bi\s*==\s*(\{[^}]*\})", r"i in \1", t)
+    t = re.sub(r"\{[^}]*\}", lambda m: "{" + ", ".join(str(v) for v in set_values(m.group(0))) + "}", t)
     return re.sub(r"\s+", " ", t).strip()
 
 
+def set_values(text: str) -> tuple[int, ...]:
+    """``{0,..,3}``, ``{0, ...,63}``, ``{0..3}``, ``{0, 1}``, ``{0, 2, ..., 14}``: the values of an ISA
+    element set.  An ellipsis continues from the values before it (step 1, or the step of the two
+    values before it) up to the value after it."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ValueError(f"not a set: {text!r}")
+    body = re.sub(r"\.{2,}", " .. ", body[1:-1])
+    if ".." not in body:
+        vals = [_int(x) for x in body.split(",") if x.strip()]
+    else:
+        head, _, tail = body.partition("..")
+        before = [_int(x) for x in head.split(",") if x.strip()]
+        after = [_int(x) for x in tail.split(",") if x.strip()]
+        if not before or len(after) != 1:
+            raise ValueError(f"set {text!r}: an ellipsis needs values before it and one after it")
+        step = before[-1] - before[-2] if len(before) > 1 else 1
+        if step <= 0 or (after[0] - before[-1]) % step:
+            raise ValueError(f"set {text!r}: no step of {step} leads from {before[-1]} to {after[0]}")
+        vals = before + list(range(before[-1] + step, after[0] + 1, step))
+    return tuple(sorted(set(vals)))
+
+
+def _int(text: str) -> int:
+    t = text.strip()
+    if not re.fullmatch(r"\d+", t):
+        raise ValueError(f"not an element index: {t!r}")
+    return int(t)
+
+
 def _element_clause(clause: str, line: int) -> tuple[str | None, tuple[int, ...] | None]:
-    """``ai where i < 4`` -> (condition, None); ``ai where i = {0,..,3}`` -> (None, domain)."""
-    c = clause.strip()
-    m = re.match(r"^[abcd]i\b\s*(?:where\s+(.*))?$", c, re.I)
+    """``ai where i < 4`` -> (condition, None); ``ai where i = {0,..,3}`` -> (None, domain);
+    ``a0 and a1``, ``a0, a1 and a4``, ``a0 to a3``, ``a0-a3``, ``a0..a3`` -> (membership, None)."""
+    c = clause.strip().rstrip(".,;")
+    m = re.match(r"^[abcd]i\b\s*(?:,?\s*where\s+(.*))?$", c, re.I)
     if m:
         body = (m.group(1) or "").strip()
         if not body:
             return None, None
-        dm = re.match(r"^i\s*=\s*(\{.*\})$", body)
+        dm = re.match(r"^i\s*(?:=|in)\s*(\{.*\})$", body)
         if dm:
             try:
-                parse(f"i in {dm.group(1)}")
-            except ExprError as exc:
-                raise _Unreadable(f"element domain {dm.group(1)!r}: {exc.message}", line) from None
-            values = sorted(int(v) for v in _set_values(dm.group(1)))
-            return None, tuple(values)
-        return _cond(body), None
+                return None, set_values(dm.group(1))
+            except ValueError as exc:
+                raise _Unreadable(f"element domain {dm.group(1)!r}: {exc}", line) from None
+        rm = re.match(r"^(\d+)\s*(<=?)\s*i\s*(<=?)\s*(\d+)$", body)
+        if rm and " or " not in body:
+            lo = int(rm.group(1)) + (rm.group(2) == "<")
+            hi = int(rm.group(4)) - (rm.group(3) == "<")
+            return f"{lo} <= i <= {hi}", None
+        try:
+            return _cond(body), None
+        except ValueError as exc:
+            raise _Unreadable(f"element condition {body!r}: {exc}", line) from None
+    rng = re.fullmatch(r"([abcd])(\d+)\s*(?:to|-|\.{2,}|through)\s*\1(\d+)", c)
+    if rng:
+        return f"{rng.group(2)} <= i <= {rng.group(3)}", None
     names = re.findall(r"[abcd](\d+)", c)
-    if names and re.fullmatch(r"[abcd]\d+(\s*(,|and)\s*[abcd]\d+)*", c):
+    if names and re.fullmatch(r"[abcd]\d+((\s*,\s*|\s*,?\s*and\s+|\s+or\s+)[abcd]\d+)*", c):
         return f"i in {{{', '.join(names)}}}" if len(names) > 1 else f"i == {names[0]}", None
     raise _Unreadable(f"cannot read element clause 'for {c}'", line)
-
-
-def _set_values(text: str) -> list[int]:
-    from conformance.spec.expr import Member
-
-    node = parse(f"i in {text}").node
-    assert isinstance(node, Member)
-    return sorted(node.values)
 
 
 def _branch(text: str, line: int) -> tuple[_Branch, tuple[int, ...] | None]:
@@ -132,6 +166,19 @@ def _branch(text: str, line: int) -> tuple[_Branch, tuple[int, ...] | None]:
         raise _Unreadable("branch has both a condition and 'otherwise'", line)
     cond = " and ".join(f"({c})" if len(conds) > 1 else c for c in conds) or None
     return _Branch(s, cond, line), domain
+
+
+def _domains_as_conditions(branches: list[_Branch], domains: list[tuple[int, ...] | None]) -> None:
+    """``groupID for ai where i = {0, 1, 4, 5}`` / ``groupID + 8 for ai where i = {2, 3, 6, 7}``: branches that
+    name different element sets choose by element, so their sets are conditions, not the domain."""
+    named = [d for d in domains if d is not None]
+    if len(branches) < 2 or len(set(named)) < 2:
+        return
+    for k, (br, dom) in enumerate(zip(branches, domains)):
+        if dom is not None:
+            member = f"i in {{{', '.join(map(str, dom))}}}"
+            br.cond = f"({member}) and ({br.cond})" if br.cond else member
+            domains[k] = None
 
 
 def _check(text: str, what: str, line: int) -> None:
@@ -202,6 +249,7 @@ def translate_block(lines: list[Line]) -> DocFormula:
                 br, dom = _branch(ln.text, ln.number)
                 branches.append(br)
                 domains.append(dom)
+            _domains_as_conditions(branches, domains)
             f.expr = _combine(branches)
         for name, blines in lets:
             lb = []

@@ -98,11 +98,14 @@ def draft(ex: Extraction, specs: Specs) -> dict | None:
                 "instruction": vid, "section": lay.section or sib.section, "min_ptx": str(sib.min_ptx),
                 "targets": [r.name for r in sib.requires],
                 "notes": [f"DRAFT from {ex.file}:{lay.line}: .{t} for {operand}; min_ptx/targets copied from {sib.id}: review"],
-                "operands": ops,
+                "operands": ops, "_sibling": sib.id,
             })
     if not groups:
         return None
-    return {"schema": 1, "family": "draft", "document": f"draft from {ex.file}", "section": groups[0]["section"],
+    family = next(v.family for v in specs.variants.values() if v.id == groups[0]["_sibling"])
+    for g in groups:
+        g.pop("_sibling")
+    return {"schema": 1, "family": family, "document": f"draft from {ex.file}", "section": groups[0]["section"],
             "bindings": dict(ISA_BINDINGS), "fragments": fragments, "layouts": layouts, "variants": groups}
 
 

@@ -1,20 +1,18 @@
-"""Read a PTX ISA section (HTML, markdown or plain text) into numbered plain-text lines.
+"""Decode a PTX ISA document and guess its rendering: the step before the readers.
 
-The three renderings of one section must extract identically, so every format is
-reduced to the same line shape: headings as ``9.7.14.5.1. Title``, table rows as
-``| cell | cell |``, formula blocks verbatim, and the site debris ("Copy to
-clipboard", permalinks, image links, search boxes) dropped.  Each line keeps the
-line number of the source it came from, so errors can name file and line.
+Every spelling of the ISA's punctuation (Unicode dashes and ellipses, the same
+bytes mis-decoded as cp1252, PDF ligatures, form feeds) is made ASCII here, once,
+so no reader and no formula parser has to know about it.  Lines keep their
+numbers in the source file, so errors can name file and line.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
-__all__ = ["DocError", "Line", "read_doc", "normalize_text"]
+__all__ = ["DocError", "Line", "detect_format", "normalize_text", "read_doc", "read_text"]
 
 
 class DocError(ValueError):
@@ -40,142 +38,59 @@ _UNICODE = {
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
-_DEBRIS = re.compile(r"^(copy to clipboard|esc|type to search.*|permalink to this.*|ptx isa v?[0-9.]+)$", re.I)
+# UTF-8 read as cp1252 and written back ("â€¦" for "…"): the ISA's punctuation after a bad copy.
+_MOJIBAKE = {"\u00e2\u20ac\u00a6": "\u2026", "\u00e2\u20ac\u201c": "\u2013", "\u00e2\u20ac\u201d": "\u2014",
+             "\u00e2\u20ac\u2122": "\u2019", "\u00e2\u20ac\u02dc": "\u2018", "\u00e2\u20ac\u0153": "\u201c",
+             "\u00e2\u20ac\u009d": "\u201d", "\u00e2\u0089\u00a4": "\u2264", "\u00e2\u0089\u00a5": "\u2265",
+             "\u00e2\u2030\u00a4": "\u2264", "\u00e2\u2030\u00a5": "\u2265", "\u00c3\u2014": "\u00d7",
+             "\u00c2\u00b6": "\u00b6", "\u00c2\u00a0": " ", "\u00e2\u20ac\u2039": ""}
+_MOJIBAKE_RE = re.compile("|".join(map(re.escape, sorted(_MOJIBAKE, key=len, reverse=True))))
+_LIGATURES = {"\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi", "\ufb04": "ffl", "\u00b6": ""}
 
 
 def normalize_text(text: str) -> str:
+    """ASCII operators, ranges and ellipses for every spelling a rendering or a bad copy gives them."""
+    text = _MOJIBAKE_RE.sub(lambda m: _MOJIBAKE[m.group()], text)
+    text = "".join(_LIGATURES.get(c, c) for c in text) if any(c in text for c in _LIGATURES) else text
     return _UNICODE_RE.sub(lambda m: _UNICODE[m.group()], text)
 
 
 def read_doc(path: str | Path) -> tuple[str, list[Line]]:
-    """(format, lines) of a document; raises :class:`DocError` naming file and line."""
+    """(format, lines) of a document: its source lines, decoded and normalized (see :func:`normalize_text`);
+    the readers (:func:`conformance.docs.readers.parse_tree`) turn them into blocks.  Raises
+    :class:`DocError` naming file and line."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DocError(str(path), None, f"cannot read: {exc.strerror}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DocError(str(path), line, f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); is this a PTX ISA page?") from None
+    return read_text(text, str(path))
+
+
+def read_text(text: str, file: str = "<doc>") -> tuple[str, list[Line]]:
+    """:func:`read_doc` for text already in memory (tests, perturbations)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     bad = re.search(r"[\x00-\x08\x0e-\x1f]", text)
     if bad:
         line = text[: bad.start()].count("\n") + 1
-        raise DocError(str(path), line, f"binary data (control character 0x{ord(bad.group()):02x}); is this a PTX ISA page?")
+        raise DocError(file, line, f"binary data (control character 0x{ord(bad.group()):02x}); is this a PTX ISA page?")
     fmt = detect_format(text)
-    lines = {"html": _html_lines, "markdown": _markdown_lines, "text": _text_lines}[fmt](text)
-    out = []
-    for ln in lines:
-        t = normalize_text(ln.text).rstrip()
-        if _DEBRIS.match(t.strip()):
-            continue
-        out.append(Line(ln.number, t))
-    return fmt, out
+    return fmt, [Line(n, normalize_text(t).rstrip()) for n, t in enumerate(text.split("\n"), 1)]
 
 
 def detect_format(text: str) -> str:
-    head = text[:20000]
+    """"html", "markdown" or "text".  A text copy of an HTML table also has ``|---|`` lines; markdown's
+    header row before them opens with a pipe, the copy's does not."""
+    head = text[:50000]
     if re.search(r"<(html|body|div|p|table|pre|h[1-6])\b", head, re.I):
         return "html"
-    if re.search(r"^\s*(```|#{1,6} |\|\s*---)", head, re.M) or re.search(r"\]\(https?://", head):
+    if re.search(r"^[ \t>]*(```|~~~|#{1,6} )", head, re.M) or re.search(r"\]\((https?://|#|\.?/)", head):
+        return "markdown"
+    if re.search(r"^[ \t>]*\|[^\n]*\|[ \t]*\n[ \t>]*\|?\s*:?-{3,}:?\s*\|", head, re.M):
         return "markdown"
     return "text"
-
-
-def _text_lines(text: str) -> list[Line]:
-    return [Line(n, t) for n, t in enumerate(text.splitlines(), 1)]
-
-
-_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
-_MD_EMPTY_LINK = re.compile(r"\[\]\([^)]*\)")
-_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-
-
-def _markdown_lines(text: str) -> list[Line]:
-    out = []
-    in_code = False
-    for n, t in enumerate(text.splitlines(), 1):
-        s = t.strip()
-        if s.startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code:
-            out.append(Line(n, t.rstrip()))  # formula blocks keep their alignment
-            continue
-        s = _MD_IMAGE.sub("", s)
-        s = _MD_EMPTY_LINK.sub("", s)
-        s = _MD_LINK.sub(r"\1", s)
-        s = re.sub(r"^#{1,6}\s+", "", s)
-        s = re.sub(r"^[*+-]\s+", "", s)
-        s = s.replace("`", "")
-        out.append(Line(n, s))
-    return out
-
-
-class _HtmlLines(HTMLParser):
-    """Block elements end lines; ``<pre>`` keeps its text; table cells become ``| a | b |``."""
-
-    _BLOCK = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "table", "caption",
-              "figure", "figcaption", "dt", "dd", "section", "blockquote", "tr", "thead", "tbody"}
-    _SKIP = {"script", "style", "head", "nav", "button", "footer"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.lines: list[Line] = []
-        self.buf = ""
-        self.start = 1
-        self.pre = 0
-        self.skip = 0
-
-    def flush(self) -> None:
-        text = self.buf
-        if self.pre:
-            for k, part in enumerate(text.split("\n")):
-                self.lines.append(Line(self.start + k, part.rstrip()))
-        else:
-            text = re.sub(r"\s+", " ", text).strip()
-            if text:
-                self.lines.append(Line(self.start, text))
-        self.buf = ""
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self._SKIP:
-            self.skip += 1
-        elif tag == "pre":
-            self.flush()
-            self.pre += 1
-        elif tag in self._BLOCK:
-            self.flush()
-            if tag == "tr":
-                self.buf, self.start = "|", self.getpos()[0]
-        elif tag in ("td", "th"):
-            self.buf += " "
-
-    def handle_endtag(self, tag):
-        if tag in self._SKIP:
-            self.skip = max(0, self.skip - 1)
-        elif tag == "pre":
-            self.flush()
-            self.pre = max(0, self.pre - 1)
-        elif tag in ("td", "th"):
-            self.buf += " |"
-        elif tag in self._BLOCK:
-            self.flush()
-
-    def handle_data(self, data):
-        if self.skip:
-            return
-        if not self.buf.strip(" |"):
-            self.start = self.getpos()[0]
-            if self.pre:
-                data = data.lstrip("\n")
-        self.buf += data
-
-
-def _html_lines(text: str) -> list[Line]:
-    p = _HtmlLines()
-    p.feed(text)
-    p.close()
-    p.flush()
-    return p.lines

@@ -1,7 +1,7 @@
 """Table 39 (tcgen05.mma: which .kind, .ws, CTA group, sparsity and types take which MxNxK), by meaning.
 
 The extracted rows (:mod:`.tables`, rowspans already carried down cell by cell)
-are read here into :class:`conformance.spec.tcgen05.Row` objects, the same rows
+are read here into :class:`conformance.families.tcgen05.spec.Row` objects, the same rows
 ``specs/tcgen05.yaml`` loads into; the valid tuples on both sides then come from
 the one enumeration, :meth:`Tcgen05Spec.row_tuples`.  Only the document's shape
 *text* is parsed here: ``"64xNxK, 128xNxK, 256xNxK1; N = {8, 16, 24, ... 256}
@@ -17,8 +17,9 @@ import dataclasses
 import re
 from collections import defaultdict
 
-from conformance.spec.tcgen05 import Kind, MmaTuple, Row, Tcgen05Spec
+from conformance.families.tcgen05.spec import Kind, MmaTuple, Row, Tcgen05Spec
 
+from .findings import Finding
 from .tables import DocTable
 
 __all__ = ["ParsedTable", "is_kind_table", "parse_n", "parse_rows", "compare", "fmt_values"]
@@ -242,8 +243,6 @@ def compare(t: DocTable, spec: Tcgen05Spec, file: str, section: str | None, line
 
     Where the document also says which targets alone take a K (the Target ISA note under the
     table), that is compared with the rows of specs/ that carry ``requires``."""
-    from .diff import Finding
-
     parsed = parse_rows(t)
     out: list[Finding] = []
     notes = target_notes(lines or {})

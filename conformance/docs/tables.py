@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .source import Line
 
-__all__ = ["DocTable", "extract_tables"]
+__all__ = ["DocTable", "collect_glued", "parse_glued"]
 
 _CAPTION = re.compile(r"^Table (\d+)\s+(.*)$")
 _HEADING = re.compile(r"^\d+(?:\.\d+)+\.\s+\S")
@@ -42,28 +42,29 @@ def _cells(text: str) -> list[str]:
     return [c.strip() for c in text.split("|") if c.strip()]
 
 
-def extract_tables(lines: list[Line]) -> list[DocTable]:
-    out = []
-    k = 0
-    while k < len(lines):
-        m = _CAPTION.match(lines[k].text.strip())
-        if not m or "|" in m.group(2) or not any("|" in ln.text for ln in lines[k + 1: k + 4]):
-            k += 1
-            continue
-        j = k + 1
-        block: list[Line] = []
-        while j < len(lines):
-            t = lines[j].text.strip()
-            if _HEADING.match(t) or _CAPTION.match(t) or (t and "|" not in t and block and "|" not in block[-1].text):
-                break
-            if t:
-                block.append(Line(lines[j].number, t))
-            j += 1
-        table = _parse(int(m.group(1)), m.group(2).strip(), lines[k].number, block)
-        if table is not None:
-            out.append(table)
-        k = j
-    return out
+def collect_glued(lines: list[Line], k: int) -> tuple[list[Line], int]:
+    """The pipe-table lines from ``lines[k]`` on (up to a heading, a caption, or prose after prose)."""
+    j = k
+    block: list[Line] = []
+    while j < len(lines):
+        t = lines[j].text.strip()
+        if _HEADING.match(t) or _CAPTION.match(t) or (t and "|" not in t and block and "|" not in block[-1].text):
+            break
+        if t:
+            block.append(Line(lines[j].number, t))
+        j += 1
+    while block and "|" not in block[-1].text:
+        block.pop()
+        j -= 1
+    return block, j
+
+
+def parse_glued(block: list[Line]) -> tuple[list[list[str]], list[int]] | None:
+    """``([header, *rows], [line per row])`` of a pipe table a text copy spread over lines (None: no table)."""
+    t = _parse(0, "", block[0].number if block else 0, block)
+    if t is None:
+        return None
+    return [t.header, *t.rows], [t.line, *t.row_lines]
 
 
 def _parse(number: int, caption: str, line: int, block: list[Line]) -> DocTable | None:

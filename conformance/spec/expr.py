@@ -16,6 +16,11 @@ Errors (unknown names, division by zero, negative shifts) are raised only for th
 positions where the failing sub-expression is actually taken, as Python would.
 ``/`` is refused with a hint, because the ISA's "/" is integer division and
 Python's is not.
+
+Formulas come from user spec directories and ``doc-import`` drafts, so parsing and
+evaluation bound their work (``MAX_FORMULA_LENGTH``, ``MAX_FORMULA_DEPTH``,
+``MAX_SET_SIZE``, ``MAX_BINDING_DEPTH``, 64-bit literals): a hostile formula is an
+:class:`ExprError`, never a ``RecursionError`` or ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -26,7 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ExprError", "Expr", "parse", "evaluate"]
+__all__ = ["ExprError", "Expr", "parse", "evaluate", "MAX_FORMULA_LENGTH", "MAX_FORMULA_DEPTH"]
+
+# The limits, far above what the ISA needs (specs/ today: 96 characters, nesting 6,
+# a few values per set, bindings one level deep) and far below what would exhaust
+# Python's recursion limit (parser ~14 frames per parenthesis, evaluator 2 per
+# level, times the binding chain) or memory.
+MAX_FORMULA_LENGTH = 1000  # characters
+MAX_FORMULA_DEPTH = 32  # nested parentheses/unary/not/conditionals, and height of the parsed tree
+MAX_SET_SIZE = 4096  # values in a set literal such as {0,..,3}
+MAX_BINDING_DEPTH = 8  # a binding that uses a binding that uses ...
+_INT64 = range(-(2**63), 2**63)
 
 
 class ExprError(ValueError):
@@ -161,6 +176,13 @@ class _Parser:
         self.text = text
         self.toks = _tokenize(text)
         self.k = 0
+        self.depth = 0  # open parentheses, unary operators, 'not's and 'else' chains
+
+    def enter(self, tok: Tok) -> None:
+        """Count one more level of recursion; refuse it past MAX_FORMULA_DEPTH (no RecursionError)."""
+        self.depth += 1
+        if self.depth > MAX_FORMULA_DEPTH:
+            raise self.error(f"formula nests deeper than the limit of {MAX_FORMULA_DEPTH} levels", tok)
 
     def peek(self) -> Tok:
         return self.toks[self.k]
@@ -194,8 +216,9 @@ class _Parser:
         if self.peek().text == "if":
             self.take()
             test = self.or_()
-            self.expect("else")
+            self.enter(self.expect("else"))
             orelse = self.cond()
+            self.depth -= 1
             return Cond(then, test, orelse)
         return then
 
@@ -215,8 +238,10 @@ class _Parser:
 
     def not_(self) -> Node:
         if self.peek().text == "not":
-            self.take()
-            return Not(self.not_())
+            self.enter(self.take())
+            node = Not(self.not_())
+            self.depth -= 1
+            return node
         return self.compare()
 
     def compare(self) -> Node:
@@ -250,6 +275,8 @@ class _Parser:
                 hi = self.signed_int()
                 if not values:
                     raise self.error("range '{a,..,b}' needs a first value", tok)
+                if len(values) + hi - values[-1] > MAX_SET_SIZE:
+                    raise self.error(f"set has more than the limit of {MAX_SET_SIZE} values", tok)
                 values.extend(range(values[-1] + 1, hi + 1))
             else:
                 values.append(self.signed_int())
@@ -271,9 +298,12 @@ class _Parser:
 
     def integer(self, tok: Tok) -> int:
         try:
-            return int(tok.text.replace("_", ""), 0)
+            value = int(tok.text.replace("_", ""), 0)
         except ValueError:
             raise self.error(f"bad integer literal {tok.text!r}", tok) from None
+        if value not in _INT64:  # evaluation is in int64: refuse rather than overflow
+            raise self.error(f"integer literal {tok.text!r} does not fit 64 bits", tok)
+        return value
 
     def binary(self, level: int) -> Node:
         if level == len(self._LEVELS):
@@ -289,8 +319,10 @@ class _Parser:
     def unary(self) -> Node:
         tok = self.peek()
         if tok.text in ("-", "+", "~"):
-            self.take()
-            return Unary(tok.text, self.unary())
+            self.enter(self.take())
+            node = Unary(tok.text, self.unary())
+            self.depth -= 1
+            return node
         return self.atom()
 
     def atom(self) -> Node:
@@ -300,11 +332,13 @@ class _Parser:
         if tok.kind == "name":
             return Name(tok.text, tok.pos)
         if tok.text == "(":
+            self.enter(tok)
             node = self.cond()
             close = self.peek()
             if close.text != ")":
                 raise self.error("unbalanced '(': missing ')'", close)
             self.take()
+            self.depth -= 1
             return node
         found = tok.text or "end of formula"
         raise self.error(f"expected a number, name or '(', found {found!r}", tok)
@@ -329,10 +363,27 @@ def parse(text: str | int) -> Expr:
     if isinstance(text, bool):
         raise ExprError(f"expected a formula, found boolean {text}")
     if isinstance(text, int):
+        if text not in _INT64:
+            raise ExprError(f"integer {text} does not fit 64 bits")
         return Expr(str(text), Num(text))
     if not isinstance(text, str) or not text.strip():
         raise ExprError("empty formula")
-    return Expr(text, _Parser(text).parse())
+    if len(text) > MAX_FORMULA_LENGTH:  # checked first: the message must not quote the formula
+        raise ExprError(f"formula of {len(text)} characters exceeds the limit of {MAX_FORMULA_LENGTH}")
+    node = _Parser(text).parse()
+    if _height(node) > MAX_FORMULA_DEPTH:  # e.g. 'a+a+...+a': flat text, deep tree
+        raise ExprError(f"formula nests deeper than the limit of {MAX_FORMULA_DEPTH} levels", text)
+    return Expr(text, node)
+
+
+def _height(node: Node) -> int:
+    """Height of the tree, without recursion (the tree may be deep: that is what is checked)."""
+    best, stack = 0, [(node, 1)]
+    while stack:
+        n, h = stack.pop()
+        best = max(best, h)
+        stack.extend((c, h + 1) for c in _children(n))
+    return best
 
 
 def _names(node: Node) -> set[str]:
@@ -397,6 +448,8 @@ class _Evaluator:
         if isinstance(value, Expr):
             if node.name in self.active:
                 raise self.fail(f"binding {node.name!r} refers to itself", node.pos)
+            if len(self.active) >= MAX_BINDING_DEPTH:
+                raise self.fail(f"bindings nest deeper than the limit of {MAX_BINDING_DEPTH}", node.pos)
             self.active.add(node.name)
             try:
                 sub = _Evaluator(value.text, self.env, self.shape)

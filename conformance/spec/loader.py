@@ -24,6 +24,8 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from conformance import registry
+
 from .expr import Expr, ExprError, parse
 from .model import Fragment, Layout, Operand, Variant
 from .ptxtypes import TYPES
@@ -90,25 +92,18 @@ def load_specs(directory: str | Path | None = None) -> Specs:
     return specs
 
 
-# Spec files whose ``schema`` is a string name a document kind with its own
-# JSON Schema and loader ("module:function" taking (doc, Source), returning an
-# object with a ``family``); integer schemas are the variant files below.
-DOCUMENT_KINDS: dict[str, str] = {
-    "tcgen05/1": "conformance.spec.tcgen05:load_document",
-    "numerics/1": "conformance.numerics.spec:load_document",
-    "wgmma/1": "conformance.spec.wgmma:load_document",
-}
+# Spec files whose ``schema`` is a string name a document kind with its own JSON Schema and
+# loader ("module:function" taking (doc, Source), returning an object with a ``family``),
+# registered by families and tools (conformance.registry); integer schemas are variant files.
 
 
 def _load_document(doc: dict, src: Source, specs: Specs) -> None:
-    import importlib
-
     kind = doc["schema"]
-    if kind not in DOCUMENT_KINDS:
-        known = ", ".join(["1", *DOCUMENT_KINDS])
+    kinds = registry.document_kinds()
+    if kind not in kinds:
+        known = ", ".join(["1", *kinds])
         raise src.error(("schema",), f"unknown schema {kind!r}; known: {known}")
-    module, func = DOCUMENT_KINDS[kind].split(":")
-    loaded = getattr(importlib.import_module(module), func)(doc, src)
+    loaded = registry.resolve(kinds[kind])(doc, src)
     if loaded.family in specs.documents:
         raise src.error(("family",), f"family {loaded.family} already loaded from {specs.documents[loaded.family].file}")
     specs.documents[loaded.family] = loaded
@@ -352,64 +347,13 @@ def _check_operand(op: Operand, vid: str, path: tuple, src: Source) -> None:
         raise src.error(path, f".{op.type.name} ({op.type.bits} bits) does not fit a {frag.container_bits}-bit container (variant {vid})")
 
 
-# Operands each non-mma family must name (mma.sync: A, B, C, D and the shapes, below).
-FAMILY_OPERANDS = {"ldmatrix": ("rowaddr", "fragment"), "stmatrix": ("rowaddr", "fragment"), "movmatrix": ("a", "d")}
-
-
 def _check_family_operands(v: Variant, path: tuple, src: Source) -> None:
-    if v.family not in FAMILY_OPERANDS:
-        _check_shapes(v, path, src)
-        return
-    for name in FAMILY_OPERANDS[v.family]:
-        if name not in v.operands:
-            raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
-
-
-def _check_shapes(v: Variant, path: tuple, src: Source) -> None:
+    """The owning family's invariants (operand names, shapes, sparsity)."""
     try:
-        m, n, k = v.shape
-    except ValueError as exc:
-        raise src.error(path + ("instruction",), f"{exc} ({v.id})") from None
-    want = {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}
-    sv = v.instruction.scale_vec
-    if sv is not None:
-        want.update({"scale_A": (m, sv), "scale_B": (sv, n)})
-    if "metadata" in v.operands or v.instruction.sparse:
-        _check_sparse(v, path, src)
-        want["A"] = (m, k // 2)  # compressed: the stored half of each row
-    for name, (rows, cols) in want.items():
-        if name not in v.operands:
-            raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
-        lay = v.operands[name].layout
-        if (lay.rows, lay.cols) != (rows, cols):
-            raise src.error(
-                path + ("operands", name, "layout"),
-                f"{lay.name} is {lay.rows}x{lay.cols} but {v.id} needs {name} {rows}x{cols}",
-            )
-
-
-def _check_sparse(v: Variant, path: tuple, src: Source) -> None:
-    """mma.sp: a metadata operand of 2-bit fields whose chunks tile K at a legal granularity."""
-    m, _, k = v.shape
-    if v.instruction.sparse is None or "metadata" not in v.operands:
-        raise src.error(path + ("operands",), f"{v.id}: an mma.sp instruction needs a metadata operand and vice versa")
-    meta = v.operands["metadata"]
-    lay = meta.layout
-    if meta.type.bits != 2 or lay.rows != m or lay.cols % 2 or lay.params != ("selector",):
-        raise src.error(
-            path + ("operands", "metadata"),
-            f"{v.id}: metadata must be 2-bit fields over {m} rows x (2 per chunk), with the one parameter selector",
-        )
-    chunks = lay.cols // 2
-    if k % chunks or (k // 2) % chunks or (k // 2) // chunks not in (1, 2, 4):
-        raise src.error(path + ("operands", "metadata", "layout"), f"{v.id}: {chunks} chunks per row do not split K={k} at 1:2, 2:4 or 4:8")
-    if meta.registers != 1:
-        raise src.error(path + ("operands", "metadata"), f"{v.id}: the metadata operand is one .b32 register per lane")
-    for combo in meta.param_combinations():
-        lanes = np.nonzero(lay.held(combo).any(axis=1))[0]
-        quads = {int(x) >> 2 for x in lanes}
-        if len(quads) != 8 or len(lanes) != 8 * (lay.cols // 8):
-            raise src.error(path + ("operands", "metadata"), f"{v.id}: selector {combo['selector']} must pick the same lanes in each of the 8 quads")
+        fam = registry.family_of(v)
+    except LookupError as exc:
+        raise src.error(path + ("family",), str(exc)) from None
+    fam.check_variant(v, path, src)
 
 
 def describe_path(path: tuple) -> str:

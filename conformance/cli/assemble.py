@@ -1,0 +1,135 @@
+"""``ptxconf assemble``: check the spec's validity rules against ptxas, no GPU needed.
+
+Exit status: 0 when ptxas and the spec agree everywhere (untestable rows do not
+count), 1 when they disagree somewhere, 2 for usage errors (bad arch, no ptxas,
+no variant selected, spec errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+
+from conformance.backends.ptxas import STATUSES, PtxasNotFound, assemble_report, find_ptxas, ptxas_info
+from conformance.core.family import family_of
+from conformance.spec.targets import parse_target
+
+__all__ = ["add_parser", "run", "DEFAULT_ARCHS"]
+
+DEFAULT_ARCHS = "sm_80,sm_89,sm_90a,sm_100a,sm_120a"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "assemble",
+        help="assemble every variant with ptxas and compare with the spec's validity rules",
+        description=(
+            "For each arch and variant: does ptxas accept the probe kernel, and does the spec say it should? "
+            "Exit 0 when they agree everywhere, 1 on any disagreement, 2 on usage errors."
+        ),
+    )
+    p.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
+    p.add_argument("--select", action="append", metavar="GLOB", help="variant id glob or prefix (repeatable)")
+    p.add_argument("--specs", metavar="DIR", default=None, help="spec directory (default: the tree's specs/)")
+    p.add_argument("--ptxas", metavar="PATH", default=None, help="ptxas executable (default: from PATH)")
+    p.add_argument("--json", action="store_true", help="print all rows as JSON")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel ptxas processes (default: CPUs)")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the on-disk result cache")
+    p.set_defaults(func=run)
+    return p
+
+
+def _usage(msg: str) -> int:
+    print(f"ptxconf assemble: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.spec import SpecError, load_specs
+
+    archs = [a.strip() for a in (args.arch or "").split(",") if a.strip()]
+    if not archs:
+        return _usage("--arch names no target")
+    for a in archs:
+        try:
+            parse_target(a)
+        except ValueError as exc:
+            return _usage(f"--arch: {a!r} is not a valid target: {exc}")
+    if args.jobs is not None and args.jobs < 1:
+        return _usage("--jobs must be at least 1")
+    try:
+        exe = find_ptxas(args.ptxas)
+        info = ptxas_info(exe)
+    except PtxasNotFound as exc:
+        return _usage(str(exc))
+    try:
+        specs = load_specs(args.specs)
+    except SpecError as exc:
+        return _usage(f"spec error: {exc}")
+    variants = [v for v in specs.select(args.select) if family_of(v).assembly_probe(v) is not None]
+    if not variants:
+        return _usage(f"--select {' '.join(args.select or [])} matches no variant")
+
+    t0 = time.monotonic()
+    rows = assemble_report(variants, archs, exe, jobs=args.jobs, use_cache=not getattr(args, "no_cache", False))
+    elapsed = time.monotonic() - t0
+    bad = [r for r in rows if r.disagrees]
+
+    if args.json:
+        doc = {
+            "ptxas": info["ptxas"],
+            "release": info["release"],
+            "max_ptx": str(info["max_ptx"]),
+            "note": info.get("note"),
+            "archs": archs,
+            "variants": len(variants),
+            "seconds": round(elapsed, 3),
+            "disagreements": len(bad),
+            "rows": [r.as_dict() for r in rows],
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        print()
+        return 1 if bad else 0
+
+    print(f"{info['ptxas']} (accepts .version up to {info['max_ptx']}); {len(variants)} variant(s) x {len(archs)} arch(s)")
+    if info.get("note"):
+        print(f"note: {info['note']}")
+    counts: dict[str, Counter] = {a: Counter() for a in archs}
+    for r in rows:
+        counts[r.arch][r.status] += 1
+    width = max(len(a) for a in archs + ["arch"])
+    header = f"{'arch':<{width}}  " + "  ".join(f"{s:>{max(len(s), 5)}}" for s in STATUSES)
+    print(header)
+    for a in archs:
+        print(f"{a:<{width}}  " + "  ".join(f"{counts[a][s]:>{max(len(s), 5)}}" for s in STATUSES))
+    untestable = sum(c["untestable"] for c in counts.values())
+    if untestable:
+        reasons = Counter(r.actual_reason for r in rows if r.status == "untestable")
+        for why, n in reasons.most_common():
+            print(f"untestable ({n}): {why}")
+    if bad:
+        print()
+        print(f"{len(bad)} disagreement(s):")
+        vwidth = max(len(r.variant) for r in bad)
+        for r in bad:
+            print(f"{r.arch:<{width}}  {r.variant:<{vwidth}}  {r.describe()}")
+    else:
+        print("ptxas and the spec agree on every testable (arch, variant).")
+    print(f"({elapsed:.1f} s)")
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m conformance.cli.assemble``)."""
+    parser = argparse.ArgumentParser(prog="ptxconf")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``ptxconf doc-diff`` / ``doc-import``: check PTX ISA renderings against specs/, or against each other.
+
+``doc-diff FILE...`` compares each document with specs/ lane map by lane map;
+``doc-diff --base OLD NEW...`` compares NEW with an earlier rendering OLD (the
+day a new ISA version appears).  Operands a document says nothing of are listed
+as coverage, never as differences.  Exit status: 0 when nothing differs (known
+errata count as explained), 1 when anything does, 2 for unreadable documents or
+specs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+__all__ = ["add_parser"]
+
+_SPEC_ORDER = ("same", "changed", "only in doc", "only in specs", "unparseable")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("doc-diff", help="compare PTX ISA text (HTML, markdown, plain, pdftotext) with specs/ "
+                                        "lane map by lane map, or with an earlier ISA rendering (--base)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--base", metavar="OLD", default=None,
+                   help="compare FILE (the new ISA rendering) with OLD instead of specs/: new, removed and changed "
+                        "shapes, types, fragment-table rows and lane maps")
+    p.add_argument("--specs", metavar="DIR", default=None)
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p.add_argument("--all", action="store_true", help="also list the 'same' and 'not covered' findings in text output")
+    p.set_defaults(func=cmd_doc_diff)
+    p = sub.add_parser("doc-import", help="write draft YAML for what the document has and specs/ lacks")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--specs", metavar="DIR", default=None)
+    p.set_defaults(func=cmd_doc_import)
+
+
+def _load(path: str):
+    from conformance.docs import extract, read_tree
+
+    tree = read_tree(path)
+    return extract(tree), tree.line_texts()
+
+
+def _report(args: argparse.Namespace, findings: list, order: tuple[str, ...], extra: list[str]) -> int:
+    counts = Counter(f.status for f in findings)
+    differs = sum(f.counts_as_difference for f in findings)
+    if args.json:
+        print(json.dumps({"files": args.files, **({"base": args.base} if args.base else {}), "summary": dict(counts),
+                          "differences": differs, "coverage": extra,
+                          "findings": [f.to_json() for f in findings]}, indent=1))
+        return 1 if differs else 0
+    for f in findings:
+        if f.status not in ("same", "not covered") or args.all:
+            print(f.text())
+    for line in extra:
+        print(line)
+    shown = order + tuple(s for s in ("note", "not covered") if counts.get(s))
+    print(", ".join(f"{counts.get(s, 0)} {s}" for s in shown) + f"; {differs} difference(s)")
+    return 1 if differs else 0
+
+
+def cmd_doc_diff(args: argparse.Namespace) -> int:
+    from conformance.docs import DocError
+
+    try:
+        loaded = [(path, *_load(path)) for path in ([args.base] if args.base else []) + args.files]
+    except DocError as exc:
+        print(f"ptxconf doc-diff: {exc}", file=sys.stderr)
+        return 2
+    if args.base:
+        from conformance.docs.versions import VERSION_STATUSES, compare_versions
+
+        old = loaded[0][1]
+        findings = [f for _, ex, _ in loaded[1:] for f in compare_versions(old, ex)]
+        return _report(args, findings, VERSION_STATUSES, [])
+    from conformance.docs.coverage import summary
+    from conformance.docs.diff import diff
+    from conformance.spec import load_specs
+
+    specs = load_specs(args.specs)
+    findings = [f for _, ex, lines in loaded for f in diff(ex, specs, lines)]
+    return _report(args, findings, _SPEC_ORDER, summary(findings, specs.variants))
+
+
+def cmd_doc_import(args: argparse.Namespace) -> int:
+    from conformance.docs import DocError
+    from conformance.docs.importer import write_draft
+    from conformance.spec import load_specs
+
+    specs = load_specs(args.specs)
+    try:
+        ex, _ = _load(args.file)
+    except DocError as exc:
+        print(f"ptxconf doc-import: {exc}", file=sys.stderr)
+        return 2
+    path = write_draft(ex, specs, args.output)
+    print(f"wrote {path}" if path else "nothing to import: specs/ already has every mapped operand the document gives")
+    return 0

@@ -1,0 +1,308 @@
+"""``ptxconf``: list and draw specs, run the suite, replay recorded runs, assemble with ptxas.
+
+The CLI only wires layers together; each command's work lives in its layer.
+Errors for people: a bad spec prints ``file:line: field: message``; an unknown
+variant prints "did you mean"; exit status 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from conformance import __version__, registry
+from conformance.spec import SpecError, load_specs
+
+EXIT_USAGE = 2
+
+# Tools register their own subcommands: one line here per module (families add theirs through the registry).
+EXTENSIONS = (
+    "conformance.cli.assemble",
+    "conformance.run.bench",
+    "conformance.cli.discover",
+    "conformance.cli.docs",
+    "conformance.tools.hgemm.cli",
+    "conformance.cli.numerics",
+)
+
+
+def _specs(args):
+    return load_specs(args.specs)
+
+
+def _variant(specs, vid: str):
+    try:
+        return specs.get(vid)
+    except KeyError as exc:
+        raise SystemExit(f"ptxconf: {exc.args[0]}") from None
+
+
+def _operand(v, name: str):
+    if name not in v.operands:
+        raise SystemExit(f"ptxconf: {v.id} has no operand {name!r}; it has {', '.join(v.operands)}")
+    return v.operands[name]
+
+
+# --- specs ------------------------------------------------------------------
+
+
+def cmd_specs_list(args) -> int:
+    specs = _specs(args)
+    variants = specs.select(args.select) if args.select else list(specs.variants.values())
+    if args.json:
+        rows = [
+            {
+                "id": v.id,
+                "family": v.family,
+                "section": v.section,
+                "min_ptx": str(v.min_ptx),
+                "targets": [t.name for t in v.requires],
+                "file": v.file,
+                "line": v.line,
+                "operands": {
+                    n: {"type": o.type.name, "layout": o.layout.name, "registers": o.registers, "register_type": o.fragment.register}
+                    for n, o in v.operands.items()
+                },
+            }
+            for v in variants
+        ]
+        print(json.dumps(rows, indent=1))
+    else:
+        for v in variants:
+            print(f"{v.id:80s}  ptx>={v.min_ptx}  {'|'.join(t.name for t in v.requires)}")
+        print(f"{len(variants)} variants", file=sys.stderr)
+    return 0
+
+
+def cmd_specs_show(args) -> int:
+    specs = _specs(args)
+    v = _variant(specs, args.variant)
+    op = _operand(v, args.operand)
+    combos = op.param_combinations()
+    params = combos[0] if combos and combos[0] else None
+    m = op.layout.map(params)
+    held = op.layout.held(params)
+    rows = [[lane, e, int(m[lane, e, 1]), int(m[lane, e, 2])] for lane, e in zip(*np.nonzero(held))]
+    if op.layout.matrices > 1:
+        rows = [[lane, e, int(m[lane, e, 0]), r, c] for lane, e, r, c in rows]
+    if args.json:
+        doc = {
+            "variant": v.id,
+            "operand": op.name,
+            "shape": [op.layout.rows, op.layout.cols],
+            "map": [[int(x) for x in r] for r in rows],
+        }
+        if op.layout.matrices > 1:
+            doc["matrices"] = op.layout.matrices
+            doc["map_columns"] = ["lane", "element", "matrix", "row", "col"]
+        if params:
+            doc["params"] = params
+        print(json.dumps(doc))
+        return 0
+    lay = op.layout
+    print(f"{v.id}  operand {op.name}: .{op.type.name}, {op.registers} x .{op.fragment.register} registers, "
+          f"{op.fragment.per_register} element(s) per register (low to high)")
+    print(f"layout {lay.name}: {lay.maps}  [§{lay.section}{', ' + lay.figure if lay.figure else ''}]")
+    if lay.matrices > 1:
+        print(f"  matrix = {lay.matrix.text}")
+    print(f"  row = {lay.row.text}\n  col = {lay.col.text}")
+    if lay.where is not None:
+        print(f"  where {lay.where.text}  {params or ''}")
+    for note in lay.notes:
+        print(f"  note: {note}")
+    for err in lay.errata:
+        print(f"  erratum: ISA says {err['isa_text']!r}: {err['problem']}; taken: {err['taken']}")
+    from conformance.figures import ascii_grid
+
+    print(ascii_grid(lay, params))
+    return 0
+
+
+def cmd_specs_figure(args) -> int:
+    from conformance.figures import operand_figure
+
+    specs = _specs(args)
+    v = _variant(specs, args.variant)
+    _operand(v, args.operand)
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise SystemExit(f"ptxconf: -o {args.output}: the figure must end in .svg or .png")
+    if args.operand == "metadata":
+        from conformance.figures import metadata_figure
+
+        metadata_figure(v, args.output)  # bit fields labelled [hi:lo], as the ISA draws them
+    else:
+        operand_figure(v, args.operand, args.output)
+    print(args.output)
+    return 0
+
+
+# --- run / replay -------------------------------------------------------------
+
+
+def cmd_run(args) -> int:
+    from tqdm import tqdm
+
+    from conformance.backends import BackendError, get_backend
+    from conformance.core.family import family_of, known_checks, run_variants_of
+    from conformance.oracle import mma
+    from conformance.run.report import Record, RunLog
+    from conformance.run.runner import run_variants, save_observation
+
+    for check in args.check or []:
+        if check not in known_checks():
+            raise SystemExit(f"ptxconf: --check {check}: unknown check; choose from {', '.join(known_checks())}")
+    specs = _specs(args)
+    run_variants_of(specs)  # runnable variants derived from documents (e.g. tcgen05 Table 39 tuples), for this run only
+    variants = specs.select(args.select) if args.select else list(specs.variants.values())
+    if not variants:
+        hint = ""
+        if args.select:
+            import difflib
+
+            close = difflib.get_close_matches(args.select[0], list(specs.variants), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise SystemExit(f"ptxconf: --select {' '.join(args.select or [])} matches no variant{hint}")
+    try:
+        backend = get_backend(args.backend, semantics=mma)
+        info = backend.info()
+    except BackendError as exc:
+        raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
+    if info.get("auto"):
+        print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
+    out_dir = Path(args.out)
+    log = RunLog(out_dir, info, args.seed, Path(args.junit) if args.junit else None)
+    started = time.time()
+    checks = tuple(args.check) if args.check else None
+    counts = {"cases": 0}
+
+    def on_outcome(outcome) -> None:
+        per = outcome.seconds / max(1, len(outcome.verdicts))
+        for verdict in outcome.verdicts:
+            log.add_verdict(specs, verdict, per, backend.name)
+            if verdict.observed is not None:
+                target = verdict.check.split(".", 1)[1]
+                op = outcome.plan.variant.operands[target]
+                log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
+        counts["cases"] += len(outcome.plan.in_words)
+        if outcome.out_words is not None and not args.no_observations:
+            save_observation(out_dir / "observations", outcome)
+        log.flush({"wall_s": round(time.time() - started, 3), "cases": counts["cases"], "command": " ".join(sys.argv)})
+
+    def on_skip(v, why) -> None:
+        for check in family_of(v).checks_for(checks):
+            log.add(Record(v.id, v.family, v.file, check, args.seed, "skip", why, why))
+
+    bar = tqdm(total=len(variants), unit="variant", desc="ptxconf run", disable=args.quiet or None)
+    try:
+        run_variants(backend, variants, args.seed, checks, args.cases, on_outcome, on_skip, bar)
+    finally:
+        bar.close()
+        backend.close()
+        wall = time.time() - started
+        log.flush({"wall_s": round(wall, 3), "cases": counts["cases"], "command": " ".join(sys.argv),
+                   "variants_selected": len(variants), "tool_version": __version__})
+        log.close()
+    c = log.counts()
+    print(f"{c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('error', 0)} errors, "
+          f"{c.get('skip', 0)} skipped in {wall:.1f} s ({counts['cases']} cases) -> {out_dir}")
+    for r in log.records:
+        if r.status in ("fail", "error"):
+            print(f"\n{r.status.upper()} {r.name}\n{r.details}")
+    return 1 if c.get("fail") or c.get("error") else 0
+
+
+def cmd_replay(args) -> int:
+    from conformance.run.replay import replay_dir
+
+    specs = _specs(args)
+    return replay_dir(
+        specs,
+        Path(args.directory),
+        junit=Path(args.junit) if args.junit else None,
+        quiet=args.quiet,
+        out=Path(args.out) if args.out else None,
+    )
+
+
+# --- parser -------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ptxconf", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"ptxconf {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def specs_arg(sp):
+        sp.add_argument("--specs", metavar="DIR", help="spec directory (default: the specs/ shipped with the suite)")
+
+    sp = sub.add_parser("specs", help="list, show and draw spec variants")
+    ssub = sp.add_subparsers(dest="specs_command", required=True)
+    s = ssub.add_parser("list", help="list every variant")
+    specs_arg(s)
+    s.add_argument("--select", action="append", metavar="GLOB", help="only variants matching this prefix or glob")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_specs_list)
+    s = ssub.add_parser("show", help="one operand's lane map")
+    specs_arg(s)
+    s.add_argument("variant")
+    s.add_argument("--operand", required=True, metavar="A|B|C|D|scale_A|scale_B")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_specs_show)
+    s = ssub.add_parser("figure", help="draw an operand's lane/register grid (SVG or PNG)")
+    specs_arg(s)
+    s.add_argument("variant")
+    s.add_argument("--operand", required=True)
+    s.add_argument("-o", "--output", required=True, metavar="FILE")
+    s.set_defaults(func=cmd_specs_figure)
+
+    r = sub.add_parser("run", help="run the conformance suite")
+    specs_arg(r)
+    r.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
+    r.add_argument("--select", action="append", metavar="GLOB", help="variant id, prefix or glob (repeatable)")
+    r.add_argument("--check", action="append", metavar="CHECK", help="value, map.A, map.B or map.C (repeatable; default all)")
+    r.add_argument("--cases", type=int, default=8, metavar="N", help="random cases per variant for the value check")
+    r.add_argument("--seed", type=int, default=0, metavar="S")
+    r.add_argument("--out", default="ptxconf-results", metavar="DIR")
+    r.add_argument("--junit", metavar="FILE", help="JUnit XML path (default DIR/junit.xml)")
+    r.add_argument("--no-observations", action="store_true", help="do not save raw inputs/outputs")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    r = sub.add_parser("replay", help="re-run the comparators on a recorded run, without a GPU")
+    specs_arg(r)
+    r.add_argument("directory", metavar="DIR")
+    r.add_argument("--junit", metavar="FILE")
+    r.add_argument("--out", metavar="OUT", help="write results.jsonl and junit.xml of the replay here")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_replay)
+
+    for module in EXTENSIONS:
+        importlib.import_module(module).add_parser(sub)
+    for fam in registry.families():
+        fam.add_cli(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "cases", 1) is not None and getattr(args, "cases", 1) < 1:
+        parser.error("--cases must be at least 1")
+    try:
+        return args.func(args)
+    except SpecError as exc:
+        print(f"ptxconf: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

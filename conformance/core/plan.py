@@ -1,0 +1,118 @@
+"""A plan: everything random about one variant's probes at one seed, and the launch split.
+
+Families build plans (their cases, kernels and buffer sizes); the run loop only reads them.
+The helpers here are the parts of planning every family shares: picking a build the GPU
+loads, stacking the checks' cases, and splitting them into launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
+
+__all__ = ["Cases", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
+           "runnable_targets", "support_reason", "variant_rng"]
+
+PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
+    PtxVersion(8, m) for m in range(0, 9)
+] + [PtxVersion(9, m) for m in range(0, 3)]
+
+
+class Cases(Protocol):
+    """One check's cases, as a family made them."""
+
+    check: str
+    cases: int
+    params: dict
+    meta: dict
+
+
+@dataclass
+class Plan:
+    variant: Any
+    seed: int
+    version: PtxVersion
+    target: Target
+    probe: Any  # the kernel of every launch, unless ``probes`` is given
+    case_sets: Sequence[Cases]
+    in_words: np.ndarray  # uint32[row, lane, in_words], every check's cases in order
+    slices: dict[str, tuple[int, int]]
+    launches: list[np.ndarray]  # per launch: the rows it runs, in slot order
+    warps_per_block: int
+    out_words: int  # output words per lane of one row
+    # Checks whose immediates differ need their own kernels: launch i runs probes[launch_probe[i]].
+    probes: list[Any] = field(default_factory=list)
+    launch_probe: list[int] = field(default_factory=list)
+
+    def probe_of(self, launch: int) -> Any:
+        return self.probes[self.launch_probe[launch]] if self.launch_probe else self.probe
+
+    @property
+    def kernels(self) -> list[Any]:
+        """Every kernel this plan launches (for the module)."""
+        return self.probes or [self.probe]
+
+
+def variant_rng(v: Any, seed: int) -> np.random.Generator:
+    """The one generator of everything random about a variant's build, from (seed, variant id) alone."""
+    return np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+
+
+def runnable_targets(v: Any, cc: tuple[int, int]) -> list[Target]:
+    """Targets whose PTX has the variant's features and loads on a GPU of ``cc``."""
+    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
+
+
+def support_reason(v: Any, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
+    """Why this GPU (or emulated GPU) cannot run the variant, or None: decided before anything is built."""
+    if v.min_ptx > max_ptx:
+        return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
+    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    if not targets:
+        need = ", ".join(t.name for t in v.requires)
+        return f"needs {need}; this GPU has compute capability {cc[0]}.{cc[1]}"
+    return None
+
+
+def pick_build(v: Any, rng: np.random.Generator, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
+    """A ``.target`` the GPU loads and a ``.version`` from the variant's minimum up to the loader's maximum."""
+    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+    target = targets[int(rng.integers(len(targets)))]
+    low = max(v.min_ptx, target.min_ptx)
+    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
+    return target, versions[int(rng.integers(len(versions)))]
+
+
+def stack_slices(case_sets: Sequence[Cases]) -> tuple[dict[str, tuple[int, int]], int]:
+    """Each check's [start, stop) rows in the stacked input words, and the total."""
+    slices, pos = {}, 0
+    for cs in case_sets:
+        slices[cs.check] = (pos, pos + cs.cases)
+        pos += cs.cases
+    return slices, pos
+
+
+def split_launches(rng: np.random.Generator, cases: int, cases_per_launch: int | None) -> tuple[np.ndarray, int, int]:
+    """The case -> slot order, cases per launch and warps per block."""
+    order = rng.permutation(cases)
+    per_launch = int(rng.integers(max(1, cases // 4), cases + 1))
+    wpb = int(rng.choice([1, 2, 4, 8]))
+    if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
+        per_launch, wpb = cases_per_launch, 1
+    return order, per_launch, wpb
+
+
+def launches_by_probe(order: np.ndarray, of_case: np.ndarray, probes: int, per_launch: int) -> tuple[list, list]:
+    """Split the case order into launches that never mix kernels (probes differ in immediates)."""
+    launches, launch_probe = [], []
+    for k in range(probes):
+        mine = order[of_case[order] == k]
+        for i in range(0, len(mine), per_launch):
+            launches.append(mine[i : i + per_launch])
+            launch_probe.append(k)
+    return launches, launch_probe

@@ -1,0 +1,1 @@
+"""Instruction families, one package each; registered in :mod:`conformance.registry`."""

@@ -1,0 +1,244 @@
+"""Comparators: recorded probe words -> element-by-element verdicts with a diagnosis.
+
+Everything is recomputed from the recorded words and the *current* specs:
+input registers are unpacked through the spec's lane maps, the oracle gives
+the expected D, and the observed D registers are unpacked through D's map.
+That one path serves live runs and replays of recorded GPU runs alike, so a
+changed spec formula shows up as a replay failure naming the wrong lanes.
+
+A mismatch says whether it looks like *layout* (the observed value is
+expected elsewhere in D: the right value in the wrong place) or *numerics*
+(found nowhere).  Map checks also read back, from the tags, where each
+element of the tagged operand went: the observed lane map, diffed against
+the spec slot by slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance.core.verdict import MAX_LISTED, Verdict
+from conformance.families.mma.probe import BufferLayout, buffer_layout
+from conformance.oracle import mma
+from conformance.spec.model import Variant
+from conformance.spec.packing import element_bits, unpack
+from conformance.spec.sparse import densify
+from generators.ptx import Surroundings, checksum
+
+__all__ = ["Mismatch", "compare", "split_inputs", "observed_map"]
+
+@dataclass
+class Mismatch:
+    case: int
+    lane: int
+    register: int
+    element: int
+    matrix: int
+    row: int
+    col: int
+    expected: int
+    actual: int
+    found_at: list[tuple[int, int, int]] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "layout" if self.found_at else "numerics"
+
+    def describe(self, v: Variant) -> str:
+        d = v.operands["D"]
+        width = (d.type.bits + 3) // 4
+        ev = d.type.decode(np.array([self.expected]))[0]
+        av = d.type.decode(np.array([self.actual]))[0]
+        mat = f"computation {self.matrix} " if d.layout.matrices > 1 else ""
+        text = (
+            f"case {self.case} lane {self.lane} register d{self.register} (element {self.element}) "
+            f"{mat}row {self.row} col {self.col}: expected 0x{self.expected:0{width}x} ({ev:g}) "
+            f"actual 0x{self.actual:0{width}x} ({av:g})"
+        )
+        if self.found_at:
+            where = ", ".join(f"row {r} col {c}" for _, r, c in self.found_at[:3])
+            text += f" [layout: that value is expected at {where}]"
+        else:
+            text += " [numerics: that value is expected nowhere in D]"
+        return text
+
+
+def split_inputs(v: Variant, words: np.ndarray, layout: BufferLayout | None = None) -> dict[str, np.ndarray]:
+    """``words[case, lane, in_words]`` -> per-operand words."""
+    layout = layout or buffer_layout(v)
+    return {name: words[:, :, off : off + v.operands[name].words] for name, off in layout.inputs.items()}
+
+
+def compare(
+    v: Variant,
+    check: str,
+    seed: int,
+    in_words: np.ndarray,
+    out_words: np.ndarray,
+    params: dict[str, dict[str, int]],
+    surroundings: Surroundings,
+    meta: dict | None = None,
+) -> Verdict:
+    """Verdict for one check's cases (rows of ``in_words``/``out_words``)."""
+    layout = buffer_layout(v)
+    ops = v.operands
+    words = split_inputs(v, in_words, layout)
+    bits = {name: unpack(ops[name], w, params.get(name)) for name, w in words.items()}
+    expected = mma(v, bits)
+    d = ops["D"]
+    actual = unpack(d, out_words[:, :, : d.words])
+    verdict = Verdict(v.id, check, seed, "pass", elements=int(expected.size))
+    bad = np.argwhere(expected != actual)
+    verdict.mismatch_count = len(bad)
+    dmap = d.layout.map()
+    for case, mat, r, c in bad[: MAX_LISTED * 4]:
+        lane, elem = np.argwhere((dmap[..., 0] == mat) & (dmap[..., 1] == r) & (dmap[..., 2] == c))[0]
+        want, got = int(expected[case, mat, r, c]), int(actual[case, mat, r, c])
+        found = [tuple(int(x) for x in p) for p in np.argwhere(expected[case] == got)]
+        verdict.mismatches.append(
+            Mismatch(int(case), int(lane), int(elem) // d.fragment.per_register, int(elem), int(mat), int(r), int(c), want, got, found)
+        )
+    want_sum = checksum(np.arange(32), surroundings)
+    got_sum = out_words[:, :, layout.checksum_offset]
+    if np.any(got_sum != want_sum[None, :]):
+        verdict.status = "fail"
+        verdict.message = "the extra live registers around the instruction were clobbered (checksum word differs)"
+    if len(bad):
+        verdict.status = "fail"
+        kinds = {m.kind for m in verdict.mismatches}
+        verdict.message = (
+            f"{len(bad)} of {expected.size} D elements differ ({' and '.join(sorted(kinds))})"
+            + (f"; {verdict.message}" if verdict.message else "")
+        )
+    if meta and check.startswith("map.") and v.instruction.bitop != "xor":
+        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"), _selections(v, bits))
+        verdict.observed = obs
+        verdict.map_diff = diff
+        if diff and verdict.status == "pass":  # cannot happen when D matched; kept as a guard
+            verdict.status = "fail"
+    return verdict
+
+
+def _selections(v: Variant, bits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The multiplicands as the spec reads them (A densified through the metadata for mma.sp)."""
+    a = bits["A"]
+    if "metadata" in bits:
+        from conformance.spec.sparse import densify
+
+        a = densify(v, a, bits["metadata"])
+    return {"A": v.operands["A"].type.decode(a), "B": v.operands["B"].type.decode(bits["B"])}
+
+
+def _covered(target: str, cell: np.ndarray, covered_k: set[tuple[int, int]] | None) -> bool:
+    """Did the selection inputs ever pick this (matrix, row, col) cell's k?"""
+    if covered_k is None or target == "C":
+        return True
+    k = cell[2] if target == "A" else cell[1]
+    return (int(cell[0]), int(k)) in covered_k
+
+
+def _selected(sel: np.ndarray, axis: int) -> np.ndarray:
+    """Index of the single 1 along ``axis`` of a 0/1 selection matrix, -1 where there is none."""
+    ones = sel == 1
+    idx = np.argmax(ones, axis=axis)
+    return np.where(np.count_nonzero(ones, axis=axis) == 1, idx, -1)
+
+
+def observed_map(
+    v: Variant,
+    meta: dict,
+    actual_bits: np.ndarray,
+    tagged_words: np.ndarray | None = None,
+    metadata_bits: np.ndarray | None = None,
+    selections: dict[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Read the tags back: where did each (lane, element) of the tagged operand land?
+
+    ``tagged_words`` (the tagged operand's input words, ``[case, lane, word]``)
+    gives the tag each register slot actually held; without them the tags are
+    inferred from the spec's map, which cannot see a spec edited after the
+    recording (a replay).
+
+    Returns ``int64[lane, element, 3]`` (-1 where undecidable) and one line per
+    slot whose observed (matrix, row, col) differs from the spec's.
+    """
+    target = meta["target"]
+    op = v.operands[target]
+    d = v.operands["D"]
+    m, n, k = v.shape
+    radix, digits, blocks = meta["radix"], meta["digits"], meta["blocks"]
+    lookup = {float(x): i for i, x in enumerate(meta["alphabet"])}
+    values = d.type.decode(actual_bits)  # [case, matrix, M, N]
+    digit = np.vectorize(lambda x: lookup.get(float(x), -1), otypes=[np.int64])(values)
+    spec = op.layout.map()
+    held = op.layout.held()
+    lay = op.layout
+    tag_of_slot = np.full(spec.shape[:2], -1, dtype=np.int64)
+    tag_of_slot[held] = ((spec[..., 0] * lay.rows + spec[..., 1]) * lay.cols + spec[..., 2])[held]
+    if tagged_words is not None:  # the tags the slots really held, digit j in case j
+        held_digits = np.vectorize(lambda x: lookup.get(float(x), -1), otypes=[np.int64])(
+            op.type.decode(element_bits(op, tagged_words[:digits]))
+        )
+        held_tags = sum(held_digits[j] * radix**j for j in range(digits))
+        tag_of_slot = np.where(held & np.all(held_digits >= 0, axis=0), held_tags, -1)
+    slot_of_tag = {int(t): (int(a), int(b)) for (a, b), t in np.ndenumerate(tag_of_slot) if t >= 0}
+    # mma.sp map.A: D shows dense columns; the (one) metadata of the check says which stored
+    # (compressed) column each dense column holds, -1 for the structural zeros.
+    stored_col = None
+    if target == "A" and metadata_bits is not None:
+        comp = np.arange(lay.rows * lay.cols, dtype=np.uint64).reshape(1, 1, lay.rows, lay.cols) + np.uint64(1)
+        stored_col = densify(v, comp, metadata_bits[:1]).astype(np.int64)[0, 0] - 1 - np.arange(lay.rows)[:, None] * lay.cols
+    observed = np.full(spec.shape, -1, dtype=np.int64)
+    covered_k: set[tuple[int, int]] | None = set() if selections is not None and target in ("A", "B") else None
+    for s in range(blocks):
+        # Which k the other multiplicand selects, read from the inputs as the spec reads them
+        # (not assumed from the generator): D[m, n] = A[m, k(n)] or B[k(m), n].
+        pick = None
+        if selections is not None and target == "A":
+            pick = _selected(selections["B"][s * digits], axis=-2)  # [matrix, N] -> k
+        elif selections is not None and target == "B":
+            pick = _selected(selections["A"][s * digits], axis=-1)  # [matrix, M] -> k
+        if pick is not None and covered_k is not None:
+            covered_k |= {(int(mm), int(x)) for (mm, _), x in np.ndenumerate(pick) if x >= 0}
+        dig = digit[s * digits : (s + 1) * digits]
+        valid = np.all(dig >= 0, axis=0)
+        tag = np.zeros(dig.shape[1:], dtype=np.int64)
+        for j in range(digits):
+            tag += dig[j] * radix**j
+        for (mat, r, c), t in np.ndenumerate(tag):
+            if not valid[mat, r, c] or int(t) not in slot_of_tag:
+                continue
+            if target == "A":
+                kk = c + n * s if pick is None else int(pick[mat, c])
+                if kk >= k or kk < 0:
+                    continue
+                if stored_col is not None:
+                    if stored_col[r, kk] < 0:
+                        continue
+                    kk = int(stored_col[r, kk])
+                cell = (mat, r, kk)
+            elif target == "B":
+                kk = r + m * s if pick is None else int(pick[mat, r])
+                if kk >= k or kk < 0:
+                    continue
+                cell = (mat, kk, c)
+            else:
+                cell = (mat, r, c)
+            lane, elem = slot_of_tag[int(t)]
+            observed[lane, elem] = cell
+    diff = []
+    for (lane, elem), t in np.ndenumerate(tag_of_slot):
+        if t < 0:
+            continue
+        if observed[lane, elem, 0] < 0 and not _covered(target, spec[lane, elem], covered_k):
+            continue  # the inputs never selected this element's k: undecidable, not wrong
+        if tuple(observed[lane, elem]) != tuple(spec[lane, elem]):
+            o = observed[lane, elem]
+            seen = "nowhere in D" if o[0] < 0 else f"(matrix {o[0]}, row {o[1]}, col {o[2]})"
+            diff.append(
+                f"{target} lane {lane} element {elem} (register {elem // op.fragment.per_register}): "
+                f"spec (matrix {spec[lane, elem, 0]}, row {spec[lane, elem, 1]}, col {spec[lane, elem, 2]}), observed {seen}"
+            )
+    return observed, diff

@@ -1,0 +1,312 @@
+"""ldmatrix / stmatrix / movmatrix: comparator, observed maps, composition with mma, lookups.
+
+* :func:`compare_movement` checks registers (ldmatrix, movmatrix) or memory (stmatrix)
+  element by element against :func:`conformance.families.movement.probe.apply`, and for the map check
+  reads back where every tagged element went (lane, register, element -> matrix, row, col).
+* :func:`compose` answers, from the specs alone, which ldmatrix (stmatrix) form yields an mma
+  operand's fragment from a row- or column-major tile, and which row address each lane gives.
+* :func:`where` / :func:`who` look up a cell's holder and a holder's cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance.core.verdict import Verdict
+from conformance.families.movement import probe as mv
+from conformance.spec.loader import Specs
+from conformance.spec.model import Operand, Variant
+
+MAX_LINES = 12
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+
+def _cell(m) -> str:
+    return f"(matrix {m[0]}, row {m[1]}, col {m[2]})" if m[0] >= 0 else "(nothing the spec names)"
+
+
+def compare_movement(v: Variant, check: str, seed: int, in_words, out_words, meta: dict | None) -> Verdict:
+    meta = meta or {}
+    exp = mv.apply(v, np.asarray(in_words))
+    got = np.asarray(out_words)[:, :, : exp.shape[2]]
+    lines: list[str] = []
+    count = 0
+    if v.family == "stmatrix":
+        eb, gb = mv.image_bytes(exp), mv.image_bytes(got)
+        bad = np.argwhere(eb != gb)
+        count = len(bad)
+        owner = _byte_owner(v, np.asarray(in_words))
+        for case, byte in bad[:MAX_LINES]:
+            who = owner[case].get(int(byte))
+            where = f"cell {_cell(who[0])} stored by lane {who[1]} register {who[2]}" if who else "a byte outside every stored row"
+            lines.append(f"case {case} shared byte {byte}: {where}: expected 0x{eb[case, byte]:02x}, got 0x{gb[case, byte]:02x}")
+        elements = eb.size
+    else:
+        op = v.operands["d" if v.family == "movmatrix" else "fragment"]
+        per, cb = op.fragment.per_register, op.fragment.container_bits
+        fm = op.layout.map()
+        for e in range(op.layout.elements):
+            r, k = divmod(e, per)
+            mask = np.uint32((1 << cb) - 1) if cb < 32 else np.uint32(0xFFFFFFFF)
+            ev, gv = (exp[:, :, r] >> np.uint32(cb * k)) & mask, (got[:, :, r] >> np.uint32(cb * k)) & mask
+            for case, lane in np.argwhere(ev != gv):
+                count += 1
+                if len(lines) < MAX_LINES:
+                    lines.append(
+                        f"case {case} lane {lane} register {r} element {e} {_cell(fm[lane, e])}: "
+                        f"expected 0x{int(ev[case, lane]):x}, got 0x{int(gv[case, lane]):x}"
+                    )
+        elements = exp.shape[0] * 32 * op.layout.elements
+    observed = None
+    map_lines: list[str] = []
+    if check.startswith("map."):
+        observed = observed_map(v, np.asarray(in_words), got, meta)
+        spec = v.operands[check.split(".", 1)[1]].layout.map()
+        diff = np.argwhere((observed != spec).any(-1))
+        if len(diff):
+            lanes = sorted({int(a) for a, _ in diff})
+            map_lines.append(f"observed lane map differs from the spec in {len(diff)} (lane, element) slots; lanes {_ranges(lanes)}")
+            for lane, e in diff[:MAX_LINES]:
+                map_lines.append(f"lane {lane} element {e}: spec {_cell(spec[lane, e])}, observed {_cell(observed[lane, e])}")
+    status = "fail" if count or map_lines else "pass"
+    msg = "" if status == "pass" else f"{count} of {elements} elements differ"
+    if v.family != "movmatrix" and status == "fail" and check == "value":
+        msg += "; replay the map check to see where each element went"
+    return Verdict(v.id, check, seed, status, msg, mismatch_count=0, elements=int(elements),
+                   map_diff=map_lines[:6] + lines, observed=observed)
+
+
+def _ranges(xs: list[int]) -> str:
+    out, start = [], None
+    for i, x in enumerate(xs):
+        if start is None:
+            start = x
+        if i + 1 == len(xs) or xs[i + 1] != x + 1:
+            out.append(f"{start}" if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(out)
+
+
+def _byte_owner(v: Variant, inw: np.ndarray) -> list[dict]:
+    op = v.operands["fragment"]
+    fm, rl, bits = op.layout.map(), mv.row_lanes(v), mv.mem_bits(v)
+    per = op.fragment.per_register
+    res = []
+    for case in range(len(inw)):
+        d = {}
+        for lane in range(32):
+            for e in range(op.layout.elements):
+                m, r, c = fm[lane, e]
+                start = int(inw[case, rl[m, r], mv.ADDR_WORD])
+                for k in range(bits // 8):
+                    d[start + c * bits // 8 + k] = (fm[lane, e], lane, e // per)
+        res.append(d)
+    return res
+
+
+def _slot_cells(v: Variant, addr: np.ndarray) -> dict[int, tuple[int, int]]:
+    rl = mv.row_lanes(v)
+    return {int(addr[ln]) // mv.ROW_BYTES: (m, r) for (m, r), ln in np.ndenumerate(rl) if int(addr[ln]) % mv.ROW_BYTES == 0}
+
+
+def observed_map(v: Variant, inw: np.ndarray, got: np.ndarray, meta: dict) -> np.ndarray:
+    """``int64[lane, element, 3]``: where each tagged element was observed to go."""
+    digits, dbits = int(meta.get("digits", 1)), int(meta.get("digit_bits", 16))
+    mask = (1 << dbits) - 1
+    if v.family == "movmatrix":
+        a, d = v.operands["a"], v.operands["d"]
+        am = a.layout.map()
+        obs = np.full((32, d.layout.elements, 3), -1, dtype=np.int64)
+        for lane in range(32):
+            for e in range(d.layout.elements):
+                tag = int(got[0, lane, e // 2] >> (16 * (e % 2))) & 0xFFFF
+                if tag < 64:
+                    obs[lane, e] = am[tag // 2, tag % 2]
+        return obs
+    op = v.operands["fragment"]
+    E = op.layout.elements
+    obs = np.full((32, E, 3), -1, dtype=np.int64)
+    cells = _slot_cells(v, inw[0, :, mv.ADDR_WORD])
+    if v.family == "ldmatrix":
+        per, cb, sh = op.fragment.per_register, op.fragment.container_bits, op.fragment.value_shift
+        nper = 8 if mv.mem_bits(v) == 16 else 16
+        for lane in range(32):
+            for e in range(E):
+                tag = 0
+                for k in range(digits):
+                    val = (int(got[k, lane, e // per]) >> (cb * (e % per) + sh)) & mask
+                    tag |= val << (dbits * k)
+                slot, col = divmod(tag, nper)
+                if slot in cells:
+                    obs[lane, e] = (*cells[slot], col)
+        return obs
+    # stmatrix: read the tags back out of the stored rows
+    img = mv.image_bytes(got)
+    bits = mv.mem_bits(v)
+    lay = op.layout
+    for slot, (m, r) in cells.items():
+        for c in range(lay.cols):
+            tag = 0
+            for k in range(digits):
+                val = int(mv._read_elem(img[k : k + 1], np.array([slot * mv.ROW_BYTES]), c, bits)[0]) & mask
+                tag |= val << (dbits * k)
+            lane, e = divmod(tag, E)
+            if lane < 32:
+                obs[lane, e] = (m, r, c)
+    return obs
+
+
+# --- lookups ---------------------------------------------------------------------------------
+
+
+def where(op: Operand, row: int, col: int, matrix: int = 0) -> list[tuple[int, int, int, int]]:
+    """(lane, register, element-in-register, element) holding a cell."""
+    m = op.layout.map(op.param_combinations()[0])
+    per = op.fragment.per_register
+    return [
+        (int(lane), int(e) // per, int(e) % per, int(e))
+        for lane, e in np.argwhere((m[..., 0] == matrix) & (m[..., 1] == row) & (m[..., 2] == col))
+    ]
+
+
+def who(op: Operand, lane: int, element: int) -> tuple[int, int, int]:
+    m = op.layout.map(op.param_combinations()[0])
+    return tuple(int(x) for x in m[lane, element])
+
+
+# --- composition -----------------------------------------------------------------------------
+
+
+@dataclass
+class Composition:
+    variant: str
+    operand: str
+    tile: str
+    form: str | None
+    lanes: dict = field(default_factory=dict)  # lane -> (tile row, tile col) of the row start
+    formula: str = ""
+    why: str = ""
+    memory_format: str = ""
+
+
+def _bit_formula(vals: dict[int, int], name: str) -> str | None:
+    """``vals`` (lane -> int) as a sum of lane-bit terms, or None."""
+    base = vals[min(vals)]
+    lanes = sorted(vals)
+    weights = {}
+    for b in range(5):
+        lane = lanes[0] | (1 << b)
+        if lane in vals and lane != lanes[0]:
+            weights[b] = vals[lane] - base
+    for lane in lanes:
+        pred = base + sum(w for b, w in weights.items() if (lane >> b) & 1 and not (lanes[0] >> b) & 1)
+        if pred != vals[lane]:
+            return None
+    terms, b = [], 0
+    while b < 5:
+        w = weights.get(b, 0)
+        if w == 0:
+            b += 1
+            continue
+        # merge runs of bits whose weights double: w * ((lane >> b) & (2^k - 1))
+        k = 1
+        while weights.get(b + k, 0) == w << k:
+            k += 1
+        field_ = f"(({name} >> {b}) & {2**k - 1})" if b else f"({name} & {2**k - 1})"
+        terms.append(field_ if w == 1 else f"{w} * {field_}")
+        b += k
+    if base:
+        terms.append(str(base))
+    return " + ".join(terms) or "0"
+
+
+def _forms(specs: Specs, family: str) -> list[Variant]:
+    return [v for v in specs.variants.values() if v.family == family]
+
+
+def compose(specs: Specs, variant: Variant, operand: str, tile: str) -> Composition:
+    """Which ldmatrix (A, B) / stmatrix (C, D) form moves ``operand`` between a tile and registers."""
+    op = variant.operands[operand]
+    family = "stmatrix" if operand in ("C", "D") else "ldmatrix"
+    res = Composition(variant.id, operand, tile, None)
+    if op.layout.matrices != 1:
+        res.why = f"{operand} spans {op.layout.matrices} independent computations; no single-tile form"
+        return res
+    reasons = []
+    for form in _forms(specs, family):
+        fo = form.operands["fragment"]
+        if fo.registers != op.registers or op.fragment.register != "b32":
+            continue
+        if mv.mem_bits(form) < 8:  # packed sub-byte source rows: the element format must match
+            if (op.type.bits, op.fragment.per_register, op.fragment.value_shift) != (
+                mv.mem_bits(form), fo.fragment.per_register, fo.fragment.value_shift
+            ):
+                continue
+        elif fo.fragment.container_bits % op.fragment.container_bits or fo.fragment.value_shift:
+            continue
+        ok, lanes, why = _fit(form, op, tile)
+        if ok:
+            res.form, res.lanes = form.id, lanes
+            rows = _bit_formula({ln: rc[0] for ln, rc in lanes.items()}, "lane")
+            cols = _bit_formula({ln: rc[1] for ln, rc in lanes.items()}, "lane")
+            used = sorted(lanes)
+            res.formula = (
+                f"lanes {_ranges(used)}: address = tile + "
+                + ("(row * ld + col)" if tile == "row-major" else "(col * ld + row)")
+                + " * sizeof(elem), "
+                f"row = {rows or 'see table'}, col = {cols or 'see table'}"
+                + (f"; lanes outside {_ranges(used)} are ignored" if len(used) < 32 else "")
+            )
+            b = mv.mem_bits(form)
+            res.memory_format = {6: "tile rows in .b6x16_p32 (16 packed 6-bit elements + 32 bits padding)",
+                                 4: "tile rows in .b4x16_p64 (16 packed 4-bit elements + 64 bits padding)"}.get(b, f"{op.fragment.container_bits}-bit elements, moved as .b{b}")
+            return res
+        reasons.append(f"{form.id}: {why}")
+    if not reasons:
+        res.why = (f"no {family} form packs .{op.type.name} like {operand} does "
+                   f"({op.layout.elements} elements, {op.fragment.per_register} per {op.fragment.register})")
+    else:
+        res.why = "; ".join(reasons[:3]) + (f"; and {len(reasons) - 3} more" if len(reasons) > 3 else "")
+    return res
+
+
+def _fit(form: Variant, op: Operand, tile: str) -> tuple[bool, dict, str]:
+    fo = form.operands["fragment"]
+    fm = fo.layout.map()
+    om = op.layout.map(op.param_combinations()[0])
+    ratio = fo.fragment.container_bits // op.fragment.container_bits if mv.mem_bits(form) >= 8 else 1
+    held = om[..., 0] >= 0
+    if not held.all():
+        return False, {}, "operand has empty slots"
+    start: dict[tuple[int, int], tuple[int, int]] = {}
+    for lane in range(32):
+        for e in range(om.shape[1]):
+            m, r, c = (int(x) for x in fm[lane, e // ratio])
+            c = c * ratio + e % ratio
+            R, C = int(om[lane, e, 1]), int(om[lane, e, 2])
+            s = (R, C - c) if tile == "row-major" else (R - c, C)
+            if start.setdefault((m, r), s) != s:
+                return False, {}, f"lane {lane} element {e} needs memory row ({m},{r}) to start at tile {s}, another element at {start[(m, r)]}"
+    rl = mv.row_lanes(form)
+    return True, {int(rl[m, r]): s for (m, r), s in start.items()}, ""
+
+
+def coverage(specs: Specs) -> dict:
+    out = {"ldmatrix": [0, 0], "stmatrix": [0, 0], "rows": []}
+    for v in specs.variants.values():
+        if v.family != "mma.sync":
+            continue
+        for name in ("A", "B", "C", "D"):
+            op = v.operands[name]
+            if op.fragment.container_bits not in (8, 16):
+                continue
+            fam = "stmatrix" if name in ("C", "D") else "ldmatrix"
+            for tile in ("row-major", "col-major"):
+                c = compose(specs, v, name, tile)
+                out[fam][0 if c.form else 1] += 1
+                out["rows"].append(c)
+    return out

@@ -1,0 +1,57 @@
+"""ldmatrix, stmatrix and movmatrix (§9.7.14.5.15-17) as a family: shared-memory images in, registers or images out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from conformance.core.family import Family
+from conformance.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from conformance.spec.targets import PtxVersion, Target
+
+from . import probe as mv
+from .compare import compare_movement
+
+# Operands each form must name.
+OPERANDS = {"ldmatrix": ("rowaddr", "fragment"), "stmatrix": ("rowaddr", "fragment"), "movmatrix": ("a", "d")}
+
+
+class MovementFamily(Family):
+    name = "movement"
+    spec_families = mv.FAMILIES
+    checks = ("value", "map.A", "map.B", "map.C")  # the run's default; each form keeps the checks it has
+
+    def check_variant(self, v, path: tuple, src) -> None:
+        for name in OPERANDS[v.family]:
+            if name not in v.operands:
+                raise src.error(path + ("operands",), f"{v.id} needs operand {name}")
+
+    def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
+             value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
+        rng = variant_rng(v, seed)
+        target, version = pick_build(v, rng, cc, max_ptx)
+        probe = mv.MoveProbe(v, mv.pick_space(v, rng, version))
+        case_sets = mv.make_cases(v, seed, tuple(checks), value_cases)
+        in_words = np.concatenate([cs.words for cs in case_sets])
+        slices, pos = stack_slices(case_sets)
+        order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
+        launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, mv.out_words(v))
+
+    def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
+        return mv.module_source(probes, version, target)
+
+    def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
+        return mv.apply(probe.variant, rows)
+
+    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
+        return compare_movement(v, check, seed, in_words, out_words, meta)
+
+    def add_cli(self, sub) -> None:
+        from .cli import add_parser
+
+        add_parser(sub)
+
+
+FAMILY = MovementFamily()

@@ -1,0 +1,61 @@
+"""wgmma.mma_async (§9.7.15) as a family: one warpgroup per case, A/B through matrix descriptors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from conformance.core.family import Family
+from conformance.core.plan import Plan, launches_by_probe, pick_build, split_launches, stack_slices, variant_rng
+from conformance.spec.targets import PtxVersion, Target
+
+from . import probe as wg
+from .compare import compare_wgmma
+
+
+class WgmmaFamily(Family):
+    name = "wgmma"
+    spec_families = ("wgmma",)
+    documents = {"wgmma/1": "conformance.families.wgmma.spec:load_document"}
+    emulated_cc = (9, 0)  # every form is sm_90a-specific: the emulator stands in for that GPU
+    checks = ("value", "map.A", "map.B", "map.C")
+
+    def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
+             value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
+        rng = variant_rng(v, seed)
+        target, version = pick_build(v, rng, cc, max_ptx)
+        case_sets = wg.make_cases(v, seed, tuple(checks), min(value_cases, 4))
+        probes, of_set = [], []
+        for cs in case_sets:
+            p = wg.WgProbe(v, tuple(sorted(cs.params["imm"].items())))
+            if p not in probes:
+                probes.append(p)
+            of_set.append(probes.index(p))
+        in_words = np.concatenate([cs.words for cs in case_sets])
+        slices, pos = stack_slices(case_sets)
+        of_case = np.zeros(pos, dtype=np.int64)
+        for cs, k in zip(case_sets, of_set):
+            a, b = slices[cs.check]
+            of_case[a:b] = k
+        order, per_launch, _ = split_launches(rng, pos, cases_per_launch)
+        launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
+        return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, 1, wg.out_words(v),
+                    probes, launch_probe)
+
+    def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
+        return wg.module_source(probes, version, target)
+
+    def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
+        return wg.apply(probe.variant, rows, probe.params["imm"], arithmetic=getattr(emulator, "arithmetic", None))
+
+    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
+        return compare_wgmma(v, check, seed, in_words, out_words, params, meta)
+
+    def add_cli(self, sub) -> None:
+        from .cli import add_parser
+
+        add_parser(sub)
+
+
+FAMILY = WgmmaFamily()

@@ -1,0 +1,560 @@
+"""Probes for wgmma.mma_async: one warpgroup (128 threads) per case.
+
+Buffer contract (the mma kernel signature: in, out, order, ncases; ``[case][lane][word]``,
+here 128 lanes per case):
+
+* words 0-1 / 2-3 of every lane: the A / B matrix descriptor, with the start address relative
+  to the case's shared image (the kernel adds the image's shared address >> 4);
+* word 4: scale-d (0: D = A*B, else D = A*B + C);
+* words ``c_off ..``: C, in D's fragment (D's registers before the instruction);
+* words ``a_off ..`` (A from registers): A's fragment;
+* words ``img_off ..``: the shared image, lane by lane (lane 0's words first); the kernel copies
+  it to shared memory (aligned to 1024 bytes), fences the async proxy and runs the instruction.
+
+Out: D's registers.  The immediates (imm-scale-a/b, imm-trans-a/b) are part of the kernel: a plan
+has one kernel per immediate set; swizzle mode, LBO/SBO, start offsets and scale-d are data.
+
+:func:`apply` executes a case as the spec says (emulator and comparator both use it), with a
+:class:`Model` that may be perturbed (the fault hypotheses of conformance/wgmma.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from conformance.families.wgmma.desc import Desc, decode, encode, shift_of
+from conformance.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
+from conformance.spec.model import Variant
+from conformance.spec.packing import pack, unpack
+from conformance.spec.ptxtypes import TYPES
+from conformance.spec.targets import PtxVersion, Target
+from generators.ptx import KeyedProbe, case_prologue
+from generators.ptx import module_source as probe_module_source
+
+LANES = 128
+HEAD_WORDS = 6
+A_REGION = 64 * 128 + 1024  # 64 rows of the widest swizzle, plus room for an offset start
+RUN_N = (8, 16, 64, 256)  # the N a quick GPU run covers per type (the specs enumerate all N)
+DIGIT_BITS = {"f16": 8, "bf16": 8, "tf32": 8, "e4m3": 4, "e5m2": 3, "s8": 7, "u8": 8, "b1": 1}
+
+
+def is_wgmma(v: Variant) -> bool:
+    return v.family == "wgmma"
+
+
+def _spec():
+    from conformance.spec.loader import load_specs
+
+    return load_specs().documents["wgmma"]
+
+
+# --- buffers ---------------------------------------------------------------------------------
+
+
+def d_words(v: WgmmaVariant) -> int:
+    return v.operands["D"].words
+
+
+def c_off(v: WgmmaVariant) -> int:
+    return HEAD_WORDS
+
+
+def a_off(v: WgmmaVariant) -> int:
+    return HEAD_WORDS + d_words(v)
+
+
+def b_region(v: WgmmaVariant) -> int:
+    return max(v.N, 8) * 128 + 1024
+
+
+def image_bytes(v: WgmmaVariant) -> int:
+    a = A_REGION if v.a_src == "shared" else 0
+    total = a + b_region(v)
+    return -(-total // (LANES * 16)) * LANES * 16  # whole 16-byte vectors per lane
+
+
+def b_base(v: WgmmaVariant) -> int:
+    return A_REGION if v.a_src == "shared" else 0
+
+
+def img_off(v: WgmmaVariant) -> int:
+    n = a_off(v) + (v.operands["A"].words if "A" in v.operands else 0)
+    return -(-n // 4) * 4
+
+
+def in_words(v: WgmmaVariant) -> int:
+    return img_off(v) + image_bytes(v) // (4 * LANES)
+
+
+def out_words(v: WgmmaVariant) -> int:
+    return d_words(v) + d_words(v) % 2
+
+
+def image_of(v: WgmmaVariant, words: np.ndarray) -> np.ndarray:
+    """``uint32[case, lane, in_words]`` -> ``uint8[case, image_bytes]``."""
+    w = np.ascontiguousarray(words[:, :, img_off(v) :], dtype="<u4")
+    return w.reshape(len(w), -1).view(np.uint8).copy()
+
+
+def put_image(v: WgmmaVariant, words: np.ndarray, img: np.ndarray) -> None:
+    words[:, :, img_off(v) :] = np.ascontiguousarray(img).view("<u4").reshape(len(img), LANES, -1)
+
+
+# --- the model the emulator and comparator execute --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the spec says, as data: perturb a field to state a fault hypothesis."""
+
+    smem: SmemSpec
+    desc: object = None  # DescSpec
+    swap_lbo_sbo: bool = False  # the hardware takes LBO for SBO and vice versa
+    unencoded: bool = False  # the hardware's descriptor encoding shifts where the spec's does not (or back)
+    major_flip: tuple[str, ...] = ()  # operands read MN-major where the spec says K-major (and back)
+    swizzle_map: tuple[tuple[int, str], ...] = ()  # descriptor code -> mode actually applied
+    core_transpose: bool = False  # rows and 16-byte columns of each 8x8 core matrix exchanged
+    ignore_base_offset: bool = False  # the hardware swizzles by the address alone (base offset read as 0)
+    d_layout: object | None = None  # another D layout (a TableLayout) to pack D through
+    a_layout: object | None = None  # another register-A layout
+
+    def swizzle_name(self, code: int) -> str | None:
+        for c, name in self.swizzle_map:
+            if c == code:
+                return name
+        return self.smem.name_of(code)
+
+
+def model_of(v: WgmmaVariant) -> Model:
+    doc = v.doc if v.doc is not None else _spec()
+    return Model(doc.smem, doc.descriptor)
+
+
+def decode_words(model: Model, lo, hi) -> Desc:
+    s = shift_of(model.desc)
+    if model.unencoded:
+        s = 0 if s else 4
+    return decode(model.desc, model.smem, int(lo) | (int(hi) << 32), s)
+
+
+def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int) -> np.ndarray:
+    """Element bits ``uint64[rows, cols]`` of A (64 x K) or B (K x N) from one case's image."""
+    bits = v.bits
+    ext = 64 if operand == "A" else v.N
+    mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+    major = model.smem.major_of(trans)
+    if operand in model.major_flip:
+        major = "K" if major == "MN" else "MN"
+    lbo, sbo = (desc.sbo, desc.lbo) if model.swap_lbo_sbo else (desc.lbo, desc.sbo)
+    start = desc.start
+    sw = model.swizzle_name(desc.swizzle) or "none"
+    if model.core_transpose and bits == 16 and sw == "none":
+        # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
+        mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+    bo = 0 if model.ignore_base_offset else desc.base_offset
+    addr = model.smem.addresses(major, sw, start, mn, k, bits, lbo, sbo, bo)
+    if bits >= 8:
+        nb = bits // 8
+        out = np.zeros(addr.shape, dtype=np.uint64)
+        for b in range(nb):
+            out |= img[np.clip(addr + b, 0, len(img) - 1)].astype(np.uint64) << np.uint64(8 * b)
+        out[(addr < 0) | (addr + nb > len(img))] = 0
+    else:
+        kb = k * bits % 8
+        out = (img[np.clip(addr, 0, len(img) - 1)].astype(np.uint64) >> kb.astype(np.uint64)) & np.uint64(1)
+    return out if operand == "A" else out.T
+
+
+def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
+    """D bits ``uint64[64, N]`` from A, B, C bits, exactly as the spec's semantics say."""
+    at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
+    a, b = at.decode(a_bits), bt.decode(b_bits)
+    if dt.is_float:
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
+            acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)
+            if scale_d:
+                acc = acc + dt.decode(c_bits)
+            return dt.encode(acc.astype(np.float64), exact=False)
+    acc = a.astype(np.int64) @ b.astype(np.int64)
+    if scale_d:
+        acc = acc + dt.decode(c_bits).astype(np.int64)
+    if v.satfinite:
+        acc = np.clip(acc, -(2**31), 2**31 - 1)
+    return (acc & 0xFFFFFFFF).astype(np.uint64)
+
+
+def operand_d(v: WgmmaVariant, model: Model | None):
+    d = v.operands["D"]
+    if model is not None and model.d_layout is not None:
+        d = replace(d, layout=model.d_layout)
+    return d
+
+
+def matrices(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """A and B bits ``[case, 64, K]``, ``[case, K, N]`` as the model reads them."""
+    cases = len(words)
+    img = image_of(v, words)
+    A = np.zeros((cases, 64, v.K), dtype=np.uint64)
+    B = np.zeros((cases, v.K, v.N), dtype=np.uint64)
+    if v.a_src == "registers":
+        aop = v.operands["A"]
+        if model.a_layout is not None:
+            aop = replace(aop, layout=model.a_layout)
+        A[:] = unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
+    for c in range(cases):
+        if v.a_src == "shared":
+            A[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 0], words[c, 0, 1]), "A", imm.get("trans_a", 0))
+        B[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 2], words[c, 0, 3]), "B", imm.get("trans_b", 0))
+    return A, B
+
+
+def apply(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model | None = None, arithmetic=None) -> np.ndarray:
+    """Expected out words ``uint32[case, 128, out_words]`` by the spec (or a perturbed model).
+
+    ``arithmetic`` replaces :func:`numerics` (same signature): the numerics model's hook."""
+    model = model or model_of(v)
+    numerics_ = arithmetic or numerics
+    A, B = matrices(v, words, imm, model)
+    dop = operand_d(v, model)
+    C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
+    D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
+    out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
+    out[:, :, : dop.words] = pack(dop, D[:, None])
+    return out
+
+
+# --- inputs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class WgCases:
+    check: str
+    words: np.ndarray
+    params: dict = field(default_factory=dict)  # {"imm": {...}}
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return len(self.words)
+
+
+def immediate_sets(v: WgmmaVariant) -> list[dict]:
+    """The immediate combinations a plan runs (each its own kernel)."""
+    out = []
+    ta = [0, 1] if "trans_a" in v.immediates else [0]
+    tb = [0, 1] if "trans_b" in v.immediates else [0]
+    for i, (x, y) in enumerate([(a, b) for a in ta for b in tb]):
+        imm = {}
+        if "trans_a" in v.immediates:
+            imm["trans_a"] = x
+        if "trans_b" in v.immediates:
+            imm["trans_b"] = y
+        if "scale_a" in v.immediates:
+            imm["scale_a"] = -1 if i % 2 else 1
+            imm["scale_b"] = -1 if i % 4 == 2 or (len(ta) * len(tb) == 1) else 1
+        out.append(imm)
+    if "scale_a" in v.immediates and len(out) == 1:
+        out.append({**out[0], "scale_a": -1, "scale_b": 1})
+    return out
+
+
+def imm_tag(imm: dict) -> str:
+    short = {"scale_a": "sa", "scale_b": "sb", "trans_a": "ta", "trans_b": "tb"}
+    return ",".join(f"{short[k]}{'+' if k.startswith('scale') and val > 0 else ''}{val}" for k, val in sorted(imm.items()))
+
+
+def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model: Model, region: int,
+                   off_boundary: bool = False) -> tuple[Desc, int]:
+    """(descriptor, where its swizzle pattern starts): ``region`` (a repeat boundary: the image is
+    1024-byte aligned in shared memory) or, ``off_boundary``, a random 128-byte step past it, the
+    base offset then set by the spec's rule."""
+    smem = model.smem
+    bits = v.bits
+    ext = 64 if operand == "A" else v.N
+    major = smem.major_of(trans)
+    W = smem.width(sw)
+    lbo, sbo = canonical_strides(major, sw, W, bits, ext, v.K)
+    pattern = region
+    if off_boundary and sw != "none":
+        # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
+        mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - 32 if major == "K" else 0)
+        room = (A_REGION if operand == "A" else image_bytes(v) - b_base(v)) - end
+        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room]
+        if steps:
+            pattern += 128 * int(rng.choice(steps))
+    start = pattern
+    if major == "K" and sw == "none" and rng.integers(2):
+        # K chunks after all MN groups: LBO and SBO differ the other way round
+        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+    if major == "K" and sw != "none":
+        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
+        start += 32 * int(rng.integers(0, W // 32))  # K advance inside the swizzle row (off the boundary)
+    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+
+
+def _fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
+    """Write matrix bits ``mat`` (A: 64 x K, B: K x N) into one case's image where the spec reads them."""
+    bits = v.bits
+    ext = 64 if operand == "A" else v.N
+    mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+    sw = smem.name_of(desc.swizzle)
+    addr = smem.addresses(smem.major_of(trans), sw, desc.start, mn, k, bits, desc.lbo, desc.sbo, desc.base_offset)
+    vals = mat if operand == "A" else mat.T
+    if bits >= 8:
+        for b in range(bits // 8):
+            img[addr.ravel() + b] = ((vals.ravel() >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.uint8)
+    else:
+        kb = (k * bits % 8).ravel().astype(np.uint8)
+        a = addr.ravel()
+        img[a] = 0
+        np.bitwise_or.at(img, a, ((vals.ravel() & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+
+
+def _values(rng, tname: str, shape) -> np.ndarray:
+    t = TYPES[tname]
+    if t.kind == "float":
+        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64))
+    if t.kind == "bits":
+        return rng.integers(0, 2, size=shape).astype(np.uint64)
+    lo, hi = t.int_range()
+    return t.encode(rng.integers(lo, hi + 1, size=shape))
+
+
+def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
+    dt = TYPES[v.dtype]
+    if dt.is_float:
+        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64))
+    near = rng.integers(0, 2, size=(cases, 64, v.N))
+    base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
+    return dt.encode(base + rng.integers(-40, 41, size=near.shape))
+
+
+def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[WgCases]:
+    """Case sets per (check, immediate set); swizzle modes and scale-d cycle over the cases."""
+    model = model_of(v)
+    smem = model.smem
+    rng = np.random.default_rng([seed, 0x36A, *v.id.encode()])
+    swz = list(smem.swizzles)
+    out = []
+    sets = immediate_sets(v)
+    for si, imm in enumerate(sets):
+        tag = imm_tag(imm)
+        wanted = [c for c in ("value", "map.A", "map.B") if c in checks]
+        if 0 < si < len(sets) - 1:  # tagged checks on the first and last immediate sets (K- and MN-major)
+            wanted = [c for c in wanted if c == "value"]
+        if v.atype == "b1":
+            wanted = [c for c in wanted if c == "value"] or (["value"] if any(c.startswith("map") for c in checks) else [])
+        map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # the tagged sets' mode: none first, then swizzled
+        # each tagged set again with the swizzle pattern off its repeat boundary (the base offset set):
+        # the swizzled one's mode, or 128B where a form's only tagged set is unswizzled
+        jobs = [(c, False) for c in wanted] + [(c, True) for c in wanted if c.startswith("map") and (map_sw != "none" or len(sets) == 1)
+                                               and not (c == "map.A" and v.a_src == "registers")]
+        for check, off_set in jobs:
+            plans = []  # (A bits, B bits, meta) per case
+            if check == "value":
+                # every mode for A and for B on the repeat boundary, then each swizzled mode off it
+                n = max(value_cases, len(swz)) + len(swz) - 1
+                for _ in range(n):
+                    plans.append((_values(rng, v.atype, (64, v.K)), _values(rng, v.btype, (v.K, v.N))))
+                meta = {}
+            else:
+                target = check.split(".")[1]
+                db = DIGIT_BITS[v.atype if target == "A" else v.btype]
+                space = 64 * v.K if target == "A" else v.K * v.N
+                digits = max(1, -(-int(np.ceil(np.log2(space))) // db))
+                shifts = -(-v.K // v.N) if target == "A" else -(-v.K // 64)
+                one = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+                for dgt in range(digits):
+                    for s in range(shifts):
+                        if target == "A":
+                            tags = np.arange(64 * v.K, dtype=np.int64).reshape(64, v.K)
+                            A = _digit(v.atype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                            B = np.zeros((v.K, v.N), dtype=np.uint64)
+                            n_ = np.arange(v.N)
+                            kk = n_ + s * v.N
+                            ok = kk < v.K
+                            B[kk[ok], n_[ok]] = one
+                        else:
+                            tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+                            B = _digit(v.btype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                            A = np.zeros((64, v.K), dtype=np.uint64)
+                            m_ = np.arange(64)
+                            kk = m_ + s * 64
+                            ok = kk < v.K
+                            A[m_[ok], kk[ok]] = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+                        plans.append((A, B))
+                meta = {"digits": digits, "digit_bits": db, "target": target}
+            words = np.zeros((len(plans), LANES, in_words(v)), dtype=np.uint32)
+            # bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)
+            img = np.tile(((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
+            C = _c_values(rng, v, len(plans))
+            cfgs = []
+            n_on = max(value_cases, len(swz))
+            sw_modes = [m for m in swz if m != "none"]
+            for i, (A, B) in enumerate(plans):
+                if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
+                    sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
+                    off = False
+                elif check == "value":  # each swizzled mode off its repeat boundary, for A and for B
+                    j = i - n_on
+                    sw_a, sw_b = sw_modes[j % len(sw_modes)], sw_modes[(j + 1) % len(sw_modes)]
+                    off = True
+                elif off_set:
+                    sw_a = sw_b = map_sw if map_sw != "none" else "128B"
+                    off = True
+                else:  # one layout per tagged set (its digits spell tags back)
+                    sw_a = sw_b = map_sw
+                    off = False
+                # a tagged set moves only the tagged operand: K-major A and B read with the same
+                # permutation along K would give the same product
+                off_a = off and (check == "value" or check.endswith("A"))
+                off_b = off and (check == "value" or check.endswith("B"))
+                db_, pb = _layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
+                lo, hi = _words(model, db_)
+                words[i, :, 2], words[i, :, 3] = lo, hi
+                _fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
+                # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
+                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                if v.a_src == "shared":
+                    da, pa = _layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
+                    lo, hi = _words(model, da)
+                    words[i, :, 0], words[i, :, 1] = lo, hi
+                    _fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
+                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
+                else:
+                    aop = v.operands["A"]
+                    words[i, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[None, None])[0]
+                scale_d = 1 if check != "value" else int(i % 3 != 2)
+                words[i, :, 4] = scale_d
+                if check != "value":
+                    C[i] = 0
+                cfgs.append(cfg)
+            dop = v.operands["D"]
+            words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
+            put_image(v, words, img)
+            name = f"{check}[{tag}]" if tag else check
+            if off_set:
+                name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
+            out.append(WgCases(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+    return out
+
+
+def _words(model: Model, d: Desc) -> tuple[int, int]:
+    x = encode(model.desc, model.smem, d.start, d.lbo, d.sbo, model.smem.name_of(d.swizzle), d.base_offset)
+    return x & 0xFFFFFFFF, x >> 32
+
+
+def _digit(tname: str, d: np.ndarray) -> np.ndarray:
+    t = TYPES[tname]
+    return t.encode(d.astype(np.float64) if t.is_float else d)
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WgProbe(KeyedProbe):
+    variant: WgmmaVariant
+    imm: tuple[tuple[str, int], ...]
+    reuse: bool = False  # overwrite A's registers right after issuing, before wait_group
+
+    def key(self) -> str:
+        return f"{self.variant.id}|{self.imm}|{self.reuse}"
+
+    @property
+    def params(self) -> dict:
+        return {"imm": dict(self.imm)}
+
+    def instruction_text(self, d: str, a: str, b: str, p: str) -> str:
+        v = self.variant
+        imm = dict(self.imm)
+        ops = [d, a, b, p]
+        if "scale_a" in v.immediates:
+            ops += [str(imm.get("scale_a", 1)), str(imm.get("scale_b", 1))]
+        if "trans_a" in v.immediates:
+            ops.append(str(imm.get("trans_a", 0)))
+        if "trans_b" in v.immediates:
+            ops.append(str(imm.get("trans_b", 0)))
+        return f"{v.ptx} {', '.join(ops)};"
+
+    def source(self) -> str:
+        return kernel_source(self)
+
+
+def _dreg_type(v: WgmmaVariant) -> str:
+    return {"f32": "f32", "s32": "s32", "f16": "b32"}[v.dtype]
+
+
+def kernel_source(p: WgProbe) -> str:
+    v = p.variant
+    iw, ow = in_words(v), out_words(v)
+    nd = d_words(v)
+    na = v.operands["A"].words if "A" in v.operands else 0
+    imw = image_bytes(v) // (4 * LANES)
+    dt = _dreg_type(v)
+    L = [
+        f".visible .entry {p.name}(",
+        "    .param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases",
+        ")",
+        "{",
+        f"    .reg .{dt} %d<{nd}>;",
+        f"    .reg .b32 %a<{max(na, 1)}>;",
+        "    .reg .b32 %t<16>;",
+        "    .reg .b64 %q<12>;",
+        "    .reg .pred %p<2>;",
+        f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
+        *case_prologue(LANES),  # one warpgroup per case
+        f"    mul.wide.u32 %q3, %t6, {iw * 4};",
+        "    add.s64 %q2, %q2, %q3;",
+        "    ld.param.u64 %q4, [p_out];",
+        "    cvta.to.global.u64 %q4, %q4;",
+        f"    mul.wide.u32 %q5, %t6, {ow * 4};",
+        "    add.s64 %q4, %q4, %q5;",
+        # this lane's slice of the image -> shared memory
+        "    mov.u32 %t9, img;",
+        f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
+    ]
+    for k in range(0, imw, 4):
+        L += [
+            f"    ld.global.v4.b32 {{%t11, %t12, %t13, %t14}}, [%q2+{(img_off(v) + k) * 4}];",
+            f"    st.shared.v4.b32 [%t10+{4 * k}], {{%t11, %t12, %t13, %t14}};",
+        ]
+    L += [
+        "    fence.proxy.async.shared::cta;",
+        "    bar.sync 0;",
+        # descriptors: template + (shared address of the image >> 4) in the start-address field
+        "    shr.u32 %t15, %t9, 4;",
+        "    and.b32 %t15, %t15, 16383;",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q6, {%t11, %t12};",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2+8];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q7, {%t11, %t12};",
+        "    ld.global.u32 %t13, [%q2+16];",
+        "    setp.ne.u32 %p1, %t13, 0;",
+    ]
+    for i in range(nd):
+        L.append(f"    ld.global.{'b32' if dt == 'b32' else dt} %d{i}, [%q2+{(c_off(v) + i) * 4}];")
+    for i in range(na):
+        L.append(f"    ld.global.b32 %a{i}, [%q2+{(a_off(v) + i) * 4}];")
+    dregs = "{" + ", ".join(f"%d{i}" for i in range(nd)) + "}"
+    a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
+    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%p1")]
+    if p.reuse and na:
+        # The ISA: A's registers must not be modified before wgmma.wait_group says the wgmma is done.
+        # This probe overwrites them right after the issue: what a compiler reusing them early produces.
+        L += [f"    mov.b32 %a{i}, 0;" for i in range(na)]
+    L.append("    wgmma.commit_group.sync.aligned;")
+    L.append("    wgmma.wait_group.sync.aligned 0;")
+    for i in range(nd):
+        L.append(f"    st.global.{'b32' if dt == 'b32' else dt} [%q4+{4 * i}], %d{i};")
+    L += ["$L_done:", "    ret;", "}"]
+    return "\n".join(L)
+
+
+def module_source(probes: list[WgProbe], version: PtxVersion, target: Target) -> str:
+    return probe_module_source(probes, version, target, kernel_source)

@@ -1,0 +1,152 @@
+"""JUnit XML writer (standard library only) whose output CI servers' schema checks accept.
+
+flavor="jenkins" targets Jenkins (junit and xunit plugins) and other Ant-schema readers: the output
+validates against both xunit's junit-10.xsd and Ant's JUnit.xsd; neither lets <testcase> carry
+``file=`` or <properties>, so a case's file and properties are dropped.
+flavor="gitlab" targets GitLab CI, which reads ``file=`` on <testcase>: it is kept there (neither
+schema accepts it); everything else is as for "jenkins".
+
+What the two schemas demand, and so what every document here has:
+- Ant: an attribute-less <testsuites>; <testsuite> with id (int), package, name and hostname (non-empty),
+  timestamp without timezone or fraction, and children in the order properties, testcase*, system-out,
+  system-err (all but testcase required); at most one of failure/error/skipped per case; ``type`` on
+  failure and error; time as a plain decimal on every testcase.
+- junit-10: suite time with at most three decimals and no exponent; no ``disabled`` attribute anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from os import PathLike
+from typing import Literal
+
+__all__ = ["JUnitCase", "junit_string", "write_junit"]
+
+Status = Literal["pass", "fail", "error", "skip"]
+Flavor = Literal["jenkins", "gitlab"]
+
+# Characters outside the XML 1.0 Char production; a parser rejects the whole file on one of them.
+_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_OUTCOME_TAG = {"fail": "failure", "error": "error", "skip": "skipped"}
+
+
+@dataclass
+class JUnitCase:
+    """One test result; ``file`` and ``properties`` reach the XML only where a flavor allows them."""
+
+    name: str
+    classname: str
+    time: float = 0.0
+    status: Status = "pass"
+    message: str = ""
+    details: str = ""
+    file: str | None = None
+    properties: dict = field(default_factory=dict)
+
+
+def _clean(value: object) -> str:
+    """str() of a value minus the characters XML 1.0 forbids."""
+    return _NOT_XML_CHAR.sub("", "" if value is None else str(value))
+
+
+def _seconds(t: float) -> str:
+    """Both schemas' time formats: non-negative, no exponent, at most three decimals."""
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        t = 0.0
+    return f"{t:.3f}" if math.isfinite(t) and t > 0 else "0.000"
+
+
+def _timestamp(ts: datetime | str) -> str:
+    """Ant's pattern is YYYY-MM-DDTHH:MM:SS with no zone: aware times are given in UTC first."""
+    if isinstance(ts, str):
+        text = ts.strip()
+        ts = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _properties(parent: ET.Element, props: dict) -> None:
+    """A <properties> element, always present (Ant requires it); Ant rejects empty names."""
+    node = ET.SubElement(parent, "properties")
+    for key, value in props.items():
+        name = _clean(key).strip()
+        if name:
+            ET.SubElement(node, "property", name=name, value=_clean(value))
+
+
+def _testcase(parent: ET.Element, case: JUnitCase, flavor: Flavor) -> None:
+    if case.status != "pass" and case.status not in _OUTCOME_TAG:
+        raise ValueError(f"unknown JUnit case status {case.status!r}")
+    attrs = {"name": _clean(case.name), "classname": _clean(case.classname), "time": _seconds(case.time)}
+    if flavor == "gitlab" and case.file:
+        attrs["file"] = _clean(case.file)
+    node = ET.SubElement(parent, "testcase", attrs)
+    tag = _OUTCOME_TAG.get(case.status)
+    if tag:
+        outcome = ET.SubElement(node, tag, message=_clean(case.message))
+        if tag != "skipped":
+            outcome.set("type", tag)
+        outcome.text = _clean(case.details)
+
+
+def junit_string(
+    suite_name: str,
+    cases: list[JUnitCase],
+    properties: dict,
+    timestamp: datetime | str,
+    hostname: str,
+    flavor: Flavor = "jenkins",
+) -> str:
+    """The whole document as text, with its XML declaration."""
+    if flavor not in ("jenkins", "gitlab"):
+        raise ValueError(f"unknown JUnit flavor {flavor!r}")
+    name = " ".join(_clean(suite_name).split())
+    if not name:
+        raise ValueError("a JUnit testsuite needs a non-blank name")
+    counts = {s: sum(c.status == s for c in cases) for s in ("fail", "error", "skip")}
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": name,
+            "tests": str(len(cases)),
+            "failures": str(counts["fail"]),
+            "errors": str(counts["error"]),
+            "skipped": str(counts["skip"]),
+            "time": _seconds(sum(float(_seconds(c.time)) for c in cases)),
+            "timestamp": _timestamp(timestamp),
+            "hostname": " ".join(_clean(hostname).split()) or "localhost",
+            "id": "0",
+            "package": name,
+        },
+    )
+    _properties(suite, properties)
+    for case in cases:
+        _testcase(suite, case, flavor)
+    ET.SubElement(suite, "system-out")
+    ET.SubElement(suite, "system-err")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(
+    path: str | PathLike[str],
+    suite_name: str,
+    cases: list[JUnitCase],
+    properties: dict,
+    timestamp: datetime | str,
+    hostname: str,
+    flavor: Flavor = "jenkins",
+) -> None:
+    """Write :func:`junit_string` to ``path`` as UTF-8, byte for byte."""
+    text = junit_string(suite_name, cases, properties, timestamp, hostname, flavor)
+    with open(path, "wb") as fh:
+        fh.write(text.encode("utf-8"))

@@ -1,0 +1,161 @@
+"""The run loop: plan probes per variant, batch them into modules, launch, compare, record.
+
+Per variant and seed the owning family plans (reproducibly) the ``.version`` and
+``.target``, the surroundings, the warps per block, how the cases split into
+launches and the case -> warp order.  Variants of one family sharing a ``.version``
+and ``.target`` share one PTX module.  Verdicts and raw observations are written as
+each module finishes, so a run killed half way keeps what it did.  Nothing here asks
+which family it holds: every family-specific step goes through :class:`Family`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from conformance.backends.base import Backend, Launch
+from conformance.core.family import compare, family_of
+from conformance.core.plan import PTX_VERSIONS, Plan, support_reason
+from conformance.core.verdict import Verdict
+from conformance.spec.model import Variant
+from conformance.spec.targets import PtxVersion
+
+__all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups"]
+
+
+def plan_variant(
+    v: Variant,
+    seed: int,
+    cc: tuple[int, int],
+    max_ptx: PtxVersion,
+    checks: Iterable[str] | None = None,
+    value_cases: int = 8,
+    cases_per_launch: int | None = None,
+) -> Plan:
+    """Everything random about a variant's probes, from (seed, variant id) alone."""
+    fam = family_of(v)
+    return fam.plan(v, seed, cc, max_ptx, fam.checks if checks is None else tuple(checks), value_cases, cases_per_launch)
+
+
+@dataclass
+class VariantOutcome:
+    plan: Plan | None
+    verdicts: list[Verdict] = field(default_factory=list)
+    out_words: np.ndarray | None = None
+    seconds: float = 0.0
+
+
+def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+    """Run plans that share a (.version, .target) as one module."""
+    return _run_module(backend, plans)
+
+
+def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+    first = plans[0]
+    module = family_of(first.variant).module_source([q for p in plans for q in p.kernels], first.version, first.target)
+    outcomes = []
+    for plan in plans:
+        t0 = time.perf_counter()
+        out = np.zeros((len(plan.in_words), plan.in_words.shape[1], plan.out_words), dtype=np.uint32)
+        errors = []
+        launches = []
+        for li, cases in enumerate(plan.launches):
+            # Each launch gets only its cases: a compact buffer and the order within it.
+            launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))], plan.warps_per_block))
+        for cases, result in zip(plan.launches, backend.run(module, launches)):
+            if result.error:
+                errors.append(result.error)
+            else:
+                out[cases] = result.out
+        outcome = VariantOutcome(plan, out_words=None if errors else out, seconds=time.perf_counter() - t0)
+        for cs in plan.case_sets:
+            if errors:
+                outcome.verdicts.append(Verdict(plan.variant.id, cs.check, plan.seed, "error", message=errors[0]))
+                continue
+            a, b = plan.slices[cs.check]
+            outcome.verdicts.append(
+                compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
+            )
+        outcomes.append(outcome)
+    return outcomes
+
+
+def plan_groups(
+    backend: Backend,
+    variants: list[Variant],
+    seed: int,
+    checks: Iterable[str] | None = None,
+    value_cases: int = 8,
+    cases_per_launch: int | None = None,
+    on_skip: Callable[[Variant, str], None] | None = None,
+) -> dict[tuple[str, str, str], list[Plan]]:
+    """Plan every variant the backend can run; group plans that share a module (family, .version, .target)."""
+    cc, max_ptx = backend.compute_capability(), backend.max_ptx()
+    cc_for = getattr(backend, "cc_for", lambda v: cc)
+    groups: dict[tuple[str, str, str], list[Plan]] = {}
+    for v in variants:
+        why = support_reason(v, cc_for(v), max_ptx)
+        if why:
+            if on_skip:
+                on_skip(v, why)
+            continue
+        plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch)
+        groups.setdefault((family_of(v).name, str(plan.version), plan.target.name), []).append(plan)
+    return groups
+
+
+def run_variants(
+    backend: Backend,
+    variants: list[Variant],
+    seed: int,
+    checks: Iterable[str] | None = None,
+    value_cases: int = 8,
+    on_outcome: Callable[[VariantOutcome], None] | None = None,
+    on_skip: Callable[[Variant, str], None] | None = None,
+    progress=None,
+) -> None:
+    """Plan, group by module, run module by module, report each outcome."""
+
+    def skipped(v: Variant, why: str) -> None:
+        if on_skip:
+            on_skip(v, why)
+        if progress:
+            progress.update(1)
+
+    for plans in plan_groups(backend, variants, seed, checks, value_cases, on_skip=skipped).values():
+        for outcome in _run_module(backend, plans):
+            if on_outcome:
+                on_outcome(outcome)
+            if progress:
+                progress.update(1)
+
+
+def observation_name(variant_id: str, seed: int) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}.npz"
+
+
+def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
+    """Inputs and outputs per lane, and everything needed to re-run the comparators."""
+    plan = outcome.plan
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "variant": plan.variant.id,
+        "seed": plan.seed,
+        "version": str(plan.version),
+        "target": plan.target.name,
+        "warps_per_block": plan.warps_per_block,
+        "surroundings": vars(plan.probe.surroundings),
+        "checks": [
+            {"check": cs.check, "slice": list(plan.slices[cs.check]), "params": cs.params, "meta": cs.meta}
+            for cs in plan.case_sets
+        ],
+    }
+    path = directory / observation_name(plan.variant.id, plan.seed)
+    np.savez_compressed(path, in_words=plan.in_words, out_words=outcome.out_words, meta=json.dumps(meta))
+    return path

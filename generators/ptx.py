@@ -1,0 +1,88 @@
+"""PTX module framing shared by every probe family: one module, many kernels, one case contract.
+
+A probe kernel of any family takes ``in``, ``out``, ``order`` and ``ncases``; group ``w`` of
+threads (a warp, a warpgroup, a CTA) takes case ``order[w]``.  The framing, the case prologue
+and the harmless surroundings live here so that no family writes them twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from conformance.spec.targets import PtxVersion, Target
+
+__all__ = ["Surroundings", "KeyedProbe", "case_prologue", "checksum", "module_source"]
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """Harmless code around the instruction, chosen by seed."""
+
+    chain: bool = False
+    extra_regs: int = 0
+    salt: int = 0  # extra register k holds lane * 0x9E3779B1 + salt + k
+
+
+class KeyedProbe:
+    """A probe of another family: kernel name hashed from ``key``, no surroundings."""
+
+    def key(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return "probe_" + hashlib.sha256(self.key().encode()).hexdigest()[:16]
+
+    @property
+    def surroundings(self) -> Surroundings:
+        return Surroundings()
+
+
+def case_prologue(lanes: int) -> list[str]:
+    """PTX that maps a thread to its case and lane (the probe contract), for groups of ``lanes`` threads.
+
+    Leaves the lane in %t1, the slot in %t8, ``case * lanes + lane`` in %t6, the
+    global ``in`` base in %q2; exits the group when its slot is past ``ncases``.
+    """
+    shift = lanes.bit_length() - 1
+    return [
+        "    mov.u32 %t0, %tid.x;",
+        f"    and.b32 %t1, %t0, {lanes - 1};",
+        f"    shr.u32 %t2, %t0, {shift};",
+        "    mov.u32 %t3, %ntid.x;",
+        f"    shr.u32 %t3, %t3, {shift};",
+        "    mov.u32 %t4, %ctaid.x;",
+        "    mad.lo.u32 %t8, %t4, %t3, %t2;",
+        "    ld.param.u32 %t5, [p_ncases];",
+        "    setp.ge.u32 %p0, %t8, %t5;",
+        "    @%p0 bra $L_done;",
+        "    ld.param.u64 %q0, [p_order];",
+        "    cvta.to.global.u64 %q0, %q0;",
+        "    mul.wide.u32 %q1, %t8, 4;",
+        "    add.s64 %q0, %q0, %q1;",
+        "    ld.global.u32 %t6, [%q0];",
+        f"    mad.lo.u32 %t6, %t6, {lanes}, %t1;",
+        "    ld.param.u64 %q2, [p_in];",
+        "    cvta.to.global.u64 %q2, %q2;",
+    ]
+
+
+def checksum(lanes: np.ndarray, s: Surroundings) -> np.ndarray:
+    """The checksum word the probe stores after D, computed on the host."""
+    acc = np.zeros_like(lanes, dtype=np.uint64)
+    for k in range(s.extra_regs):
+        acc ^= (lanes.astype(np.uint64) * np.uint64(0x9E3779B1) + np.uint64(s.salt + k)) & np.uint64(0xFFFFFFFF)
+    return acc.astype(np.uint32)
+
+
+def module_source(probes: list, version: PtxVersion, target: Target, kernel: Callable) -> str:
+    """One PTX module holding every probe (duplicates by name emitted once); ``kernel`` renders one probe."""
+    seen: dict[str, str] = {}
+    for p in probes:
+        seen.setdefault(p.name, kernel(p))
+    head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
+    return "\n".join(head + [src + "\n" for src in seen.values()])

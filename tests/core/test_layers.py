@@ -1,0 +1,131 @@
+"""The import graph: layers import downward only, no module imports itself back through others.
+
+Layers, lowest first (README "Layers"): registry, spec, generators, core and the oracle,
+backends, families, run, tools, cli.  A family may import no other family, and no module
+outside a family's folder may import it by name (the registry resolves families from strings).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = [
+    ("conformance.registry", 0),
+    ("conformance.spec", 1),
+    ("generators", 2),
+    ("conformance.core", 3),
+    ("conformance.oracle", 3),
+    ("conformance.figures", 3),
+    ("conformance.backends", 4),
+    ("conformance.families", 5),
+    ("conformance.run", 6),
+    ("conformance.tools", 7),
+    ("conformance.docs", 7),
+    ("conformance.junit", 6),
+    ("conformance.cli", 8),
+    ("conformance", 0),  # the package root: __version__ only
+]
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for top in ("conformance", "generators"):
+        for path in (ROOT / top).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            mods[".".join(parts)] = path
+    return mods
+
+
+def _layer(mod: str) -> int:
+    for prefix, layer in LAYERS:
+        if mod == prefix or mod.startswith(prefix + "."):
+            return layer
+    raise AssertionError(f"{mod}: in no layer")
+
+
+def _family(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["conformance", "families"] else None
+
+
+def _imports(mod: str, path: Path, known: set[str]) -> set[str]:
+    """Every project module ``mod`` imports, at any depth of the file (late imports count too)."""
+    tree = ast.parse(path.read_text())
+    pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = pkg.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != mod:
+                out.add(name)
+    return out
+
+
+GRAPH = {m: _imports(m, p, set(_modules())) for m, p in _modules().items()}
+
+
+def test_no_upward_import():
+    bad = []
+    for mod, deps in GRAPH.items():
+        for dep in deps:
+            if dep in ("conformance",):
+                continue
+            if _layer(dep) > _layer(mod):
+                bad.append(f"{mod} (layer {_layer(mod)}) imports {dep} (layer {_layer(dep)})")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_family_imports_another_and_no_generic_module_imports_a_family():
+    bad = []
+    for mod, deps in GRAPH.items():
+        for dep in deps:
+            fam = _family(dep)
+            if fam is None:
+                continue
+            if _layer(mod) < _layer(dep):
+                continue  # already an upward import (other test)
+            own = _family(mod)
+            if own is not None and own != fam:
+                bad.append(f"family module {mod} imports family {fam} ({dep})")
+            if own is None and _layer(mod) <= _layer("conformance.run"):
+                bad.append(f"generic module {mod} imports family {fam} ({dep})")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_import_circle():
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        seen[m] = 1
+        stack.append(m)
+        for d in sorted(GRAPH.get(m, ())):
+            if d.startswith(m + ".") or m.startswith(d + "."):
+                continue  # a package and its own submodules
+            if seen.get(d) == 1:
+                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(d):] + [d]))
+            if d not in seen:
+                visit(d)
+        stack.pop()
+        seen[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in seen:
+            visit(m)

@@ -1,0 +1,216 @@
+"""tcgen05: Table 39 enumeration, descriptor round trips, ISA self-check (pinned), ptxas matrix."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.cli import main
+from conformance.families.tcgen05.desc import (
+    DescriptorError,
+    IdescFields,
+    SmemDesc,
+    decode_idesc,
+    decode_smem_desc,
+    encode_idesc,
+    encode_smem_desc,
+)
+from conformance.families.tcgen05.selfcheck import selfcheck
+from conformance.families.tcgen05.spec import MmaTuple, load_tcgen05
+from conformance.spec import SpecError, load_specs
+
+SPEC = load_tcgen05()
+ENCODABLE = [t for t in SPEC.tuples if not (t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))]
+
+
+def _fields(t: MmaTuple, **kw) -> IdescFields:
+    return IdescFields(t.kind, t.dtype, t.atype, t.btype, t.M, t.N, t.K, t.ws, t.cta_group, t.sparsity == "sparse", scale=t.scale, **kw)
+
+
+def test_counts_per_kind_are_pinned():
+    assert SPEC.counts() == {"f16": 621, "tf32": 207, "f8f6f4": 7452, "i8": 476, "mxf8f6f4": 2800, "mxf4": 128, "mxf4nvf4": 256}
+
+
+def test_k96_only_on_sm_103a():
+    t = MmaTuple("mxf4nvf4", False, 2, "dense", "f32", "e2m1", "e2m1", 256, 128, 96, "ue4m3")
+    assert SPEC.explain(t) is None
+    assert SPEC.valid_on(t, "sm_103a", "8.8") is None
+    assert "sm_103a" in SPEC.valid_on(t, "sm_100a", "8.8")
+    assert SPEC.explain(MmaTuple("mxf4", False, 1, "dense", "f32", "e2m1", "e2m1", 128, 128, 96, "ue8m0"))
+
+
+@pytest.mark.parametrize(
+    "t, words",
+    [
+        (MmaTuple("f16", True, 2, "dense", "f32", "f16", "f16", 128, 64, 16), ".ws with CTA group 2"),
+        (MmaTuple("i8", False, 1, "dense", "s32", "s8", "s8", 128, 40, 32), "N = 40"),
+        (MmaTuple("f16", False, 1, "dense", "f16", "bf16", "bf16", 128, 64, 16), "dtype .f16 takes"),
+        (MmaTuple("f16", False, 1, "dense", "f32", "f16", "bf16", 128, 64, 16), "one type for A and B"),
+        (MmaTuple("mxf8f6f4", True, 1, "dense", "f32", "e4m3", "e4m3", 128, 64, 32, "ue8m0"), "mxf8f6f4 with .ws"),
+        (MmaTuple("mxf8f6f4", False, 2, "sparse", "f32", "e4m3", "e4m3", 128, 64, 64, "ue8m0"), "M = 128"),
+    ],
+)
+def test_invalid_tuples_name_the_rule(t, words):
+    assert words in SPEC.explain(t)
+
+
+def test_i8_not_on_family_or_sm_103a():
+    t = MmaTuple("i8", False, 1, "dense", "s32", "s8", "u8", 128, 64, 32)
+    assert SPEC.valid_on(t, "sm_100a", "8.6") is None
+    assert SPEC.valid_on(t, "sm_103a", "8.8") and SPEC.valid_on(t, "sm_100f", "8.8")
+
+
+def test_known_descriptor_value():
+    # D f32, A/B bf16, M=128, N=256: dtype 1<<4, atype 1<<7, btype 1<<10, N>>3 << 17, M>>4 << 24.
+    assert encode_idesc(SPEC, IdescFields("f16", "f32", "bf16", "bf16", 128, 256)) == 0x08400490
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(ENCODABLE), st.booleans(), st.booleans(), st.integers(0, 3), st.integers(0, 3))
+def test_idesc_round_trip(t, neg, tr, sel, sid):
+    kind = SPEC.kinds[t.kind]
+    kw = {}
+    if t.kind != "i8":
+        kw["negate_a"] = neg
+    if t.kind not in ("mxf4", "mxf4nvf4"):
+        kw["transpose_b"] = tr
+    if t.sparsity == "sparse" and not kind.block_scaled:
+        kw["sparsity_selector"] = sel
+    if kind.block_scaled:
+        kw["scale_a_id"] = sid if t.kind == "mxf8f6f4" else (sid & 2)
+    f = _fields(t, **kw)
+    v = encode_idesc(SPEC, f)
+    assert 0 <= v < 1 << 32
+    back, raw, problems = decode_idesc(SPEC, v, t.kind, ws=t.ws, cta_group=t.cta_group)
+    assert problems == []
+    assert raw["M"] == t.M and raw["N"] == t.N and raw["K"] == t.K
+    want = f.as_dict()
+    if t.kind not in ("mxf4", "mxf4nvf4"):
+        want["K"] = None  # K is implied, not stored
+    assert back.as_dict() == want
+
+
+def test_every_valid_tuple_encodes_except_the_f16_erratum():
+    for t in ENCODABLE:
+        encode_idesc(SPEC, _fields(t))
+    with pytest.raises(DescriptorError, match="no code for 'f16'"):
+        encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "f16", "f16", 128, 64))
+
+
+def test_decode_flags_reserved_bits_and_bad_codes():
+    v = encode_idesc(SPEC, IdescFields("f16", "f32", "f16", "f16", 128, 64)) | (1 << 23)
+    _f, _raw, problems = decode_idesc(SPEC, v, "f16")
+    assert any("reserved" in p for p in problems)
+    _f, _raw, problems = decode_idesc(SPEC, (7 << 7) | (8 << 24) | (8 << 17), "f8f6f4")
+    assert any("no code" in p for p in problems)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 0x3FFF).map(lambda x: x << 4),
+    st.integers(0, 0x3FFF).map(lambda x: x << 4),
+    st.integers(0, 0x3FFF).map(lambda x: x << 4),
+    st.integers(0, 7),
+    st.sampled_from(["none", "128B_base32B", "128B", "64B", "32B"]),
+)
+def test_smem_desc_round_trip(addr, lbo, sbo, base, swz):
+    d = SmemDesc(addr, lbo, sbo, base, "relative", swz)
+    v = encode_smem_desc(SPEC, d)
+    assert (v >> 46) & 7 == 1 and (v >> 53) & 0xFF == 0
+    back, _raw, problems = decode_smem_desc(SPEC, v)
+    assert problems == [] and back == d
+
+
+def test_smem_desc_rules():
+    with pytest.raises(DescriptorError, match="16-byte aligned"):
+        encode_smem_desc(SPEC, SmemDesc(0x408))
+    with pytest.raises(DescriptorError, match="sm_103a"):
+        encode_smem_desc(SPEC, SmemDesc(0x400, 0x800, 1024, 0, "absolute", "128B"), target="sm_100a", ptx="8.8")
+    with pytest.raises(DescriptorError, match="only 128B"):
+        encode_smem_desc(SPEC, SmemDesc(0x400, 0x800, 1024, 0, "absolute", "64B"), target="sm_103a", ptx="8.8")
+    assert encode_smem_desc(SPEC, SmemDesc(0x400, 0x800, 1024, 0, "absolute", "128B"), target="sm_103a", ptx="8.8") >> 52 & 1
+    _d, _raw, problems = decode_smem_desc(SPEC, 3 << 61 | 1 << 46)
+    assert any("no valid code" in p for p in problems)
+
+
+def test_selfcheck_findings_are_pinned():
+    ids = sorted(f.id for f in selfcheck(SPEC))
+    assert ids == sorted([
+        "unencodable.f8f6f4",
+        "descriptor-admits.f16",
+        "scale-alias.mxf8f6f4.block32",
+        "scale-alias.mxf4.block32",
+        "scale-alias.mxf4nvf4.block32",
+        "scale-alias.mxf4nvf4.block16",
+        "erratum.smem-desc-fixed-53-60",
+        "erratum.mxf4-family-targets",
+        "erratum.table41-mode1",
+    ])
+    f = next(f for f in selfcheck(SPEC) if f.id == "unencodable.f8f6f4")
+    assert f.count == sum(1 for t in SPEC.tuples if t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))
+
+
+def test_cli(capsys):
+    assert main(["tcgen05", "list", "--counts"]) == 0
+    assert "11940" in capsys.readouterr().out
+    assert main(["tcgen05", "idesc", "encode", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--m", "128", "--n", "256"]) == 0
+    assert capsys.readouterr().out.strip() == "0x08400490"
+    assert main(["tcgen05", "idesc", "encode", "--kind", "tf32", "--atype", "tf32", "--btype", "tf32", "--m", "128", "--n", "64", "--ws", "--cta-group", "2"]) == 1
+    assert ".ws with CTA group 2" in capsys.readouterr().err
+    assert main(["tcgen05", "idesc", "decode", "0x08400490", "--kind", "f16"]) == 0
+    assert main(["tcgen05", "selfcheck", "--json"]) == 0
+    assert "unencodable.f8f6f4" in capsys.readouterr().out
+
+
+def test_loader_errors_name_file_line_field(tmp_path):
+    src = (load_tcgen05().file and open(SPEC.file).read())
+    bad = src.replace("dtype: f16, ab: [f16], M: [64, 128], N: [\"8..256/8\"], K: [16]}", "dtype: f16, ab: [f16], M: [64, 128], N: [\"8..250/8\"], K: [16]}", 1)
+    (tmp_path / "tcgen05.yaml").write_text(bad)
+    with pytest.raises(SpecError) as exc:
+        load_specs(tmp_path)
+    assert exc.value.field == "table39.rows[0].N[0]" and exc.value.line and "steps" in exc.value.message
+    (tmp_path / "tcgen05.yaml").write_text(src.replace("schema: tcgen05/1", "schema: tcgen05/9"))
+    with pytest.raises(SpecError, match="unknown schema"):
+        load_specs(tmp_path)
+    (tmp_path / "tcgen05.yaml").write_text(src.replace("- {name: reserved6, bits: [6, 6], reserved: true}", "- {name: reserved6, bits: [5, 6], reserved: true}", 1))
+    with pytest.raises(SpecError, match="belongs to both") as exc:
+        load_specs(tmp_path)
+    assert exc.value.field.startswith("idesc.formats.dense_family.fields")
+
+
+def test_mma_sync_specs_still_load():
+    specs = load_specs()
+    assert len(specs.variants) > 50 and "tcgen05.mma" in specs.documents
+
+
+# --- ptxas ----------------------------------------------------------------------------------
+
+HAVE_PTXAS = shutil.which("ptxas") is not None
+
+
+def _pinned():
+    from conformance.backends.ptxas import find_pinned_ptxas
+
+    return find_pinned_ptxas()
+
+
+@pytest.mark.ptxas
+@pytest.mark.parametrize("which", ["path", "pinned"])
+def test_ptxas_matrix(which):
+    from conformance.families.tcgen05.assemble import DEFAULT_ARCHS, matrix, summary
+
+    exe = shutil.which("ptxas") if which == "path" else _pinned()
+    if exe is None:
+        pytest.skip(f"no {which} ptxas (the pinned one comes from pip install nvidia-cuda-nvcc==13.5.37, see .ci/run)")
+    rows = matrix(SPEC, DEFAULT_ARCHS.split(","), exe)
+    s = summary(rows)
+    # tcgen05 does not exist before Blackwell datacenter parts: all agree there.
+    assert s["sm_90a"] == {"agree": 96} and s["sm_120a"] == {"agree": 96}
+    assert s["sm_100a"] == {"agree": 96} and s["sm_100f"] == {"agree": 96}
+    # Known disagreement: the ISA says .scale_vec::NX "requires sm_100a"; ptxas takes it on sm_103a/sm_110a.
+    for arch in ("sm_103a", "sm_110a"):
+        bad = [r for r in rows if r.arch == arch and r.disagrees]
+        assert len(bad) == 16 and all(r.status == "assembles-but-spec-invalid" and ".scale_vec::" in r.variant for r in bad)
