@@ -14,7 +14,12 @@ def get_backend(name: str, **kwargs) -> Backend:
         name = "pycuda" if ok else "emulator"
         kwargs.setdefault("auto_reason", why)
     if name == "pycuda":
-        from .pycuda_backend import PyCudaBackend
+        from .pycuda_backend import PyCudaBackend, gpu_available
+
+        if "auto_reason" not in kwargs:  # asked for by name: say why it cannot run, before any worker starts
+            ok, why = gpu_available()
+            if not ok:
+                raise BackendError(why.replace("; using the NumPy emulator", ""))
 
         return PyCudaBackend(**{k: v for k, v in kwargs.items() if k != "semantics"})
     if name == "emulator":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ EXTENSIONS = (
     "conformance.cli.docs",
     "conformance.tools.hgemm.cli",
     "conformance.cli.numerics",
+    "conformance.cli.diff",
 )
 
 
@@ -147,13 +149,11 @@ def cmd_specs_figure(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from tqdm import tqdm
-
     from conformance.backends import BackendError, get_backend
-    from conformance.core.family import family_of, known_checks, run_variants_of
+    from conformance.core.family import known_checks, run_variants_of
     from conformance.oracle import mma
-    from conformance.run.report import Record, RunLog
-    from conformance.run.runner import run_variants, save_observation
+    from conformance.run.report import RunLog, git_revision, specs_hash
+    from conformance.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
 
     for check in args.check or []:
         if check not in known_checks():
@@ -169,53 +169,44 @@ def cmd_run(args) -> int:
             close = difflib.get_close_matches(args.select[0], list(specs.variants), n=2, cutoff=0.5)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise SystemExit(f"ptxconf: --select {' '.join(args.select or [])} matches no variant{hint}")
-    try:
-        backend = get_backend(args.backend, semantics=mma)
-        info = backend.info()
-    except BackendError as exc:
-        raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
-    if info.get("auto"):
-        print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
     out_dir = Path(args.out)
-    log = RunLog(out_dir, info, args.seed, Path(args.junit) if args.junit else None)
-    started = time.time()
-    checks = tuple(args.check) if args.check else None
-    counts = {"cases": 0}
-
-    def on_outcome(outcome) -> None:
-        per = outcome.seconds / max(1, len(outcome.verdicts))
-        for verdict in outcome.verdicts:
-            log.add_verdict(specs, verdict, per, backend.name)
-            if verdict.observed is not None:
-                target = verdict.check.split(".", 1)[1]
-                op = outcome.plan.variant.operands[target]
-                log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
-        counts["cases"] += len(outcome.plan.in_words)
-        if outcome.out_words is not None and not args.no_observations:
-            save_observation(out_dir / "observations", outcome)
-        log.flush({"wall_s": round(time.time() - started, 3), "cases": counts["cases"], "command": " ".join(sys.argv)})
-
-    def on_skip(v, why) -> None:
-        for check in family_of(v).checks_for(checks):
-            log.add(Record(v.id, v.family, v.file, check, args.seed, "skip", why, why))
-
-    bar = tqdm(total=len(variants), unit="variant", desc="ptxconf run", disable=args.quiet or None)
     try:
-        run_variants(backend, variants, args.seed, checks, args.cases, on_outcome, on_skip, bar)
+        prepare_out_dir(out_dir, args.force, args.resume)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lock = take_lock(out_dir)
+    except UsageError as exc:
+        raise SystemExit(f"ptxconf run: {exc}") from None
+    try:
+        done = recorded_done(out_dir, args.seed) if args.resume else set()
+        try:
+            backend = get_backend(args.backend, semantics=mma)
+            info = backend.info()
+        except BackendError as exc:
+            raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
+        if info.get("auto"):
+            print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
+        header = {
+            "command": "ptxconf " + shlex.join(getattr(args, "argv", None) or sys.argv[1:]),
+            "git_revision": git_revision(),
+            "specs_hash": specs_hash(specs),
+        }
+        log = RunLog(out_dir, info, args.seed, Path(args.junit) if args.junit else None, label=args.label,
+                     flavor=args.junit_flavor, header=header)
+        session = RunSession(specs, variants, out_dir, log, args.seed, tuple(args.check) if args.check else None,
+                             args.cases, save_observations=not args.no_observations, quiet=args.quiet,
+                             verbose=args.verbose, skip_done=done)
+        started = time.time()
+        try:
+            status = session.run(backend)
+        finally:
+            backend.close()
+            log.close()
+        session.print_outcome(time.time() - started)
+        return status
+    except UsageError as exc:
+        raise SystemExit(f"ptxconf run: {exc}") from None
     finally:
-        bar.close()
-        backend.close()
-        wall = time.time() - started
-        log.flush({"wall_s": round(wall, 3), "cases": counts["cases"], "command": " ".join(sys.argv),
-                   "variants_selected": len(variants), "tool_version": __version__})
-        log.close()
-    c = log.counts()
-    print(f"{c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('error', 0)} errors, "
-          f"{c.get('skip', 0)} skipped in {wall:.1f} s ({counts['cases']} cases) -> {out_dir}")
-    for r in log.records:
-        if r.status in ("fail", "error"):
-            print(f"\n{r.status.upper()} {r.name}\n{r.details}")
-    return 1 if c.get("fail") or c.get("error") else 0
+        lock.release()
 
 
 def cmd_replay(args) -> int:
@@ -272,7 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="ptxconf-results", metavar="DIR")
     r.add_argument("--junit", metavar="FILE", help="JUnit XML path (default DIR/junit.xml)")
     r.add_argument("--no-observations", action="store_true", help="do not save raw inputs/outputs")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress lines or bar")
+    r.add_argument("-v", "--verbose", action="store_true", help="list every failure (default: the first 20)")
+    r.add_argument("--force", action="store_true", help="replace the run already in --out")
+    r.add_argument("--resume", action="store_true", help="continue the run in --out, skipping what it recorded")
+    r.add_argument("--label", metavar="NAME", help="the run's name in JUnit classnames (default: the --out folder name)")
+    r.add_argument("--junit-flavor", default="jenkins", choices=["jenkins", "gitlab"],
+                   help="jenkins: valid against junit-10.xsd and Ant's schema; gitlab: adds file= on each testcase")
     r.set_defaults(func=cmd_run)
 
     r = sub.add_parser("replay", help="re-run the comparators on a recorded run, without a GPU")
@@ -295,11 +292,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "cases", 1) is not None and getattr(args, "cases", 1) < 1:
         parser.error("--cases must be at least 1")
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except SpecError as exc:
         print(f"ptxconf: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SystemExit as exc:  # a command's usage or environment error: its one line, exit 2
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            return EXIT_USAGE
+        raise
     except BrokenPipeError:
         return 0
 

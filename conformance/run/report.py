@@ -1,29 +1,78 @@
-"""Reports: JUnit XML (with junit-xml), a JSON run summary, and JSON lines as results arrive.
+"""Reports of a run: JSON lines as verdicts arrive, then JUnit, the summary and observed maps.
 
-JUnit: ``classname`` is the instruction family, ``name`` the variant id plus
-check and seed, ``file`` the spec YAML; GPU, compute capability, driver, CUDA
-and ptxas versions are testsuite properties.  A failure's text gives lane,
-register, row, col, expected and actual bits, and the command that replays it.
+``results.jsonl`` is appended and flushed verdict by verdict, so a killed run keeps every
+verdict it made.  ``summary.json`` exists from the first moment (``status: running``) and is
+rewritten whole (atomically) now and then and at the end, ``complete`` or ``interrupted``.
+JUnit and the observed lane maps are written once, at the end (an earlier version rewrote
+JUnit after every variant: quadratic in the run's length).
+
+JUnit (:mod:`conformance.junit`): ``name`` is ``variant:check:seed=S`` (the id ``--select``
+and the pytest plugin use), ``classname`` is ``ptxconf.<label>.<family>`` so Jenkins splits it
+into package and class sensibly and names stay unique across recorded runs; GPU, driver,
+CUDA and ptxas versions are properties.  A failure's text gives lane, register, row, col,
+expected and actual bits, and the command that replays it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
+import socket
+import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
-
+from conformance import __version__
 from conformance.core.verdict import Verdict
+from conformance.junit import JUnitCase, junit_string
 from conformance.spec.loader import Specs
 
-__all__ = ["Record", "RunLog", "replay_command"]
+from .files import atomic_write
+
+__all__ = ["Record", "RunLog", "replay_command", "git_revision", "specs_hash", "relative_file"]
 
 
 def replay_command(variant: str, check: str, seed: int, backend: str) -> str:
     return f"ptxconf run --backend {backend} --select {shlex.quote(variant)} --check {check} --seed {seed}"
+
+
+def relative_file(path: str) -> str:
+    """A spec path as the repository names it (``specs/mma_sync.yaml``), never a machine's absolute path."""
+    if not path:
+        return ""
+    p = Path(path)
+    return f"{p.parent.name}/{p.name}" if p.is_absolute() else path
+
+
+def git_revision() -> str | None:
+    """The checkout's commit (with ``+dirty`` when it has changes), or None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if rev.returncode:
+        return None
+    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def specs_hash(specs: Specs) -> str:
+    """sha256 over the spec files a run used (names and bytes), so two runs can tell whether their specs differ."""
+    h = hashlib.sha256()
+    for f in sorted(specs.files, key=lambda p: Path(p).name):
+        h.update(Path(f).name.encode() + b"\0" + Path(f).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -45,21 +94,27 @@ class Record:
 
 @dataclass
 class RunLog:
-    """Collects records; writes JSON lines at once, JUnit and summary on flush."""
+    """Collects records; appends JSON lines at once; JUnit, observed maps and the final summary at the end."""
 
     out_dir: Path
     info: dict
     seed: int
     junit_path: Path | None = None
+    label: str | None = None
+    flavor: str = "jenkins"
+    header: dict = field(default_factory=dict)  # run facts for summary.json (command, spec hash, ...)
     records: list[Record] = field(default_factory=list)
     observed: dict = field(default_factory=dict)
     observed_index: dict = field(default_factory=dict)
+    started: str = field(default_factory=_now)
 
     def __post_init__(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.label = self.label or self.out_dir.resolve().name
         self._jsonl = (self.out_dir / "results.jsonl").open("a", encoding="utf-8")
 
     def add(self, rec: Record) -> None:
+        rec.file = relative_file(rec.file)
         self.records.append(rec)
         self._jsonl.write(json.dumps(vars(rec)) + "\n")
         self._jsonl.flush()
@@ -69,17 +124,8 @@ class RunLog:
         details = v.details(variant)
         if v.status in ("fail", "error"):
             details += "\nreplay: " + replay_command(v.variant, v.check, v.seed, backend if backend != "replay" else "auto")
-        rec = Record(
-            v.variant,
-            variant.family if variant else "unknown",
-            variant.file if variant else "",
-            v.check,
-            v.seed,
-            v.status,
-            v.message,
-            details,
-            seconds,
-        )
+        rec = Record(v.variant, variant.family if variant else "unknown", variant.file if variant else "", v.check,
+                     v.seed, v.status, v.message, details, seconds)
         self.add(rec)
         return rec
 
@@ -96,9 +142,13 @@ class RunLog:
     def write_observed(self) -> None:
         if not self.observed:
             return
+        import io
+
         import numpy as np
 
-        np.savez_compressed(self.out_dir / "observed_maps.npz", **{k.replace("/", "_"): v for k, v in self.observed.items()})
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **{k.replace("/", "_"): v for k, v in self.observed.items()})
+        atomic_write(self.out_dir / "observed_maps.npz", buf.getvalue())
         doc = {
             "device": self.info,
             "seed": self.seed,
@@ -106,42 +156,52 @@ class RunLog:
             "(relative to the spec's D map); arrays in observed_maps.npz under '<variant>|<operand>'.",
             "variants": self.observed_index,
         }
-        (self.out_dir / "observed_maps.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        atomic_write(self.out_dir / "observed_maps.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
     def counts(self) -> Counter:
         return Counter(r.status for r in self.records)
 
-    def flush(self, extra: dict | None = None) -> None:
-        self.write_junit()
-        self.write_observed()
+    def write_summary(self, status: str, extra: dict | None = None) -> None:
+        """summary.json, whole: ``running`` while the run goes on, ``complete`` or ``interrupted`` at the end."""
         summary = {
+            "status": status,
             "seed": self.seed,
-            **self.info_block(),
+            "label": self.label,
+            "started": self.started,
+            "updated": _now(),
+            "tool_version": __version__,
+            "hostname": socket.gethostname(),
+            "device": self.info,
+            **self.header,
             "counts": dict(self.counts()),
             "failures": [r.name for r in self.records if r.status in ("fail", "error")],
             **(extra or {}),
         }
-        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        atomic_write(self.out_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+    def flush(self, extra: dict | None = None, status: str = "complete") -> None:
+        """The end of a run: JUnit, observed maps, then the summary (last, so ``complete`` means all is written)."""
+        self.write_junit()
+        self.write_observed()
+        self.write_summary(status, extra)
 
     def info_block(self) -> dict:
         return {"device": self.info}
 
+    def junit_cases(self) -> list[JUnitCase]:
+        return [
+            JUnitCase(r.name, f"ptxconf.{self.label}.{r.family.replace('.', '_').replace(':', '_')}", r.seconds,
+                      r.status, r.message, r.details, r.file)
+            for r in self.records
+        ]
+
     def write_junit(self) -> None:
-        suites: dict[str, list[TestCase]] = {}
-        for r in self.records:
-            tc = TestCase(r.name, classname=r.family, elapsed_sec=r.seconds, file=r.file)
-            if r.status == "fail":
-                tc.add_failure_info(message=r.message, output=r.details)
-            elif r.status == "error":
-                tc.add_error_info(message=r.message, output=r.details)
-            elif r.status == "skip":
-                tc.add_skipped_info(message=r.message)
-            suites.setdefault(r.family, []).append(tc)
         props = {k: str(v) for k, v in self.info.items()}
         props["seed"] = str(self.seed)
-        xml = to_xml_report_string([TestSuite(f"ptx-conformance {fam}", cases, properties=props) for fam, cases in suites.items()])
-        path = self.junit_path or (self.out_dir / "junit.xml")
-        path.write_text(xml, encoding="utf-8")
+        props.update({k: str(v) for k, v in self.header.items() if v is not None})
+        xml = junit_string(f"ptx-conformance {self.label}", self.junit_cases(), props, self.started,
+                           socket.gethostname(), self.flavor)
+        atomic_write(self.junit_path or (self.out_dir / "junit.xml"), xml)
 
     def close(self) -> None:
         self._jsonl.close()

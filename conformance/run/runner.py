@@ -10,10 +10,11 @@ which family it holds: every family-specific step goes through :class:`Family`.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,9 @@ from conformance.core.verdict import Verdict
 from conformance.spec.model import Variant
 from conformance.spec.targets import PtxVersion
 
-__all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups"]
+from .files import atomic_write
+
+__all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups", "iter_modules"]
 
 
 def plan_variant(
@@ -86,6 +89,9 @@ def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
     return outcomes
 
 
+MODULE_PLANS = 128  # plans per module at most: the first module runs while later variants are still unplanned
+
+
 def plan_groups(
     backend: Backend,
     variants: list[Variant],
@@ -96,18 +102,46 @@ def plan_groups(
     on_skip: Callable[[Variant, str], None] | None = None,
 ) -> dict[tuple[str, str, str], list[Plan]]:
     """Plan every variant the backend can run; group plans that share a module (family, .version, .target)."""
+    groups: dict[tuple[str, str, str], list[Plan]] = {}
+    for plans in iter_modules(backend, variants, seed, checks, value_cases, cases_per_launch, on_skip, max_plans=None):
+        first = plans[0]
+        groups.setdefault((family_of(first.variant).name, str(first.version), first.target.name), []).extend(plans)
+    return groups
+
+
+def iter_modules(
+    backend: Backend,
+    variants: list[Variant],
+    seed: int,
+    checks: Iterable[str] | None = None,
+    value_cases: int = 8,
+    cases_per_launch: int | None = None,
+    on_skip: Callable[[Variant, str], None] | None = None,
+    max_plans: int | None = MODULE_PLANS,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[list[Plan]]:
+    """Plans grouped into modules, yielded as soon as a group is full (then the rest at the end).
+
+    Planning is lazy so that a long run writes its first verdicts within seconds, and ``stop``
+    (a pending interrupt) is asked before each variant is planned.
+    """
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     cc_for = getattr(backend, "cc_for", lambda v: cc)
     groups: dict[tuple[str, str, str], list[Plan]] = {}
     for v in variants:
+        if stop and stop():
+            return
         why = support_reason(v, cc_for(v), max_ptx)
         if why:
             if on_skip:
                 on_skip(v, why)
             continue
         plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch)
-        groups.setdefault((family_of(v).name, str(plan.version), plan.target.name), []).append(plan)
-    return groups
+        key = (family_of(v).name, str(plan.version), plan.target.name)
+        groups.setdefault(key, []).append(plan)
+        if max_plans and len(groups[key]) >= max_plans:
+            yield groups.pop(key)
+    yield from groups.values()
 
 
 def run_variants(
@@ -119,8 +153,9 @@ def run_variants(
     on_outcome: Callable[[VariantOutcome], None] | None = None,
     on_skip: Callable[[Variant, str], None] | None = None,
     progress=None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Plan, group by module, run module by module, report each outcome."""
+    """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules."""
 
     def skipped(v: Variant, why: str) -> None:
         if on_skip:
@@ -128,7 +163,9 @@ def run_variants(
         if progress:
             progress.update(1)
 
-    for plans in plan_groups(backend, variants, seed, checks, value_cases, on_skip=skipped).values():
+    for plans in iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop):
+        if stop and stop():
+            return
         for outcome in _run_module(backend, plans):
             if on_outcome:
                 on_outcome(outcome)
@@ -157,5 +194,7 @@ def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
         ],
     }
     path = directory / observation_name(plan.variant.id, plan.seed)
-    np.savez_compressed(path, in_words=plan.in_words, out_words=outcome.out_words, meta=json.dumps(meta))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, in_words=plan.in_words, out_words=outcome.out_words, meta=json.dumps(meta))
+    atomic_write(path, buf.getvalue())  # a kill mid-write leaves no half file behind
     return path

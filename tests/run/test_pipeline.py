@@ -121,9 +121,10 @@ def test_emulator_run_passes_and_writes_junit(runs):
         m = NAME.match(tc.get("name"))
         assert m, tc.get("name")
         v = SPECS.variants[m["variant"]]
-        assert tc.get("classname") == v.family == "mma.sync"
+        # Jenkins splits at the last dot: package ptxconf.<run label>, class <family>.
+        assert v.family == "mma.sync" and tc.get("classname") == "ptxconf.a.mma_sync"
         assert m["seed"] == "3"
-        assert Path(tc.get("file")).resolve() == (REPO / "specs" / "mma_sync.yaml").resolve() == Path(v.file).resolve()
+        assert tc.get("file") is None  # junit-10.xsd forbids it (--junit-flavor gitlab keeps it)
         assert not list(tc), f"{tc.get('name')} did not pass: {[c.tag for c in tc]}"
         seen.add((m["variant"], m["check"]))
     assert seen == {(vid, c) for vid in RUN_VARIANTS for c in CHECK_NAMES}
@@ -305,24 +306,23 @@ def test_replay_of_a_corrupted_observation_fails(tmp_path, capsys, what):
 # ---------------------------------------------------------------------------
 
 
-def test_select_matching_nothing_is_a_clear_error(tmp_path):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "--backend", "emulator", "--quiet", "--out", str(tmp_path / "o"), "--select", "nonsense"])
-    assert "--select nonsense matches no variant" in str(exc.value.code)
+def test_select_matching_nothing_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["run", "--backend", "emulator", "--quiet", "--out", str(tmp_path / "o"), "--select", "nonsense"]) == 2
+    assert "--select nonsense matches no variant" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
-def test_select_with_a_typo_suggests_the_variant(tmp_path):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "--backend", "emulator", "--quiet", "--out", str(tmp_path / "o"), "--select", MMA + "m16n8k16.row.col.f32.f16.f16.f33"])
-    assert "matches no variant" in str(exc.value.code)
-    assert "did you mean " + MMA + "m16n8k16.row.col.f32.f16.f16.f32" in str(exc.value.code)
+def test_select_with_a_typo_suggests_the_variant(tmp_path, capsys):
+    assert cli.main(["run", "--backend", "emulator", "--quiet", "--out", str(tmp_path / "o"), "--select",
+                     MMA + "m16n8k16.row.col.f32.f16.f16.f33"]) == 2
+    err = capsys.readouterr().err
+    assert "matches no variant" in err
+    assert "did you mean " + MMA + "m16n8k16.row.col.f32.f16.f16.f32" in err
 
 
-def test_specs_show_typo_suggests_the_right_id():
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["specs", "show", MMA + "m16n8k16.row.col.f32.f16.f16.f33", "--operand", "A"])
-    msg = str(exc.value.code)
+def test_specs_show_typo_suggests_the_right_id(capsys):
+    assert cli.main(["specs", "show", MMA + "m16n8k16.row.col.f32.f16.f16.f33", "--operand", "A"]) == 2
+    msg = capsys.readouterr().err
     assert "unknown variant" in msg and "did you mean" in msg
     assert MMA + "m16n8k16.row.col.f32.f16.f16.f32" in msg
 

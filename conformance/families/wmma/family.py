@@ -1,18 +1,92 @@
-"""wmma (§9.7.13): fragments the ISA leaves unspecified, observed on the GPU (``ptxconf wmma-observe``)."""
+"""wmma (§9.7.14.4) as a family: every load, store and mma form, run load -> mma -> store in memory.
+
+specs/wmma.yaml states what the ISA specifies (shapes, types, layouts, fragment register
+counts, strides, state spaces); the fragment distribution it leaves unspecified is observed,
+not checked (``ptxconf wmma-observe``).  Checks: ``value`` (random A, B, C on grids where D is
+exact) and ``map.A``/``map.B``/``map.C`` (one matrix tagged, the other a selection matrix, so D
+says where each element went), all memory to memory with per-case strides, offsets and C/D
+layouts, and a per-kernel state space.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
 from conformance.core.family import Family
+from conformance.core.plan import Plan, split_launches, stack_slices, variant_rng
+from conformance.spec.targets import PtxVersion, Target
+
+from . import route as rt
+from .compare import companion_of, compare_wmma
+from .memory import apply, sizes
+
+CHECKS = ("value", "map.A", "map.B", "map.C")
+
+
+@dataclass
+class WmmaCases:
+    check: str
+    words: np.ndarray  # uint32[case, lane, in_words]
+    params: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return len(self.words)
 
 
 class WmmaFamily(Family):
     name = "wmma"
-    spec_families = ()  # no spec document yet: the observation tool only
+    spec_families = ("wmma",)
+    documents = {"wmma/1": "conformance.families.wmma.spec:load_document"}
+    checks = CHECKS
+
+    def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
+             value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
+        from conformance.families.mma.inputs import make_checks
+
+        rng = variant_rng(v, seed)
+        options = rt.companions(v)
+        mv = options[int(rng.integers(len(options)))]
+        target, version = rt.pick_build(v, mv, rng, cc, max_ptx)
+        size = sizes(v.doc, mv)
+        spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
+        probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
+        params = {"mma": mv.id, "routes": [list(r) for r in probe.routes], "space": probe.space}
+        case_sets = []
+        for cs in make_checks(mv, seed, tuple(c for c in checks if c in CHECKS), value_cases):
+            words = rt.case_words(probe, cs.bits, rng)
+            case_sets.append(WmmaCases(cs.check, words, dict(params), cs.meta))
+        in_words = np.concatenate([cs.words for cs in case_sets])
+        slices, pos = stack_slices(case_sets)
+        order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
+        if probe.shared:
+            wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= rt.SHARED_BUDGET)
+        launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
+        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words)
+
+    def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
+        return rt.module_source(probes, version, target)
+
+    def assembly_probe(self, v):
+        mv = rt.companions(v)[0]
+        return rt.WmmaProbe(v, mv, rt.routes_for(v), ".global", sizes(v.doc, mv))
+
+    def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
+        return apply(probe.variant.doc, probe.mma, probe.routes, rows, out_words)
+
+    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
+        return compare_wmma(v, check, seed, in_words, out_words, params)
 
     def add_cli(self, sub) -> None:
         from .observe import add_parser
 
         add_parser(sub)
 
+
+__all__ = ["FAMILY", "WmmaFamily", "companion_of"]
 
 FAMILY = WmmaFamily()

@@ -19,8 +19,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from conformance.backends.base import Backend, Launch
-from conformance.families.wmma.probe import _BYTES, WmmaForm, forms, module_source, words_per_lane
+from conformance.families.wmma.memory import read_matrix, write_matrix
+from conformance.families.wmma.probe import WmmaForm, forms, module_source, words_per_lane
 from conformance.spec.fit import fit_formula
+from conformance.spec.targets import parse_target
 
 __all__ = ["observe", "infer_load", "infer_store", "tag_digits"]
 
@@ -41,34 +43,31 @@ def _tags(count: int, bits: int, digit: int) -> np.ndarray:
     return ((np.arange(count) + 1) // r**digit) % r
 
 
-def _to_bytes_image(values: np.ndarray, nbytes: int) -> np.ndarray:
-    dt = {1: np.uint8, 2: np.uint16, 4: np.uint32}[nbytes]
-    return values.astype(dt).view(np.uint8)
+def _lane_images(words: np.ndarray) -> np.ndarray:
+    """``uint32[lane, w]`` -> ``uint8[lane, 4 w]``: each lane's register words as bytes."""
+    return np.ascontiguousarray(words, dtype="<u4").view(np.uint8).reshape(len(words), -1).copy()
 
 
 def build_cases(form: WmmaForm, pad: int) -> tuple[np.ndarray, int]:
     """Input words ``[case, lane, word]`` for every digit case; and the digit count."""
     words = words_per_lane(form, pad)
-    nbytes = _BYTES[form.type]
     rows, cols = form.dims
     if form.op == "load":
-        digits = tag_digits(rows * cols, 8 * nbytes)
+        digits = tag_digits(rows * cols, form.bits)
         buf = np.zeros((digits, 32 * words * 4), dtype=np.uint8)
-        r, c = np.divmod(np.arange(rows * cols), cols)
-        off = form.offset(r, c, pad)
         for d in range(digits):
-            image = np.zeros(form.image_elements(pad), dtype=np.uint32)
-            image[off] = _tags(rows * cols, 8 * nbytes, d)
-            raw = _to_bytes_image(image, nbytes)
-            buf[d, : raw.size] = raw
-        return buf.view(np.uint32).reshape(digits, 32, words), digits
+            tags = _tags(rows * cols, form.bits, d).reshape(rows, cols).astype(np.uint64)
+            write_matrix(buf[d], 0, tags, form.layout, form.stride(pad), form.bits)
+        return buf.view("<u4").reshape(digits, 32, words).astype(np.uint32), digits
     slots = 32 * form.elements
-    digits = tag_digits(slots, 8 * nbytes)
+    digits = tag_digits(slots, form.bits)
     out = np.zeros((digits, 32, words), dtype=np.uint32)
     for d in range(digits):
-        per_lane = _tags(slots, 8 * nbytes, d).reshape(32, form.elements)
-        raw = _to_bytes_image(per_lane.reshape(-1), nbytes).reshape(32, form.elements * nbytes)
-        out[d, :, : form.registers] = raw.view(np.uint32).reshape(32, form.registers)
+        per_lane = _tags(slots, form.bits, d).reshape(32, form.elements).astype(np.uint64)
+        img = np.zeros((32, 4 * words), dtype=np.uint8)
+        for lane in range(32):
+            write_matrix(img[lane], 0, per_lane[lane : lane + 1], "row", form.elements, form.bits)
+        out[d] = img.view("<u4").reshape(32, words)
     return out, digits
 
 
@@ -79,11 +78,13 @@ def _combine(parts: list[np.ndarray], bits: int) -> np.ndarray:
 
 def infer_load(form: WmmaForm, pad: int, out: np.ndarray) -> np.ndarray:
     """``[lane, element, 3]`` from the registers a load returned (tags of cells)."""
-    nbytes = _BYTES[form.type]
     rows, cols = form.dims
-    dt = {1: np.uint8, 2: np.uint16, 4: np.uint32}[nbytes]
-    parts = [np.ascontiguousarray(out[d, :, : form.registers]).view(dt).reshape(32, form.elements) for d in range(len(out))]
-    idx = _combine(parts, 8 * nbytes)
+    parts = []
+    for d in range(len(out)):
+        img = _lane_images(out[d])
+        parts.append(np.stack([read_matrix(img[lane], 0, 1, form.elements, "row", form.elements, form.bits)[0]
+                               for lane in range(32)]))
+    idx = _combine(parts, form.bits)
     ok = (idx >= 0) & (idx < rows * cols)
     m = np.full((32, form.elements, 3), -1, dtype=np.int64)
     m[ok, 0] = 0
@@ -93,14 +94,11 @@ def infer_load(form: WmmaForm, pad: int, out: np.ndarray) -> np.ndarray:
 
 def infer_store(form: WmmaForm, pad: int, out: np.ndarray) -> np.ndarray:
     """``[lane, element, 3]`` from the matrix image a store wrote (tags of slots)."""
-    nbytes = _BYTES[form.type]
     rows, cols = form.dims
-    dt = {1: np.uint8, 2: np.uint16, 4: np.uint32}[nbytes]
     r, c = np.divmod(np.arange(rows * cols), cols)
-    off = form.offset(r, c, pad)
-    parts = [np.ascontiguousarray(out[d]).reshape(-1).view(np.uint8)[: form.image_elements(pad) * nbytes].view(dt)[off]
-             for d in range(len(out))]
-    slot = _combine(parts, 8 * nbytes)
+    parts = [read_matrix(np.ascontiguousarray(out[d], dtype="<u4").reshape(-1).view(np.uint8), 0, rows, cols,
+                         form.layout, form.stride(pad), form.bits).reshape(-1) for d in range(len(out))]
+    slot = _combine(parts, form.bits)
     m = np.full((32 * form.elements, 3), -1, dtype=np.int64)
     ok = (slot >= 0) & (slot < 32 * form.elements)
     m[slot[ok]] = np.stack([np.zeros(ok.sum(), dtype=np.int64), r[ok], c[ok]], axis=-1)
@@ -129,8 +127,9 @@ def observe(backend: Backend, seed: int = 0, select: list[WmmaForm] | None = Non
     """Run every form (one module); (form, pad, map or None, error)."""
     rng = np.random.default_rng(seed)
     todo = select or forms()
-    pads = [(f, int(rng.integers(0, 3)) * (16 // _BYTES[f.type])) for f in todo]
-    module = module_source(pads, "7.0", target)
+    pads = [(f, int(rng.integers(0, 3)) * f.pad_unit()) for f in todo]
+    version = max([parse_target(target).min_ptx] + [f.variant.min_ptx for f in todo])
+    module = module_source(pads, str(version), target)
     results = []
     for form, pad in pads:
         in_words, digits = build_cases(form, pad)
@@ -146,6 +145,22 @@ def observe(backend: Backend, seed: int = 0, select: list[WmmaForm] | None = Non
     return results
 
 
+def compare_observations(before: dict, now: dict) -> dict[str, list[str]]:
+    """Forms whose observed map is the same, changed, new or no longer observed, between two recorded runs.
+
+    The distribution is a fact about one GPU and driver that may change: a change is reported, not failed."""
+    old = {f["form"]: f for f in before.get("forms", []) if "map" in f}
+    new = {f["form"]: f for f in now.get("forms", []) if "map" in f}
+    out: dict[str, list[str]] = {"same": [], "changed": [], "new": [], "missing": []}
+    for form, entry in new.items():
+        if form not in old:
+            out["new"].append(form)
+        else:
+            out["same" if sorted(map(tuple, old[form]["map"])) == sorted(map(tuple, entry["map"])) else "changed"].append(form)
+    out["missing"] = sorted(set(old) - set(new))
+    return out
+
+
 def main(args) -> int:
     from conformance.backends import get_backend
     from conformance.figures import map_figure
@@ -159,7 +174,7 @@ def main(args) -> int:
     t0 = time.perf_counter()
     try:
         info = backend.info()
-        results = observe(backend, args.seed)
+        results = observe(backend, args.seed, target=args.target)
     finally:
         backend.close()
     doc = {"device": info, "seed": args.seed, "wall_s": round(time.perf_counter() - t0, 3), "forms": []}
@@ -176,6 +191,16 @@ def main(args) -> int:
             map_figure(m, out / f"{form.id}.svg", f"{form.id}\nobserved on {info.get('gpu')} (driver {info.get('driver')})",
                        letter, form.per_register)
         print(f"{form.id:60s} copies {entry['copies']}  row = {entry['row']}  col = {entry['col']}")
+    if args.compare:
+        before = json.loads(Path(args.compare).read_text())
+        diff = compare_observations(before, doc)
+        doc["compared_with"] = {"file": str(args.compare), "device": before.get("device"),
+                                **{k: v for k, v in diff.items() if k != "same"}, "same": len(diff["same"])}
+        was = before.get("device", {})
+        print(f"against {args.compare} ({was.get('gpu')}, driver {was.get('driver')}): {len(diff['same'])} same, "
+              f"{len(diff['changed'])} changed, {len(diff['new'])} new, {len(diff['missing'])} no longer observed")
+        for form in diff["changed"]:
+            print(f"  changed: {form}")
     (out / "observed_wmma.json").write_text(json.dumps(doc, indent=1) + "\n")
     np.savez_compressed(out / "observed_wmma.npz", **arrays)
     errors = [f for f in doc["forms"] if "error" in f]
@@ -188,5 +213,7 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="auto", choices=["auto", "pycuda"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--figures", action="store_true")
+    p.add_argument("--target", default="sm_80", help="the .target of the probe module (default sm_80)")
+    p.add_argument("--compare", metavar="JSON", help="a recorded observed_wmma.json: report forms whose distribution changed")
     p.add_argument("-o", "--output", default="ptxconf-wmma", metavar="DIR")
     p.set_defaults(func=main)

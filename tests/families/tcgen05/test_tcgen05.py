@@ -165,6 +165,19 @@ def test_cli(capsys):
     assert "unencodable.f8f6f4" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("kind, scale, table", [("mxf4", "ue8m0", "Table 44"), ("mxf4nvf4", "ue4m3", "Table 44"),
+                                                ("mxf8f6f4", "ue8m0", "Table 43")])
+def test_block_scaled_refusals_cite_the_isa_table(capsys, kind, scale, table):
+    """§9.7.16.4.2: Table 43 is .kind::mxf8f6f4, Table 44 .kind::mxf4/.kind::mxf4nvf4 (scale IDs 0 or 2 only)."""
+    scale_id = "1" if kind != "mxf8f6f4" else "4"
+    args = ["tcgen05", "idesc", "encode", "--kind", kind, "--atype", "e2m1", "--btype", "e2m1", "--m", "128", "--n", "64",
+            "--scale", scale, "--scale-a-id", scale_id]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"§9.7.16.4.2 {table} scale_a_id" in err and f"with .kind::{kind}; got {scale_id}" in err
+    assert SPEC.format_for(kind).table == table
+
+
 def test_loader_errors_name_file_line_field(tmp_path):
     src = (load_tcgen05().file and open(SPEC.file).read())
     bad = src.replace("dtype: f16, ab: [f16], M: [64, 128], N: [\"8..256/8\"], K: [16]}", "dtype: f16, ab: [f16], M: [64, 128], N: [\"8..250/8\"], K: [16]}", 1)

@@ -1,0 +1,108 @@
+"""How a run directory is written: every report file is the old whole version or the new whole version.
+
+Reports go to a temporary file beside the target and are renamed over it (rename is atomic
+on one filesystem), so a reader, a crash or a full disk never leaves half a summary or half
+a JUnit file.  Verdict lines are appended whole and flushed as they are made.  The lock says
+one run writes a directory at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+__all__ = ["atomic_write", "RunLock", "LockHeld", "RUN_FILES", "holds_a_run", "clear_run"]
+
+LOCK_NAME = ".ptxconf.lock"
+# What a run writes into its directory (and what --force clears).
+RUN_FILES = ("results.jsonl", "summary.json", "junit.xml", "observed_maps.npz", "observed_maps.json", "observations")
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Replace ``path`` with ``data`` in one step; on any error the old file stays as it was."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def holds_a_run(directory: Path) -> bool:
+    return any((Path(directory) / name).exists() for name in RUN_FILES)
+
+
+def clear_run(directory: Path) -> None:
+    """Remove what an earlier run wrote (only the run's own files: nothing else of the user's)."""
+    for name in RUN_FILES:
+        p = Path(directory) / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+class LockHeld(RuntimeError):
+    """Another live run writes this directory."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunLock:
+    """``DIR/.ptxconf.lock`` holding the writer's pid, host and start time, taken before anything is written."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / LOCK_NAME
+        self.held = False
+        self.warning: str | None = None
+
+    def acquire(self) -> RunLock:
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder.get("host") == me["host"] and isinstance(holder.get("pid"), int) and not _alive(holder["pid"]):
+                    self.warning = (f"took over the lock of a run that is gone (pid {holder['pid']}, "
+                                    f"started {holder.get('started', '?')})")
+                    self.path.unlink(missing_ok=True)
+                    continue
+                if not holder:  # unreadable: a writer between create and write, or damage
+                    raise LockHeld(f"{self.path} exists and cannot be read; remove it if no run writes here") from None
+                raise LockHeld(f"another run writes {self.path.parent}: pid {holder.get('pid')} on "
+                               f"{holder.get('host')}, started {holder.get('started')}") from None
+            with os.fdopen(fd, "w") as fh:
+                json.dump(me, fh)
+            self.held = True
+            return self
+        raise LockHeld(f"could not take {self.path}")
+
+    def _holder(self) -> dict:
+        try:
+            return json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False

@@ -1,0 +1,242 @@
+"""One ``ptxconf run`` from start to finish: the directory, the lock, signals, progress, the verdicts.
+
+What a run promises: no verdict made is lost (each is flushed to results.jsonl as it is made);
+no partial run reads as complete (summary.json says ``running`` from the first second, then
+``complete`` or ``interrupted`` with what was not run); one writer per directory (a lock).
+SIGINT/SIGTERM stop launching new work, finish the module in flight, write the reports and
+exit 130/143; a second signal writes the summary and exits at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.core.family import family_of
+
+from .files import RunLock, clear_run, holds_a_run
+from .report import Record, RunLog
+from .runner import run_variants, save_observation
+
+__all__ = ["RunSession", "UsageError", "EXIT_NOTHING_RAN", "prepare_out_dir", "recorded_done", "take_lock"]
+
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_NOTHING_RAN = 5  # as pytest: every selected variant was skipped (no GPU, no target)
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+PROGRESS_EVERY_S = 10.0
+
+
+class UsageError(Exception):
+    """A usage or environment problem: one line to stderr, exit 2."""
+
+
+def prepare_out_dir(out: Path, force: bool, resume: bool) -> None:
+    """Refuse a directory that holds another run unless asked to clear (--force) or continue (--resume) it."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if force and resume:
+        raise UsageError("--force clears the directory and --resume continues it: give one")
+    if out.is_dir() and holds_a_run(out):
+        if force:
+            clear_run(out)
+        elif not resume:
+            raise UsageError(f"--out {out} holds another run; give --force to replace it or --resume to continue it")
+
+
+def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
+    """(variant, check) pairs an earlier run in ``out`` recorded at ``seed`` (a cut last line is skipped)."""
+    summary = out / "summary.json"
+    if summary.exists():
+        try:
+            recorded_seed = json.loads(summary.read_text()).get("seed")
+        except ValueError:
+            recorded_seed = None
+        if recorded_seed is not None and recorded_seed != seed:
+            raise UsageError(f"--resume: {out} was run with --seed {recorded_seed}, not {seed}")
+    done = set()
+    path = out / "results.jsonl"
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill: that verdict is made again
+            if r.get("seed") == seed and r.get("status") != "skip":
+                done.add((r["variant"], r["check"]))
+    return done
+
+
+class Progress:
+    """A tqdm bar on a terminal; otherwise a line every few seconds and at each family change (CI logs)."""
+
+    def __init__(self, total: int, quiet: bool, stream=None):
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty()
+        self.bar = None
+        self.t0 = self.last = time.monotonic()
+        self.family: str | None = None
+        self.counts: Counter = Counter()
+        if self.tty and not quiet:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="variant", desc="ptxconf run", file=self.stream)
+
+    def update(self, n: int, family: str, statuses: list[str]) -> None:
+        self.done += n
+        self.counts.update(statuses)
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        now = time.monotonic()
+        if self.quiet or (family == self.family and now - self.last < PROGRESS_EVERY_S and self.done < self.total):
+            self.family = family
+            return
+        self.family, self.last = family, now
+        rate = self.done / max(now - self.t0, 1e-9)
+        c = self.counts
+        print(f"ptxconf run: {self.done}/{self.total} variants ({family}), {c['pass']} passed, {c['fail']} failed, "
+              f"{c['error']} errors, {c['skip']} skipped, {now - self.t0:.0f} s, {rate:.1f} variants/s",
+              file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@dataclass
+class RunSession:
+    """Everything one run needs besides the backend: where it writes, what it selected, how it stops."""
+
+    specs: object
+    variants: list
+    out_dir: Path
+    log: RunLog
+    seed: int
+    checks: tuple[str, ...] | None
+    cases: int
+    save_observations: bool = True
+    quiet: bool = False
+    verbose: bool = False
+    skip_done: set = field(default_factory=set)
+    signal_seen: int | None = None
+    variants_done: set = field(default_factory=set)
+    cases_run: int = 0
+    t0: float = field(default_factory=time.monotonic)
+
+    def stop_requested(self) -> bool:
+        return self.signal_seen is not None
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.signal_seen is not None:  # the second one: leave at once, files stay whole
+            self._write_summary("interrupted")
+            os._exit(EXIT_SIGNAL.get(signum, 130))
+        self.signal_seen = signum
+        print(f"\nptxconf run: {signal.Signals(signum).name}: finishing the module in flight, then writing the reports "
+              "(again to stop at once)", file=sys.stderr, flush=True)
+
+    def _write_summary(self, status: str) -> None:
+        not_run = [v.id for v in self.variants if v.id not in self.variants_done]
+        extra = {"variants_selected": len(self.variants), "variants_done": len(self.variants_done), "cases": self.cases_run,
+                 "wall_s": round(time.monotonic() - self.t0, 3)}
+        if status != "complete":
+            extra["variants_not_run"] = not_run
+        self.log.write_summary(status, extra)
+
+    def run(self, backend) -> int:
+        """Run every selected variant; the exit status."""
+        previous = {s: signal.signal(s, self._on_signal) for s in EXIT_SIGNAL}
+        progress = Progress(len(self.variants), self.quiet)
+        self._write_summary("running")
+        last_summary = [time.monotonic()]
+        todo = [v for v in self.variants if not self._all_done(v)]
+        self.variants_done |= {v.id for v in self.variants if self._all_done(v)}
+        progress.update(len(self.variants) - len(todo), "resumed", [])
+
+        def on_outcome(outcome) -> None:
+            v = outcome.plan.variant
+            per = outcome.seconds / max(1, len(outcome.verdicts))
+            for verdict in outcome.verdicts:
+                self.log.add_verdict(self.specs, verdict, per, backend.name)
+                if verdict.observed is not None:
+                    target = verdict.check.split(".", 1)[1]
+                    op = v.operands[target]
+                    self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
+            self.cases_run += len(outcome.plan.in_words)
+            if outcome.out_words is not None and self.save_observations:
+                save_observation(self.out_dir / "observations", outcome)
+            self.variants_done.add(v.id)
+            progress.update(1, family_of(v).name, [vd.status for vd in outcome.verdicts])
+            if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
+                self._write_summary("running")
+                last_summary[0] = time.monotonic()
+
+        def on_skip(v, why) -> None:
+            checks = family_of(v).checks_for(self.checks)
+            for check in checks:
+                self.log.add(Record(v.id, v.family, v.file, check, self.seed, "skip", why, why))
+            self.variants_done.add(v.id)
+            progress.update(1, family_of(v).name, ["skip"] * len(checks))
+
+        try:
+            run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested)
+        except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
+            self._finish("interrupted")
+            raise
+        finally:
+            progress.close()
+            for s, h in previous.items():
+                signal.signal(s, h)
+        self._finish("interrupted" if self.signal_seen is not None else "complete")
+        return EXIT_SIGNAL[self.signal_seen] if self.signal_seen is not None else self.exit_status()
+
+    def _finish(self, status: str) -> None:
+        """JUnit and observed maps, then the summary last: ``complete`` only once everything is written."""
+        self.log.write_junit()
+        self.log.write_observed()
+        self._write_summary(status)
+
+    def _all_done(self, v) -> bool:
+        return bool(self.skip_done) and all((v.id, c) in self.skip_done for c in family_of(v).checks_for(self.checks))
+
+    def exit_status(self) -> int:
+        c = self.log.counts()
+        if c.get("fail") or c.get("error"):
+            return EXIT_FAIL
+        if not c.get("pass"):
+            return EXIT_NOTHING_RAN
+        return 0
+
+    def print_outcome(self, wall: float) -> None:
+        """Failure details first, the one-line total last (what a CI log shows at its end)."""
+        c = self.log.counts()
+        shown = 0
+        for r in self.log.records:
+            if r.status in ("fail", "error"):
+                if self.verbose or shown < 20:
+                    print(f"\n{r.status.upper()} {r.name}\n{r.details}")
+                shown += 1
+        if shown > 20 and not self.verbose:
+            print(f"\n... and {shown - 20} more failures (all in {self.out_dir / 'results.jsonl'}; -v lists them here)")
+        state = "" if self.signal_seen is None else " (interrupted: summary.json lists what was not run)"
+        print()
+        print(f"{c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('error', 0)} errors, "
+              f"{c.get('skip', 0)} skipped in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}")
+
+
+def take_lock(out: Path) -> RunLock:
+    lock = RunLock(out)
+    try:
+        lock.acquire()
+    except Exception as exc:
+        raise UsageError(str(exc)) from None
+    if lock.warning:
+        print(f"ptxconf run: {lock.warning}", file=sys.stderr)
+    return lock
