@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection, PatchCollection
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from conformance.spec import Layout, Variant
+
+if TYPE_CHECKING:  # matplotlib is imported only where something is drawn: ascii_grid and specs show work without it
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["operand_figure", "metadata_figure", "map_diff_figure", "ascii_grid", "holders", "operand_letter", "lane_colors"]
 
@@ -41,6 +42,8 @@ def operand_letter(name: str) -> str:
 
 def lane_colors() -> np.ndarray:
     """32 light RGB colours (tab20 + tab20b), ordered so nearby lanes differ in hue."""
+    import matplotlib
+
     t20 = matplotlib.colormaps["tab20"].colors
     t20b = matplotlib.colormaps["tab20b"].colors
     order = [t20[i] for i in range(0, 20, 2)] + [t20[i] for i in range(1, 20, 2)]
@@ -124,6 +127,9 @@ def _cell_keys(cells: Holders, q: int, rows: int, cols: tuple[int, int], per_reg
 
 def _backgrounds(ax: Axes, key: np.ndarray) -> None:
     """One rectangle per horizontal run of a lane's cells (keeps SVGs small)."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
     colors = lane_colors()
     lanes = np.where(key >= 0, key // 4096, -1)
     rects, faces = [], []
@@ -147,6 +153,8 @@ def _draw_panel(
     marked: Iterable[Cell] = (),
 ) -> None:
     """One matrix's column block: coloured cells, labels, register outlines, marks."""
+    from matplotlib.collections import LineCollection
+
     c0, c1 = cols
     key = _cell_keys(cells, q, rows, cols, per_register)
     _backgrounds(ax, key)
@@ -177,6 +185,9 @@ def _mark_cells(ax: Axes, cells: list[tuple[int, int]]) -> None:
     """Red border and light red wash over cells whose holders differ."""
     if not cells:
         return
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
     rects = [Rectangle((c + 0.05, r + 0.06), 0.9, 0.88) for r, c in cells]
     ax.add_collection(
         PatchCollection(rects, facecolors=(1.0, 0.0, 0.0, 0.22), edgecolors="red", linewidths=2.0, hatch="//")
@@ -214,6 +225,13 @@ _RC = {
 }
 
 
+def _rc_context() -> AbstractContextManager[None]:
+    """matplotlib's rc_context with the figure settings, importing matplotlib only when drawing."""
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)
+
+
 def _save(fig: Figure, path: Path | str) -> Path:
     """Write by suffix (svg, png, pdf, ...); no rasters are embedded in vector output."""
     path = Path(path)
@@ -226,6 +244,8 @@ def _figure(
     nrows: int, ncols: int, panel_in: tuple[float, float], title: str, panel_titles: bool = True
 ) -> tuple[Figure, np.ndarray]:
     """A figure of ``nrows x ncols`` panels sized so cells keep a fixed size; wide enough for ``title``."""
+    from matplotlib.figure import Figure
+
     pw, ph = panel_in
     margin_w, margin_h = 0.9, 0.8  # room for row labels / panel title, col ticks and label
     lines = title.splitlines()
@@ -266,7 +286,7 @@ def operand_figure(
     def label(h: Holder) -> str:
         return f"T{h[0]}: {letter}{h[1]}"
 
-    with matplotlib.rc_context(_RC):
+    with _rc_context():
         title = _operand_title(variant, operand_name, params)
         fig = _operand_fig(op.layout, holders(op.layout.map(params)), label, op.fragment.per_register, title)
         return _save(fig, path)
@@ -280,7 +300,7 @@ def metadata_figure(variant: Variant, path: Path | str, selector: int | None = N
     def label(h: Holder) -> str:
         return f"T{h[0]}: [{2 * h[1] + 1}:{2 * h[1]}]"
 
-    with matplotlib.rc_context(_RC):
+    with _rc_context():
         title = f"{variant.id}: metadata, selector {params['selector']} (cell: row, 2*chunk + slot)"
         fig = _operand_fig(op.layout, holders(op.layout.map(params)), label, 2, title)
         return _save(fig, path)
@@ -318,7 +338,7 @@ def map_diff_figure(expected_map: np.ndarray, observed_map: np.ndarray, path: Pa
     def label(h: Holder) -> str:
         return f"T{h[0]}:{h[1]}"
 
-    with matplotlib.rc_context(_RC):
+    with _rc_context():
         panels = [(q, b) for q in range(matrices) for b in _blocks(cols)]
         fs = _fontsize(rows, cols)
         cw, ch = _cell_inches(max(_label_width(exp, label), _label_width(obs, label)), fs, False)
@@ -358,6 +378,6 @@ def map_figure(m: np.ndarray, path: Path | str, title: str, letter: str = "a", p
     def label(h: Holder) -> str:
         return f"T{h[0]}: {letter}{h[1]}"
 
-    with matplotlib.rc_context(_RC):
+    with _rc_context():
         fig = _operand_fig(tile, holders(m), label, per_register, title)
         return _save(fig, path)

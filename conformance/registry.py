@@ -17,6 +17,7 @@ FAMILIES: dict[str, str] = {
     "mma": "conformance.families.mma:FAMILY",
     "movement": "conformance.families.movement:FAMILY",
     "wgmma": "conformance.families.wgmma:FAMILY",
+    "wgmma.sp": "conformance.families.wgmma_sp:FAMILY",
     "tcgen05": "conformance.families.tcgen05:FAMILY",
     "wmma": "conformance.families.wmma:FAMILY",
 }

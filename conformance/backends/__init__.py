@@ -25,5 +25,5 @@ def get_backend(name: str, **kwargs) -> Backend:
     if name == "emulator":
         from .emulator import EmulatorBackend
 
-        return EmulatorBackend(**kwargs)
+        return EmulatorBackend(**{k: v for k, v in kwargs.items() if k not in ("build", "use_cache")})
     raise ValueError(f"unknown backend {name!r}; choose auto, pycuda or emulator")

@@ -35,24 +35,17 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
                 except cuda.CompileError as exc:
                     conn.send(("error", f"JIT compile failed: {str(exc).strip()[:2000]}", False))
                 continue
+            if msg[0] == "launches":  # every launch of one module in one round trip
+                _, key, batch = msg
+                try:
+                    conn.send(("ok", [_launch(cuda, ctx, np, modules[key], *item) for item in batch]))
+                except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
+                    conn.send(("error", f"{type(exc).__name__}: {exc}", True))
+                    return
+                continue
             _, key, kernel, in_words, out_words, order, wpb = msg
             try:
-                fn = modules[key].get_function(kernel)
-                ncases = len(order)
-                lanes = in_words.shape[1]  # 32 per case (a warp), 128 for wgmma (a warpgroup)
-                out = np.zeros((in_words.shape[0], lanes, out_words), dtype=np.uint32)
-                d_in = cuda.to_device(np.ascontiguousarray(in_words, dtype=np.uint32))
-                d_out = cuda.to_device(out)
-                d_order = cuda.to_device(np.ascontiguousarray(order, dtype=np.uint32))
-                blocks = (ncases + wpb - 1) // wpb
-                t0 = time.perf_counter()
-                fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=(blocks, 1))
-                ctx.synchronize()
-                run = time.perf_counter() - t0
-                cuda.memcpy_dtoh(out, d_out)
-                for buf in (d_in, d_out, d_order):
-                    buf.free()
-                conn.send(("ok", out, {"kernel_s": run}))
+                conn.send(("ok", *_launch(cuda, ctx, np, modules[key], kernel, in_words, out_words, order, wpb)))
             except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
                 # A fault leaves a sticky error in the context: report it and let the parent restart us.
                 conn.send(("error", f"{type(exc).__name__}: {exc}", True))
@@ -62,6 +55,26 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
             ctx.pop()
         except Exception:
             pass
+
+
+def _launch(cuda, ctx, np, module, kernel, in_words, out_words, order, wpb):  # pragma: no cover - GPU only
+    """One launch: ``(out, {"kernel_s": ...})``; a fault raises (the caller reports it and exits)."""
+    fn = module.get_function(kernel)
+    ncases = len(order)
+    lanes = in_words.shape[1]  # 32 per case (a warp), 128 for a warpgroup, per the probe's contract
+    out = np.zeros((in_words.shape[0], lanes, out_words), dtype=np.uint32)
+    d_in = cuda.to_device(np.ascontiguousarray(in_words, dtype=np.uint32))
+    d_out = cuda.to_device(out)
+    d_order = cuda.to_device(np.ascontiguousarray(order, dtype=np.uint32))
+    blocks = (ncases + wpb - 1) // wpb
+    t0 = time.perf_counter()
+    fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=(blocks, 1))
+    ctx.synchronize()
+    run = time.perf_counter() - t0
+    cuda.memcpy_dtoh(out, d_out)
+    for buf in (d_in, d_out, d_order):
+        buf.free()
+    return out, {"kernel_s": run}
 
 
 def _info(cuda, dev) -> dict:  # pragma: no cover - GPU only

@@ -56,6 +56,13 @@ class Backend(ABC):
         """Highest ``.version`` the loader accepts."""
         return PtxVersion(9, 0)
 
+    def prefetch(self, module: str) -> None:
+        """A module that will be run soon: a backend may start building it (default: nothing)."""
+
+    def stats(self) -> dict:
+        """How the backend spent its time (build paths, compile seconds) for the run summary."""
+        return {}
+
     @abstractmethod
     def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
         """Run every launch against ``module`` (PTX text)."""

@@ -48,6 +48,7 @@ __all__ = [
     "max_ptx_for_release",
     "cache_dir",
     "assemble",
+    "compile_cubin",
     "assemble_report",
     "module_for",
 ]
@@ -255,6 +256,42 @@ def assemble(
         except OSError:
             pass
     return ok, err
+
+
+def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
+                  timeout: float = DEFAULT_TIMEOUT_S) -> tuple[bytes | None, str]:
+    """``(cubin, "")`` or ``(None, stderr)``: ``ptx_text`` built for ``-arch=arch``, cached on disk by
+    sha256 of (this ptxas's ``--version``, arch, PTX), so a warm run assembles nothing."""
+    key = hashlib.sha256("\0".join((_version_output(exe), arch, ptx_text)).encode()).hexdigest()
+    path = cache_dir().parent / "cubin" / key[:2] / f"{key}.cubin"
+    if use_cache and path.is_file():
+        try:
+            return path.read_bytes(), ""
+        except OSError:
+            pass
+    with tempfile.TemporaryDirectory(prefix="ptxconf-") as tmp:
+        src, out = Path(tmp) / "m.ptx", Path(tmp) / "m.cubin"
+        src.write_text(ptx_text)
+        try:
+            proc = subprocess.run([exe, f"-arch={arch}", "-o", str(out), str(src)], capture_output=True, text=True,
+                                  errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"ptxas timed out after {timeout:g} s"
+        except OSError as exc:
+            return None, f"could not run ptxas: {exc}"
+        if proc.returncode != 0 or not out.is_file():
+            err = _clean((proc.stderr or "") + (proc.stdout or "")).replace(str(src), "<input>")
+            return None, err or f"ptxas exited {proc.returncode}"
+        data = out.read_bytes()
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp_path = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp_path.write_bytes(data)
+            os.replace(tmp_path, path)
+        except OSError:
+            pass
+    return data, ""
 
 
 # ---------------------------------------------------------------------------

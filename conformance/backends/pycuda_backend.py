@@ -1,18 +1,27 @@
-"""The PyCUDA backend: JIT each module with the driver and launch each batch once.
+"""The PyCUDA backend: build each module once, launch a module's batches in one round trip.
 
 The CUDA context lives in a child process (:mod:`._cuda_worker`): a kernel
 that faults (illegal instruction, misaligned address, trap) or hangs past the
-timeout costs one launch, not the run.  PyCUDA is imported only in the child,
-so this module imports on machines with no CUDA at all.
+timeout costs one launch, not the run (a batch that faults is re-run launch by
+launch).  PyCUDA is imported only in the child, so this module imports on
+machines with no CUDA at all.
+
+Two build paths, selectable because checking the JIT is part of the job:
+``jit`` hands the PTX to the driver; ``ptxas`` assembles with ptxas for the GPU's
+own architecture in a pool of processes while earlier modules run, cached on disk
+by (ptxas version, arch, PTX hash), and loads the cubin.  ``auto`` takes ptxas
+when one is found.  The run's properties say which path built how many modules.
 """
 
 from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
+import os
 import shutil
 import subprocess
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from conformance.spec.targets import PtxVersion
 
@@ -47,7 +56,17 @@ def ptxas_version() -> str:
 class PyCudaBackend(Backend):
     name = "pycuda"
 
-    def __init__(self, timeout_s: float = 20.0, auto_reason: str | None = None, jit_timeout_s: float = 300.0):
+    def __init__(self, timeout_s: float = 20.0, auto_reason: str | None = None, jit_timeout_s: float = 300.0,
+                 build: str = "auto", use_cache: bool = True):
+        self.build = build
+        self.use_cache = use_cache
+        self._ptxas = shutil.which("ptxas") if build in ("auto", "ptxas") else None
+        if build == "ptxas" and not self._ptxas:
+            raise BackendError("--build ptxas: no ptxas on PATH")
+        self._pool: ThreadPoolExecutor | None = None
+        self._builds: dict[str, Future] = {}
+        self.built_by: dict[str, int] = {}
+        self.compile_seconds = 0.0
         self.timeout_s = timeout_s
         self.jit_timeout_s = jit_timeout_s
         self.jit_seconds = 0.0
@@ -107,7 +126,8 @@ class PyCudaBackend(Backend):
             reply = self._call(("info",), 120)
             if reply[0] != "ok":
                 raise BackendError(f"cannot query the GPU: {reply[1]}")
-            self._info = {"backend": self.name, **reply[1], "ptxas": ptxas_version()}
+            self._info = {"backend": self.name, **reply[1], "ptxas": ptxas_version(),
+                          "build": "ptxas -arch=<GPU> (parallel, cached)" if self._ptxas else reply[1]["jit"]}
             if self.auto_reason:
                 self._info["auto"] = self.auto_reason
         return self._info
@@ -138,25 +158,86 @@ class PyCudaBackend(Backend):
         self.jit_seconds += reply[1]
         return None
 
-    def run(self, module: str | bytes, launches: list[Launch]) -> list[LaunchResult]:
-        results = []
+    def _arch(self) -> str:
+        major, minor = self.compute_capability()
+        return f"sm_{major}{minor}" + ("a" if major >= 9 else "")  # the arch-specific target runs every probe
+
+    def prefetch(self, module: str) -> None:
+        """Start building ``module`` in the background (ptxas path); the JIT path builds on first use."""
+        if not self._ptxas or not isinstance(module, str):
+            return
         key = self._key(module)
-        for launch in launches:
+        if key in self._builds:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1))
+        from .ptxas import compile_cubin
+
+        arch = self._arch()
+
+        def build():
             t0 = time.perf_counter()
-            error = self._load(module)
+            cubin, err = compile_cubin(module, arch, self._ptxas, use_cache=self.use_cache)
+            return cubin, err, time.perf_counter() - t0
+
+        self._builds[key] = self._pool.submit(build)
+
+    def _image(self, module: str | bytes) -> str | bytes:
+        """What the worker loads: the cubin ptxas built, or the PTX for the driver's JIT."""
+        if isinstance(module, bytes) or not self._ptxas:
+            self.built_by["driver JIT" if isinstance(module, str) else "given cubin"] = \
+                self.built_by.get("driver JIT" if isinstance(module, str) else "given cubin", 0) + 1
+            return module
+        self.prefetch(module)
+        cubin, err, seconds = self._builds.pop(self._key(module)).result()
+        self.compile_seconds += seconds
+        if cubin is None:  # ptxas refused what the driver may take: the JIT decides, and the count says so
+            self.built_by["driver JIT (ptxas refused)"] = self.built_by.get("driver JIT (ptxas refused)", 0) + 1
+            return module
+        self.built_by["ptxas"] = self.built_by.get("ptxas", 0) + 1
+        return cubin
+
+    def run(self, module: str | bytes, launches: list[Launch]) -> list[LaunchResult]:
+        """Every launch of the module in one round trip; after a fault, launch by launch (one failed case each)."""
+        key = self._key(module)
+        t0 = time.perf_counter()
+        if key not in self._loaded or self._proc is None:
+            error = self._load_image(key, self._image(module))
             if error:
-                results.append(LaunchResult(None, error=error, seconds=time.perf_counter() - t0))
+                return [LaunchResult(None, error=error, seconds=time.perf_counter() - t0) for _ in launches]
+        batch = [(lc.probe.name, lc.in_words, lc.out_words, lc.order, lc.warps_per_block) for lc in launches]
+        reply = self._call(("launches", key, batch), self.timeout_s * max(1, len(batch)))
+        if reply[0] == "ok":
+            dt = (time.perf_counter() - t0) / max(1, len(batch))
+            return [LaunchResult(out, seconds=dt, info=info) for out, info in reply[1]]
+        results = []
+        for lc in launches:  # the batch failed: find the launch that faults, keep the others' results
+            t1 = time.perf_counter()
+            error = self._load_image(key, self._last_image) if key not in self._loaded or self._proc is None else None
+            if error:
+                results.append(LaunchResult(None, error=error, seconds=time.perf_counter() - t1))
                 continue
-            reply = self._call(
-                ("launch", key, launch.probe.name, launch.in_words, launch.out_words, launch.order, launch.warps_per_block),
-                self.timeout_s,
-            )
-            dt = time.perf_counter() - t0
-            if reply[0] == "ok":
-                results.append(LaunchResult(reply[1], seconds=dt, info=reply[2]))
-            else:
-                results.append(LaunchResult(None, error=reply[1], seconds=dt))
+            r = self._call(("launch", key, lc.probe.name, lc.in_words, lc.out_words, lc.order, lc.warps_per_block),
+                           self.timeout_s)
+            dt = time.perf_counter() - t1
+            results.append(LaunchResult(r[1], seconds=dt, info=r[2]) if r[0] == "ok" else LaunchResult(None, error=r[1], seconds=dt))
         return results
 
+    def _load_image(self, key: str, image: str | bytes) -> str | None:
+        self._last_image = image
+        reply = self._call(("load", key, image), self.jit_timeout_s)
+        if reply[0] != "ok":
+            return reply[1]
+        self._loaded.add(key)
+        self.jit_seconds += reply[1]
+        return None
+
+    def stats(self) -> dict:
+        """Which path built how many modules, and the seconds spent building and loading them."""
+        return {"modules_built_by": dict(self.built_by), "ptxas_seconds": round(self.compile_seconds, 3),
+                "load_seconds": round(self.jit_seconds, 3)}
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self._stop()

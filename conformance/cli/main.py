@@ -179,7 +179,7 @@ def cmd_run(args) -> int:
     try:
         done = recorded_done(out_dir, args.seed) if args.resume else set()
         try:
-            backend = get_backend(args.backend, semantics=mma)
+            backend = get_backend(args.backend, semantics=mma, build=args.build, use_cache=not args.no_cache)
             info = backend.info()
         except BackendError as exc:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-observations", action="store_true", help="do not save raw inputs/outputs")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines or bar")
     r.add_argument("-v", "--verbose", action="store_true", help="list every failure (default: the first 20)")
+    r.add_argument("--build", default="auto", choices=["auto", "ptxas", "jit"],
+                   help="GPU: assemble modules with ptxas in parallel (cached) or hand PTX to the driver JIT")
+    r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
     r.add_argument("--force", action="store_true", help="replace the run already in --out")
     r.add_argument("--resume", action="store_true", help="continue the run in --out, skipping what it recorded")
     r.add_argument("--label", metavar="NAME", help="the run's name in JUnit classnames (default: the --out folder name)")

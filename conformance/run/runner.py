@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,9 +61,14 @@ def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
     return _run_module(backend, plans)
 
 
-def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+def module_of(plans: list[Plan]) -> str:
+    """The PTX module of plans that share a family, ``.version`` and ``.target``."""
     first = plans[0]
-    module = family_of(first.variant).module_source([q for p in plans for q in p.kernels], first.version, first.target)
+    return family_of(first.variant).module_source([q for p in plans for q in p.kernels], first.version, first.target)
+
+
+def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
+    module = module if module is not None else module_of(plans)
     outcomes = []
     for plan in plans:
         t0 = time.perf_counter()
@@ -90,6 +97,7 @@ def _run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
 
 
 MODULE_PLANS = 128  # plans per module at most: the first module runs while later variants are still unplanned
+LOOKAHEAD = 2 * (os.cpu_count() or 1)  # modules planned and handed to the backend to build ahead of the one running
 
 
 def plan_groups(
@@ -163,10 +171,18 @@ def run_variants(
         if progress:
             progress.update(1)
 
-    for plans in iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop):
-        if stop and stop():
+    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop)
+    ahead: deque[tuple[list[Plan], str]] = deque()
+    while True:
+        # Keep the next modules built in the background (ptxas pool) while this one runs.
+        while len(ahead) < LOOKAHEAD and (plans := next(modules, None)) is not None:
+            source = module_of(plans)
+            backend.prefetch(source)
+            ahead.append((plans, source))
+        if not ahead or (stop and stop()):
             return
-        for outcome in _run_module(backend, plans):
+        plans, source = ahead.popleft()
+        for outcome in _run_module(backend, plans, source):
             if on_outcome:
                 on_outcome(outcome)
             if progress:

@@ -130,6 +130,7 @@ class RunSession:
     variants_done: set = field(default_factory=set)
     cases_run: int = 0
     t0: float = field(default_factory=time.monotonic)
+    backend_stats: dict = field(default_factory=dict)
 
     def stop_requested(self) -> bool:
         return self.signal_seen is not None
@@ -148,6 +149,8 @@ class RunSession:
                  "wall_s": round(time.monotonic() - self.t0, 3)}
         if status != "complete":
             extra["variants_not_run"] = not_run
+        if self.backend_stats:
+            extra["backend_stats"] = self.backend_stats
         self.log.write_summary(status, extra)
 
     def run(self, backend) -> int:
@@ -194,6 +197,7 @@ class RunSession:
             progress.close()
             for s, h in previous.items():
                 signal.signal(s, h)
+        self.backend_stats = backend.stats()
         self._finish("interrupted" if self.signal_seen is not None else "complete")
         return EXIT_SIGNAL[self.signal_seen] if self.signal_seen is not None else self.exit_status()
 

@@ -38,7 +38,17 @@ _SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
 
 def default_specs_dir() -> Path:
-    """specs/ of the source tree (the package is used from a checkout or editable install)."""
+    """The specs shipped with the package, else specs/ of the checkout this package runs from.
+
+    A wheel or sdist install carries the top-level specs/ as package data ``conformance/specdata``
+    (mapped at build time, see setup.py); an editable install or a checkout on PYTHONPATH has no
+    such folder and reads specs/ beside the package, so both see the same files.
+    """
+    import importlib.resources
+
+    shipped = importlib.resources.files("conformance").joinpath("specdata")
+    if isinstance(shipped, Path) and shipped.is_dir() and any(shipped.glob("*.yaml")):
+        return shipped
     return Path(__file__).resolve().parents[2] / "specs"
 
 

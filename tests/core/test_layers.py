@@ -26,6 +26,7 @@ LAYERS = [
     ("conformance.docs", 7),
     ("conformance.junit", 6),
     ("conformance.cli", 8),
+    ("conformance.pytest_plugin", 8),
     ("conformance", 0),  # the package root: __version__ only
 ]
 

@@ -370,10 +370,10 @@ def test_a_run_killed_half_way_keeps_what_it_did(tmp_path, monkeypatch):
     real = runner._run_module
     done: list[str] = []
 
-    def dies_after_the_first_module(backend, plans):
+    def dies_after_the_first_module(backend, plans, *rest):
         if done:
             raise KeyboardInterrupt("killed")
-        outcomes = real(backend, plans)
+        outcomes = real(backend, plans, *rest)
         done.extend(p.variant.id for p in plans)
         return outcomes
 

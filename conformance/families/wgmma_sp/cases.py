@@ -1,0 +1,246 @@
+"""Cases for wgmma.mma_async.sp: random and tagged inputs, one warpgroup per case.
+
+Checks (each a case set per immediate set and sparsity selector):
+
+* ``value``: A (sparse: a random legal index pair per chunk of every row), B, C random on grids
+  where D is exact; swizzle modes, descriptor strides, start offsets (off the repeat boundary
+  too, with the base offset) and scale-d vary per case; the selectors cycle over the sets.
+* ``map.A``: the stored A elements carry tags (their compressed index + 1, in digits), B is a
+  0/1 selection, so D spells back the dense A: which stored element went to which dense column.
+* ``map.B``: B carries tags, A is one 1 per row (its chunk's metadata chosen to hold it).
+* ``map.metadata`` (every selector): slot s of every chunk stores s + 1 and the patterns vary
+  over the cases; D spells each chunk's pattern back, so the comparator reads which lane and
+  bits the hardware took each chunk's indices from.  Lanes outside the selector's carry other
+  legal metadata throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.families.wgmma import probe as wg
+from conformance.families.wgmma.desc import Desc
+from conformance.spec.packing import pack
+from conformance.spec.ptxtypes import TYPES
+
+from . import probe as sp
+from .spec import WgmmaSpVariant, k_major_fits
+
+META_REPS = 6  # patterns per chunk in map.metadata: enough to tell the 2048 (lane, field) slots apart
+
+
+def immediate_sets(v: WgmmaSpVariant) -> list[dict]:
+    """(immediates + selector) of each kernel: the dense family's immediate sets, selectors cycled
+    over them (and an extra set where a selector is left over)."""
+    sets = wg.immediate_sets(v)
+    out = [{**imm, "sel": v.selectors[i % len(v.selectors)]} for i, imm in enumerate(sets)]
+    for s in v.selectors[len(sets) :]:
+        out.append({**sets[0], "sel": s})
+    return out
+
+
+def imm_tag(imm: dict) -> str:
+    rest = wg.imm_tag({k: val for k, val in imm.items() if k != "sel"})
+    return ",".join(x for x in (rest, f"sel{imm.get('sel', 0)}") if x)
+
+
+def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.ndarray:
+    """``uint32[case, 128]`` sp-meta words: the spec's lanes for ``selector`` hold ``fields``
+    (``[case, 64, 2 * chunks]``); every other lane random legal metadata."""
+    cases = len(fields)
+    pats = np.array(sp.sparsity(v).patterns, dtype=np.uint32)
+    nib = pats[rng.integers(len(pats), size=(cases, sp.LANES, 8))]
+    words = (nib[..., 0] | nib[..., 1] << 2) << (4 * np.arange(8, dtype=np.uint32))
+    words = np.bitwise_or.reduce(words, axis=-1).astype(np.uint32)
+    lay = v.operands["metadata"].layout
+    m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
+    for lane in np.nonzero(held.any(1))[0]:
+        w = np.zeros(cases, dtype=np.uint32)
+        for i in np.nonzero(held[lane])[0]:
+            w |= fields[:, m[lane, i, 1], m[lane, i, 2]].astype(np.uint32) << np.uint32(2 * i)
+        words[:, lane] = w
+    return words
+
+
+def random_patterns(v: WgmmaSpVariant, rng, cases: int) -> np.ndarray:
+    """``int64[case, 64, 2 * chunks]`` index fields, a random legal pattern per chunk."""
+    pats = np.array(sp.sparsity(v).patterns, dtype=np.int64)
+    return pats[rng.integers(len(pats), size=(cases, 64, v.chunks))].reshape(cases, 64, 2 * v.chunks)
+
+
+def _values(rng, tname: str, shape) -> np.ndarray:
+    return wg._values(rng, tname, shape)
+
+
+def _one(tname: str) -> np.uint64:
+    t = TYPES[tname]
+    return t.encode(np.array(1.0 if t.is_float else 1))
+
+
+def _digit(tname: str, d: np.ndarray) -> np.ndarray:
+    return wg._digit(tname, d)
+
+
+def _layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, model: wg.Model, region: int,
+                   room: int, off_boundary: bool) -> tuple[Desc, int]:
+    """(descriptor, where its swizzle pattern starts) for the compressed A or B, as the dense
+    family chooses them: canonical strides, K chunks in either order (K-major none), any LBO and a
+    K start inside the swizzle row (K-major swizzled), a pattern start off the repeat boundary."""
+    smem = model.smem
+    view = v.a_view if operand == "A" else v
+    ext, kext = (64, view.K) if operand == "A" else (v.N, v.K)
+    major = smem.major_of(trans)
+    W = smem.width(sw)
+    lbo, sbo = wg.canonical_strides(major, sw, W, v.bits, ext, kext)
+    kbytes = kext * v.bits // 8
+    pattern = region
+    if off_boundary and sw != "none":
+        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        end = int(smem.offsets(major, sw, mn, k, v.bits, lbo, sbo).max()) + max(1, v.bits // 8) + (W - kbytes if major == "K" else 0)
+        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
+        if steps:
+            pattern += 128 * int(rng.choice(steps))
+    start = pattern
+    if major == "K" and sw == "none" and rng.integers(2):
+        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+    if major == "K" and sw != "none":
+        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
+        start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
+    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+
+
+def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model) -> bool:
+    kbytes = (v.kc if operand == "A" else v.K) * v.bits // 8
+    return model.smem.major_of(trans) != "K" or k_major_fits(v.doc, sw, kbytes)
+
+
+def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[list, dict]:
+    """(compressed A, fields, B) per case and the meta of a tagged check."""
+    plans = []
+    if check == "map.A":
+        db = wg.DIGIT_BITS[v.atype]
+        tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
+        digits = max(1, -(-int(tags.max()).bit_length() // db))
+        shifts = -(-v.K // v.N)
+        for d in range(digits):
+            fields = random_patterns(v, rng, 1)[0]
+            for s in range(shifts):
+                comp = _digit(v.atype, (tags >> (db * d)) & ((1 << db) - 1))
+                plans.append((comp, fields, _selection_b(v, s)))
+        return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts}
+    if check == "map.B":
+        db = wg.DIGIT_BITS[v.btype]
+        tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+        digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
+        shifts = -(-v.K // 64)
+        for d in range(digits):
+            for s in range(shifts):
+                comp, fields = _selection_a(v, rng, s)
+                plans.append((comp, fields, _digit(v.btype, (tags >> (db * d)) & ((1 << db) - 1))))
+        return plans, {"digits": digits, "digit_bits": db, "target": "B", "shifts": shifts}
+    # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
+    shifts = -(-v.K // v.N)
+    slot = np.tile(np.arange(v.nz, dtype=np.int64) + 1, v.kc // v.nz)
+    comp = np.broadcast_to(_digit(v.atype, slot), (64, v.kc)).copy()
+    for _ in range(META_REPS):
+        fields = random_patterns(v, rng, 1)[0]
+        for s in range(shifts):
+            plans.append((comp, fields, _selection_b(v, s)))
+    return plans, {"target": "metadata", "reps": META_REPS, "shifts": shifts}
+
+
+def _selection_b(v: WgmmaSpVariant, s: int) -> np.ndarray:
+    """B picking dense column k = n + s * N of A into column n of D."""
+    B = np.zeros((v.K, v.N), dtype=np.uint64)
+    n = np.arange(v.N)
+    k = n + s * v.N
+    ok = k < v.K
+    B[k[ok], n[ok]] = _one(v.btype)
+    return B
+
+
+def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """A (compressed, fields) with one 1 per row m, at dense column m + 64 s, stored in a random
+    legal pattern that holds it."""
+    spx = sp.sparsity(v)
+    pats = np.array(spx.patterns, dtype=np.int64)
+    pos = sp.positions(spx, pats)  # [P, nz] dense positions in the chunk
+    fields = random_patterns(v, rng, 1)[0].reshape(64, v.chunks, 2)
+    comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
+    for m in range(64):
+        k = m + 64 * s
+        if k >= v.K:
+            continue
+        ch, p = divmod(k, v.width)
+        ok = np.nonzero((pos == p).any(1))[0]
+        pick = int(rng.choice(ok))
+        fields[m, ch] = pats[pick]
+        comp[m, ch, int(np.nonzero(pos[pick] == p)[0][0])] = _one(v.atype)
+    return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
+
+
+def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[sp.SpCases]:
+    """Case sets per (check, immediate set, selector)."""
+    model = wg.model_of(v)
+    smem = model.smem
+    rng = np.random.default_rng([seed, 0x5A5, *v.id.encode()])
+    swz = list(smem.swizzles)
+    sw_modes = [m for m in swz if m != "none"]
+    sets = immediate_sets(v)
+    out = []
+    for si, imm in enumerate(sets):
+        jobs = ["value"] if "value" in checks else []
+        if si in (0, len(sets) - 1):
+            jobs += [c for c in ("map.A", "map.B") if c in checks]
+        if "map.metadata" in checks and imm == next(s for s in sets if s["sel"] == imm["sel"]):
+            jobs.append("map.metadata")
+        map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # none on the first set, swizzled on the last
+        for check in jobs:
+            if check == "value":  # every mode on the boundary; off it (base offset) on the first set
+                n_on = max(value_cases, len(swz)) if si == 0 else len(swz)
+                n = n_on + (len(sw_modes) if si == 0 else 0)
+                fields = random_patterns(v, rng, n)
+                plans = [(_values(rng, v.atype, (64, v.kc)), fields[i], _values(rng, v.btype, (v.K, v.N))) for i in range(n)]
+                meta: dict = {}
+            else:
+                plans, meta = _tagged_plans(v, rng, check, imm["sel"])
+            words = np.zeros((len(plans), sp.LANES, sp.in_words(v)), dtype=np.uint32)
+            img = np.tile(((np.arange(sp.image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
+            C = wg._c_values(rng, v, len(plans))
+            cfgs = []
+            for i, (comp, _, B) in enumerate(plans):
+                if check == "value" and i < n_on:
+                    sw_a, sw_b, off = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)], False
+                elif check == "value":
+                    j = i - n_on
+                    sw_a, sw_b, off = sw_modes[j % len(sw_modes)], sw_modes[(j + 1) % len(sw_modes)], True
+                else:
+                    sw_a = sw_b = map_sw
+                    off = False
+                ta, tb = imm.get("trans_a", 0), imm.get("trans_b", 0)
+                if not _fits(v, "B", tb, sw_b, model):  # K-major B wider than the swizzle row: the widest mode
+                    sw_b = max(sw_modes, key=smem.width)
+                room_b = sp.image_bytes(v) - sp.b_base(v)
+                db_, pb = _layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
+                words[i, :, 2], words[i, :, 3] = wg._words(model, db_)
+                wg._fill(v, img[i], db_, "B", tb, B, smem)
+                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                if v.a_src == "shared":
+                    da, pa = _layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
+                    words[i, :, 0], words[i, :, 1] = wg._words(model, da)
+                    wg._fill(v.a_view, img[i], da, "A", ta, comp, smem)
+                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
+                else:
+                    aop = v.operands["A"]
+                    words[i, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[None, None])[0]
+                words[i, :, 4] = 1 if check != "value" else int(i % 3 != 2)
+                if check != "value":
+                    C[i] = 0
+                cfgs.append(cfg)
+            fields = np.stack([f for _, f, _ in plans])
+            words[:, :, sp.META_WORD] = meta_words(v, rng, fields, imm["sel"])
+            dop = v.operands["D"]
+            words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
+            sp.put_image(v, words, img)
+            out.append(sp.SpCases(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
+    return out

@@ -1,0 +1,325 @@
+"""Probes for wgmma.mma_async.sp: one warpgroup (128 threads) per case, as the dense family.
+
+Buffer contract (``[case][lane][word]``, 128 lanes per case):
+
+* words 0-1 / 2-3: the A / B matrix descriptor (start address relative to the case's shared
+  image; the kernel adds the image's shared address >> 4); word 4: scale-d;
+* word 5: this lane's sp-meta register (every lane gets one: lanes the selector leaves out
+  carry other legal metadata, so reading the wrong lanes shows);
+* words ``c_off ..``: C in D's fragment; ``a_off ..`` (A from registers): the compressed A
+  fragment; ``img_off ..``: the shared image (compressed A, then B), lane by lane.
+
+Out: D's registers.  The immediates (imm-scale-a/b, imm-trans-a/b) and the sparsity selector
+are part of the kernel: a plan has one kernel per (immediate set, selector).
+
+:func:`apply` executes a case as the spec says: it reads the compressed A (registers or
+descriptor) and B, rebuilds the dense A from the metadata the spec's lanes supply, and runs the
+dense family's numerics.  The :class:`SpModel` may be perturbed (fault hypotheses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from conformance.families.wgmma import probe as wg
+from conformance.spec.packing import pack, unpack
+from conformance.spec.ptxtypes import TYPES
+from conformance.spec.sparse import Sparsity, positions
+from conformance.spec.targets import PtxVersion, Target
+from generators.ptx import KeyedProbe, case_prologue
+from generators.ptx import module_source as probe_module_source
+
+from .spec import WgmmaSpVariant
+
+LANES = 128
+HEAD_WORDS = 6
+META_WORD = 5
+A_REGION = 64 * 128 + 1024  # the compressed A: 64 rows of the widest swizzle, plus room for an offset start
+
+
+def d_words(v: WgmmaSpVariant) -> int:
+    return v.operands["D"].words
+
+
+def c_off(v: WgmmaSpVariant) -> int:
+    return HEAD_WORDS
+
+
+def a_off(v: WgmmaSpVariant) -> int:
+    return HEAD_WORDS + d_words(v)
+
+
+def b_base(v: WgmmaSpVariant) -> int:
+    return A_REGION if v.a_src == "shared" else 0
+
+
+def b_region(v: WgmmaSpVariant) -> int:
+    """Room for B (K x N, 64 bytes along K) in any canonical layout: K-major swizzled takes a row of
+    up to 128 bytes per n; MN-major 128B at small N spans K / 8 groups of 8 rows of 128 bytes."""
+    return max(v.N * 128, v.K // 8 * 1024) + 1024
+
+
+def image_bytes(v: WgmmaSpVariant) -> int:
+    total = b_base(v) + b_region(v)
+    return -(-total // (LANES * 16)) * LANES * 16
+
+
+def img_off(v: WgmmaSpVariant) -> int:
+    n = a_off(v) + (v.operands["A"].words if "A" in v.operands else 0)
+    return -(-n // 4) * 4
+
+
+def in_words(v: WgmmaSpVariant) -> int:
+    return img_off(v) + image_bytes(v) // (4 * LANES)
+
+
+def out_words(v: WgmmaSpVariant) -> int:
+    return d_words(v) + d_words(v) % 2
+
+
+def image_of(v: WgmmaSpVariant, words: np.ndarray) -> np.ndarray:
+    w = np.ascontiguousarray(words[:, :, img_off(v) :], dtype="<u4")
+    return w.reshape(len(w), -1).view(np.uint8).copy()
+
+
+def put_image(v: WgmmaSpVariant, words: np.ndarray, img: np.ndarray) -> None:
+    words[:, :, img_off(v) :] = np.ascontiguousarray(img).view("<u4").reshape(len(img), LANES, -1)
+
+
+def sparsity(v: WgmmaSpVariant) -> Sparsity:
+    """The chunk geometry of ``conformance.spec.sparse`` for a form (increasing index pairs)."""
+    return Sparsity(64, v.K, v.chunks, v.width, v.nz, ordered=True)
+
+
+# --- the model the emulator and comparator execute --------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpModel:
+    """The dense model plus what a sparse form adds; perturb a field to state a fault hypothesis."""
+
+    dense: wg.Model
+    meta_layout: object | None = None  # another metadata layout (a TableLayout)
+    selector_map: tuple[tuple[int, int], ...] = ()  # selector in the kernel -> lanes the hardware reads
+    slots_swapped: bool = False  # the two index fields of a nibble read the other way round
+
+
+def model_of(v: WgmmaSpVariant) -> SpModel:
+    return SpModel(wg.model_of(v))
+
+
+def _meta_layout(v: WgmmaSpVariant, model: SpModel):
+    return model.meta_layout if model.meta_layout is not None else v.operands["metadata"].layout
+
+
+def fields_of(v: WgmmaSpVariant, meta_words: np.ndarray, selector: int, model: SpModel | None = None) -> np.ndarray:
+    """``int64[case, 64, 2 * chunks]``: the index fields the metadata lanes supply, per (row, field col).
+
+    ``meta_words`` is ``uint32[case, lane]``; -1 where no lane supplies a field."""
+    model = model or model_of(v)
+    sel = dict(model.selector_map).get(selector, selector)
+    lay = _meta_layout(v, model)
+    m, held = lay.map({"selector": sel}), lay.held({"selector": sel})
+    out = np.full((len(meta_words), lay.rows, lay.cols), -1, dtype=np.int64)
+    lanes, elems = np.nonzero(held)
+    rows, cols = m[lanes, elems, 1], m[lanes, elems, 2]
+    vals = (meta_words[:, lanes].astype(np.int64) >> (2 * elems)) & 3
+    if model.slots_swapped:
+        cols = cols ^ 1
+    out[:, rows, cols] = vals
+    return out
+
+
+def densify(v: WgmmaSpVariant, comp: np.ndarray, fields: np.ndarray) -> np.ndarray:
+    """Compressed A bits ``[case, 64, K/2]`` + fields ``[case, 64, 2 * chunks]`` -> dense A ``[case, 64, K]``.
+
+    A chunk whose fields no lane supplies reads as zeros (the comparator then names the lanes)."""
+    sp = sparsity(v)
+    cases = len(comp)
+    idx = fields.reshape(cases, 64, sp.chunks, 2)
+    missing = (idx < 0).any(-1)
+    pos = positions(sp, np.where(idx < 0, 0, idx)) + (np.arange(sp.chunks) * sp.width)[:, None]
+    vals = np.where(missing[..., None], np.uint64(0), comp.reshape(cases, 64, sp.chunks, sp.nz).astype(np.uint64))
+    dense = np.zeros((cases, 64, v.K), dtype=np.uint64)
+    c, r = np.meshgrid(np.arange(cases), np.arange(64), indexing="ij")
+    for ch in range(sp.chunks):
+        for s in range(sp.nz):
+            hit = vals[:, :, ch, s] != 0
+            dense[c[hit], r[hit], pos[:, :, ch, s][hit]] = vals[:, :, ch, s][hit]
+    return dense
+
+
+def compressed_a(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel) -> np.ndarray:
+    """Compressed A bits ``[case, 64, K/2]`` from the registers or through the A descriptor."""
+    if v.a_src == "registers":
+        aop = v.operands["A"]
+        if model.dense.a_layout is not None:
+            aop = replace(aop, layout=model.dense.a_layout)
+        return unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
+    img = image_of(v, words)
+    out = np.zeros((len(words), 64, v.kc), dtype=np.uint64)
+    for c in range(len(words)):
+        d = wg.decode_words(model.dense, words[c, 0, 0], words[c, 0, 1])
+        out[c] = wg.read_matrix(model.dense, v.a_view, img[c], d, "A", imm.get("trans_a", 0))
+    return out
+
+
+def matrix_b(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel) -> np.ndarray:
+    img = image_of(v, words)
+    out = np.zeros((len(words), v.K, v.N), dtype=np.uint64)
+    for c in range(len(words)):
+        d = wg.decode_words(model.dense, words[c, 0, 2], words[c, 0, 3])
+        out[c] = wg.read_matrix(model.dense, v, img[c], d, "B", imm.get("trans_b", 0))
+    return out
+
+
+def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
+    """The dense family's semantics (:func:`conformance.families.wgmma.probe.numerics`) with the
+    product taken in float64: exact for every input a probe builds (integers and small-grid floats,
+    |sum| < 2**53).  einsum, not a BLAS matmul: a small product costs no thread wake-ups."""
+    at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = at.decode(a_bits).astype(np.float64) * imm.get("scale_a", 1)
+        b = bt.decode(b_bits).astype(np.float64) * imm.get("scale_b", 1)
+        acc = np.einsum("mk,kn->mn", a, b)
+        if dt.is_float:
+            if scale_d:
+                acc = acc + dt.decode(c_bits).astype(np.float64)
+            return dt.encode(acc, exact=False)
+    acc = np.rint(acc).astype(np.int64)
+    if scale_d:
+        acc = acc + dt.decode(c_bits).astype(np.int64)
+    if v.satfinite:
+        acc = np.clip(acc, -(2**31), 2**31 - 1)
+    return (acc & 0xFFFFFFFF).astype(np.uint64)
+
+
+def apply(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel | None = None, arithmetic=None) -> np.ndarray:
+    """Expected out words ``uint32[case, 128, out_words]`` by the spec (or a perturbed model)."""
+    model = model or model_of(v)
+    numerics_ = arithmetic or numerics
+    fields = fields_of(v, words[:, :, META_WORD], int(imm.get("sel", 0)), model)
+    A = densify(v, compressed_a(v, words, imm, model), fields)
+    B = matrix_b(v, words, imm, model)
+    dop = wg.operand_d(v, model.dense)
+    C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
+    scale = {k: val for k, val in imm.items() if k != "sel"}
+    D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), scale) for c in range(len(words))])
+    out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
+    out[:, :, : dop.words] = pack(dop, D[:, None])
+    return out
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpProbe(KeyedProbe):
+    variant: WgmmaSpVariant
+    imm: tuple[tuple[str, int], ...]  # the immediates and ("sel", sparsity selector)
+
+    def key(self) -> str:
+        return f"{self.variant.id}|{self.imm}"
+
+    @property
+    def params(self) -> dict:
+        return {"imm": dict(self.imm)}
+
+    def instruction_text(self, d: str, a: str, b: str, e: str, p: str) -> str:
+        v = self.variant
+        imm = dict(self.imm)
+        ops = [d, a, b, e, str(imm.get("sel", 0)), p]
+        if "scale_a" in v.immediates:
+            ops += [str(imm.get("scale_a", 1)), str(imm.get("scale_b", 1))]
+        if "trans_a" in v.immediates:
+            ops.append(str(imm.get("trans_a", 0)))
+        if "trans_b" in v.immediates:
+            ops.append(str(imm.get("trans_b", 0)))
+        return f"{v.ptx} {', '.join(ops)};"
+
+    def source(self) -> str:
+        return kernel_source(self)
+
+
+def kernel_source(p: SpProbe) -> str:
+    v = p.variant
+    iw, ow, nd = in_words(v), out_words(v), d_words(v)
+    na = v.operands["A"].words if "A" in v.operands else 0
+    imw = image_bytes(v) // (4 * LANES)
+    dt = {"f32": "f32", "s32": "s32", "f16": "b32"}[v.dtype]
+    L = [
+        f".visible .entry {p.name}(",
+        "    .param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases",
+        ")",
+        "{",
+        f"    .reg .{dt} %d<{nd}>;",
+        f"    .reg .b32 %a<{max(na, 1)}>;",
+        "    .reg .b32 %e;",
+        "    .reg .b32 %t<16>;",
+        "    .reg .b64 %q<12>;",
+        "    .reg .pred %p<2>;",
+        f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
+        *case_prologue(LANES),
+        f"    mul.wide.u32 %q3, %t6, {iw * 4};",
+        "    add.s64 %q2, %q2, %q3;",
+        "    ld.param.u64 %q4, [p_out];",
+        "    cvta.to.global.u64 %q4, %q4;",
+        f"    mul.wide.u32 %q5, %t6, {ow * 4};",
+        "    add.s64 %q4, %q4, %q5;",
+        "    mov.u32 %t9, img;",
+        f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
+    ]
+    for k in range(0, imw, 4):
+        L += [
+            f"    ld.global.v4.b32 {{%t11, %t12, %t13, %t14}}, [%q2+{(img_off(v) + k) * 4}];",
+            f"    st.shared.v4.b32 [%t10+{4 * k}], {{%t11, %t12, %t13, %t14}};",
+        ]
+    L += [
+        "    fence.proxy.async.shared::cta;",
+        "    bar.sync 0;",
+        "    shr.u32 %t15, %t9, 4;",
+        "    and.b32 %t15, %t15, 16383;",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q6, {%t11, %t12};",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2+8];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q7, {%t11, %t12};",
+        "    ld.global.u32 %t13, [%q2+16];",
+        "    setp.ne.u32 %p1, %t13, 0;",
+        f"    ld.global.b32 %e, [%q2+{META_WORD * 4}];",
+    ]
+    for i in range(nd):
+        L.append(f"    ld.global.{'b32' if dt == 'b32' else dt} %d{i}, [%q2+{(c_off(v) + i) * 4}];")
+    for i in range(na):
+        L.append(f"    ld.global.b32 %a{i}, [%q2+{(a_off(v) + i) * 4}];")
+    dregs = "{" + ", ".join(f"%d{i}" for i in range(nd)) + "}"
+    a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
+    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%e", "%p1"),
+          "    wgmma.commit_group.sync.aligned;", "    wgmma.wait_group.sync.aligned 0;"]
+    for i in range(nd):
+        L.append(f"    st.global.{'b32' if dt == 'b32' else dt} [%q4+{4 * i}], %d{i};")
+    L += ["$L_done:", "    ret;", "}"]
+    return "\n".join(L)
+
+
+def module_source(probes: list[SpProbe], version: PtxVersion, target: Target) -> str:
+    return probe_module_source(probes, version, target, kernel_source)
+
+
+@dataclass
+class SpCases:
+    check: str
+    words: np.ndarray
+    params: dict = field(default_factory=dict)  # {"imm": {..., "sel": s}}
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return len(self.words)
+
+
+__all__ = ["SpModel", "SpProbe", "SpCases", "apply", "numerics", "model_of", "fields_of", "densify", "module_source",
+           "in_words", "out_words", "image_bytes"]

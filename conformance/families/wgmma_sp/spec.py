@@ -1,0 +1,317 @@
+"""specs/wgmma_sp.yaml (schema "wgmma_sp/1"): the wgmma.mma_async.sp forms and their sparse operands.
+
+The document reads like the dense wgmma one (register fragments over a warpgroup, shared-memory
+layouts as formulas, the descriptor's field table, forms crossed from axes) and adds what a
+sparse form has besides: the chunk geometry per A type, the compressed A fragment, and the
+metadata layouts with the sparsity selector as a parameter.  Each form is a
+:class:`WgmmaSpVariant`, a dense :class:`WgmmaVariant` with a ``metadata`` operand, so the
+dense family's shared-memory reader, descriptor codec and numerics apply unchanged.
+
+Invariants checked on load (each failure is ``FILE:LINE: field: reason``): every fragment
+covers its tile exactly once for every N a form uses and, for the metadata, for every selector
+the form allows (so no chunk has two suppliers or none); the compressed A tile is 64 x K/2 and the metadata tile 64 x 2 * chunks; the shared-memory
+layouts are one-to-one on the compressed A and the dense B tiles of every form.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+
+from conformance.families.wgmma.spec import (
+    MAJORS,
+    DescField,
+    DescSpec,
+    SmemSpec,
+    WgmmaVariant,
+    _axis_values,
+    _check_descriptor,
+    _check_smem,
+    _f,
+    canonical_strides,
+)
+from conformance.spec.expr import Expr, ExprError, evaluate, parse
+from conformance.spec.model import Fragment, Layout, Operand
+from conformance.spec.ptxtypes import TYPES
+from conformance.spec.targets import PtxVersion, parse_target
+from conformance.spec.yamlsrc import Source
+
+__all__ = ["WgmmaSpVariant", "WgmmaSpSpec", "load_document", "k_major_fits"]
+
+_SCHEMA = Path(__file__).with_name("schema.json")
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    schema = json.loads(_SCHEMA.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+@dataclass(frozen=True)
+class WgmmaSpVariant(WgmmaVariant):
+    """One wgmma.mma_async.sp form; ``K`` is the dense K (A is stored as 64 x K/2)."""
+
+    selectors: tuple[int, ...] = (0,)
+    width: int = 4  # dense elements per chunk
+    nz: int = 2  # stored elements per chunk
+    table: str = ""
+
+    @property
+    def kc(self) -> int:
+        """Compressed K: the columns of A as stored."""
+        return self.K // 2
+
+    @property
+    def chunks(self) -> int:
+        return self.K // self.width
+
+    @cached_property
+    def a_view(self) -> WgmmaVariant:
+        """The compressed A as the dense reader sees it (a 64 x K/2 tile of the same type)."""
+        return replace(self, K=self.kc)
+
+
+@dataclass
+class WgmmaSpSpec:
+    family: str
+    file: str
+    section: str
+    layouts: dict[str, dict]
+    fragments: dict[str, Fragment]
+    bindings: dict[str, Expr]
+    sparsity: dict[str, dict[str, int]]
+    smem: SmemSpec
+    descriptor: DescSpec
+    k_major_fits_expr: Expr
+    variants: list[WgmmaSpVariant] = field(default_factory=list)
+    _cache: dict = field(default_factory=dict)
+
+    def layout(self, name: str, N: int | None = None) -> Layout:
+        """The layout ``name`` with ``N`` bound (one Layout object per (name, N))."""
+        key = (name, N)
+        if key not in self._cache:
+            t = self.layouts[name]
+            env = {"N": N} if N is not None else {}
+            rows, cols = (int(evaluate(e, env)) for e in t["shape"])
+            body = t["body"]
+            bindings = dict(self.bindings)
+            if N is not None:
+                bindings["N"] = parse(str(N))
+            self._cache[key] = Layout(
+                name=name if N is None or "N" not in t["names"] else f"{name}[N={N}]",
+                maps=body["maps"], section=body["section"], figure=body.get("figure"),
+                rows=rows, cols=cols, elements=int(evaluate(t["elements"], env)), matrices=1, lanes=int(body["lanes"]),
+                matrix=parse("0"), row=t["row"], col=t["col"], where=t["where"], copies=1, bindings=bindings,
+                params=tuple(body.get("params", ())), notes=tuple(body.get("notes", ())), file=self.file, line=t["line"],
+            )
+        return self._cache[key]
+
+    def select(self, **kw) -> list[WgmmaSpVariant]:
+        return [v for v in self.variants if all(getattr(v, k) == val for k, val in kw.items())]
+
+
+def k_major_fits(spec: Any, swizzle: str, kbytes: int) -> bool:
+    """Whether a K-major ``swizzle`` layout holds a row of ``kbytes`` along K (the spec's rule)."""
+    if swizzle == "none":
+        return True
+    return bool(evaluate(spec.k_major_fits_expr, {"kbytes": int(kbytes), "W": spec.smem.width(swizzle)}))
+
+
+def _schema_error(doc: dict, src: Source) -> None:
+    errors = sorted(_validator().iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
+    if errors:
+        err = errors[0]
+        path = tuple(err.absolute_path)
+        msg = err.message.replace("Additional properties are not allowed", "unknown key")
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            known = err.schema.get("properties", {})
+            path += tuple([k for k in err.instance if k not in known][:1])
+        raise src.error(path, msg)
+
+
+def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
+    """Schema-check and build a ``schema: wgmma_sp/1`` document; raise SpecError naming file:line:field."""
+    _schema_error(doc, src)
+    bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
+    fragments = {n: Fragment(n, f["register"], f["per_register"]) for n, f in (doc.get("fragments") or {}).items()}
+    layouts = {}
+    for name, body in doc["layouts"].items():
+        p = ("layouts", name)
+        t = {
+            "body": body,
+            "shape": [_f(x, p + ("shape", i), src) for i, x in enumerate(body["shape"])],
+            "elements": _f(body["elements"], p + ("elements",), src),
+            "row": _f(body["row"], p + ("row",), src),
+            "col": _f(body["col"], p + ("col",), src),
+            "where": _f(body["where"], p + ("where",), src) if "where" in body else None,
+            "line": src.line(p),
+        }
+        exprs = [*t["shape"], t["elements"], t["row"], t["col"]] + ([t["where"]] if t["where"] is not None else [])
+        t["names"] = set().union(*(e.names() for e in exprs))
+        known = set(bindings) | {"%laneid", "i", "N"} | set(body.get("params", ()))
+        for fld in ("row", "col", "where"):
+            if t[fld] is not None and t[fld].names() - known:
+                unknown = ", ".join(sorted(t[fld].names() - known))
+                raise src.error(p + (fld,), f"unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
+        layouts[name] = t
+    sm = doc["smem"]
+    smem = SmemSpec(
+        section=sm["section"],
+        swizzles={k: dict(v) for k, v in sm["swizzles"].items()},
+        let={k: _f(v, ("smem", "let", k), src) for k, v in (sm.get("let") or {}).items()},
+        offset={m: {s: _f(sm["offset"][m][s], ("smem", "offset", m, s), src) for s in ("none", "swizzled")} for m in MAJORS},
+        swizzle=_f(sm["swizzle"], ("smem", "swizzle"), src),
+        alignment=sm["alignment"],
+        transpose=dict(enumerate(sm["transpose"])),
+        notes=tuple(sm.get("notes", ())),
+        errata=tuple(sm.get("errata", ())),
+    )
+    if "none" not in smem.swizzles:
+        raise src.error(("smem", "swizzles"), "needs the no-swizzle mode `none`")
+    d = doc["descriptor"]
+    desc = DescSpec(
+        section=d["section"],
+        fields={k: DescField(k, f["lo"], f["hi"], bool(f.get("encoded"))) for k, f in d["fields"].items()},
+        encode_expr=_f(d["encode"], ("descriptor", "encode"), src),
+        rules=tuple(d.get("rules", ())),
+        base_offset_expr=_f(d["base_offset"], ("descriptor", "base_offset"), src) if "base_offset" in d else None,
+    )
+    _check_descriptor(desc, smem, src)
+    sparsity = {t: dict(g) for t, g in doc["sparsity"]["types"].items()}
+    for t, g in sparsity.items():
+        if g["nz"] * 2 != g["width"]:
+            raise src.error(("sparsity", "types", t), f"{t}: {g['nz']} of {g['width']} is not 50% sparsity")
+    spec = WgmmaSpSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, sparsity, smem, desc,
+                       _f(sm["k_major_fits"], ("smem", "k_major_fits"), src))
+    _check_smem(spec, src)
+    checked: set[tuple[str, int]] = set()
+    for g, form in enumerate(doc["forms"]):
+        for v in _expand(spec, form, ("forms", g), src):
+            _check_operands(spec, v, checked, src)
+            spec.variants.append(v)
+    ids = [v.id for v in spec.variants]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise src.error(("forms",), f"form {dup} defined twice")
+    _check_sparse_smem(spec, src)
+    return spec
+
+
+def _check_operands(spec: WgmmaSpSpec, v: WgmmaSpVariant, checked: set, src: Source) -> None:
+    """Each layout a form uses covers its tile exactly once (per selector for the metadata)."""
+    from conformance.spec.loader import check_layout  # late: the loader imports document kinds by name
+
+    for op in v.operands.values():
+        lay = op.layout
+        for params in op.param_combinations():
+            key = (lay.name, lay.cols, tuple(sorted(params.items())))
+            if key in checked:
+                continue
+            checked.add(key)
+            try:
+                check_layout(lay, params=params or None)
+            except Exception as exc:  # SpecError from check_layout: re-point it at the layout
+                fld = str(getattr(exc, "field", "") or "").rsplit(".", 1)[-1] or "row"
+                msg = getattr(exc, "message", str(exc))
+                raise src.error(("layouts", lay.name.split("[")[0], fld), f"{v.id} {params or ''}: {msg}") from None
+
+
+def _check_sparse_smem(spec: WgmmaSpSpec, src: Source) -> None:
+    """The layouts are one-to-one on every form's compressed A (64 x K/2) and dense B (K x 256)."""
+    sm = spec.smem
+    seen = set()
+    for v in spec.variants:
+        for operand, ext, kext in (("A", 64, v.kc), ("B", 256, v.K)):
+            for major, sw in itertools.product(MAJORS, sm.swizzles):
+                key = (operand, ext, kext, v.bits, major, sw)
+                if key in seen or (major == "MN" and "trans_" + operand.lower() not in v.immediates):
+                    continue
+                seen.add(key)
+                if major == "K" and not k_major_fits(spec, sw, kext * v.bits // 8):
+                    continue
+                lbo, sbo = canonical_strides(major, sw, sm.width(sw), v.bits, ext, kext)
+                mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+                try:
+                    off = sm.addresses(major, sw, 0, mn, k, v.bits, lbo, sbo)
+                except ExprError as exc:
+                    raise src.error(("smem", "offset", major), str(exc)) from None
+                if len(np.unique(off)) != off.size:
+                    raise src.error(("smem", "offset", major, "none" if sw == "none" else "swizzled"),
+                                    f"{v.id}: {operand} {major}-major {sw} {ext}x{kext}: two elements share a byte")
+
+
+def _expand(spec: WgmmaSpSpec, form: dict, path: tuple, src: Source):
+    imm = tuple(form["immediates"])
+    requires = tuple(parse_target(t) for t in form["targets"])
+    min_ptx = PtxVersion.parse(form["min_ptx"])
+    meta = form["metadata"]
+    for key, name in (("a_layout", form["a_layout"]), ("metadata", meta["layout"])):
+        if name not in spec.layouts:
+            raise src.error(path + ((key, "layout") if key == "metadata" else (key,)), f"unknown layout {name!r}")
+    if spec.layouts[meta["layout"]]["body"].get("params") != ["selector"]:
+        raise src.error(("layouts", meta["layout"], "params"), "a metadata layout takes the parameter `selector`")
+    for e, entry in enumerate(form["axes"]):
+        entry = dict(entry)
+        entry_ptx = PtxVersion.parse(str(entry.pop("min_ptx"))) if "min_ptx" in entry else min_ptx
+        keys = list(entry)
+        choices = [_axis_values(entry[k], path + ("axes", e, k), src) for k in keys]
+        for combo in itertools.product(*choices):
+            ax = dict(zip(keys, combo))
+            ax.setdefault("dtype", "s32")
+            ax.setdefault("sat", "")
+            try:
+                ptx = form["instruction"].format(**ax)
+            except KeyError as exc:
+                raise src.error(path + ("instruction",), f"template names {{{exc.args[0]}}}, which no axis defines") from None
+            for t in (ax["atype"], ax["btype"], ax["dtype"]):
+                if t not in TYPES or t not in spec.fragments:
+                    raise src.error(path + ("axes", e), f"type {t!r} has no PTX type or fragment here ({ptx})")
+            if ax["atype"] not in spec.sparsity:
+                raise src.error(path + ("axes", e, "atype"), f"{ax['atype']} has no entry under sparsity ({ptx})")
+            if ("trans_a" in imm or "trans_b" in imm) and TYPES[ax["atype"]].bits != 16:
+                raise src.error(path + ("immediates",), f"{ptx}: imm-trans needs 16-bit elements (§9.7.15.6.3)")
+            N, K = int(ax["N"]), int(form["k"])
+            if N % 8 or not 8 <= N <= 256:
+                raise src.error(path + ("axes", e, "N"), f"N={N} is not a multiple of 8 in 8..256")
+            if ax["a"] not in ("shared", "registers"):
+                raise src.error(path + ("axes", e, "a"), f"a is shared or registers, not {ax['a']!r}")
+            g = spec.sparsity[ax["atype"]]
+            if K % g["width"]:
+                raise src.error(path + ("k",), f"K={K} is not whole chunks of {g['width']} ({ptx})")
+            dl = spec.layout("D.m64nN", N)
+            if (dl.rows, dl.cols) != (64, N):
+                raise src.error(("layouts", "D.m64nN", "shape"), f"D must be 64 x {N} for {ptx}")
+            ml = spec.layout(meta["layout"])
+            if (ml.rows, ml.cols) != (64, 2 * K // g["width"]):
+                raise src.error(path + ("metadata", "layout"),
+                                f"{meta['layout']} is {ml.rows}x{ml.cols}; {ptx} has 64 rows of {K // g['width']} chunks (2 fields each)")
+            operands = {
+                "D": Operand("D", TYPES[ax["dtype"]], dl, spec.fragments[ax["dtype"]]),
+                "metadata": Operand("metadata", TYPES["b2"], ml, spec.fragments["b2"], {"selector": tuple(meta["selector"])}),
+            }
+            if ax["a"] == "registers":
+                al = spec.layout(form["a_layout"])
+                if (al.rows, al.cols) != (64, K // 2):
+                    raise src.error(path + ("a_layout",), f"{form['a_layout']} is {al.rows}x{al.cols}, {ptx} stores 64x{K // 2}")
+                frag = spec.fragments[ax["atype"]]
+                if al.elements % frag.per_register:
+                    raise src.error(path + ("a_layout",), f"{al.elements} elements do not fill whole registers ({ptx})")
+                operands = {"A": Operand("A", TYPES[ax["atype"]], al, frag), **operands}
+            yield WgmmaSpVariant(
+                id=ptx + ("/rs" if ax["a"] == "registers" else "/ss"), family=spec.family, section=form["section"],
+                min_ptx=entry_ptx, requires=requires, operands=operands, notes=tuple(form.get("notes", ())),
+                file=src.file, line=src.line(path + ("axes", e)), ptx=ptx, atype=ax["atype"], btype=ax["btype"],
+                dtype=ax["dtype"], N=N, K=K, a_src=ax["a"],
+                immediates=tuple(i for i in imm if not (i == "trans_a" and ax["a"] == "registers")),
+                satfinite=bool(ax["sat"]), doc=spec, selectors=tuple(meta["selector"]), width=g["width"], nz=g["nz"],
+                table=form["table"],
+            )
