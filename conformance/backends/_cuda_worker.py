@@ -11,8 +11,15 @@ import time
 
 
 def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
+    import signal
+
     import numpy as np
     import pycuda.driver as cuda
+
+    # The parent decides when this process ends: Ctrl-C in a terminal reaches the whole process
+    # group, and the parent finishes the module in flight before it stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     cuda.init()
     dev = cuda.Device(0)

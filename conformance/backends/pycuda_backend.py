@@ -65,6 +65,7 @@ class PyCudaBackend(Backend):
             raise BackendError("--build ptxas: no ptxas on PATH")
         self._pool: ThreadPoolExecutor | None = None
         self._builds: dict[str, Future] = {}
+        self._images: dict[str, str | bytes] = {}
         self.built_by: dict[str, int] = {}
         self.compile_seconds = 0.0
         self.timeout_s = timeout_s
@@ -213,7 +214,7 @@ class PyCudaBackend(Backend):
         results = []
         for lc in launches:  # the batch failed: find the launch that faults, keep the others' results
             t1 = time.perf_counter()
-            error = self._load_image(key, self._last_image) if key not in self._loaded or self._proc is None else None
+            error = self._load_image(key, self._images[key]) if key not in self._loaded or self._proc is None else None
             if error:
                 results.append(LaunchResult(None, error=error, seconds=time.perf_counter() - t1))
                 continue
@@ -224,7 +225,7 @@ class PyCudaBackend(Backend):
         return results
 
     def _load_image(self, key: str, image: str | bytes) -> str | None:
-        self._last_image = image
+        self._images[key] = image  # kept to reload after a fault restarts the worker
         reply = self._call(("load", key, image), self.jit_timeout_s)
         if reply[0] != "ok":
             return reply[1]

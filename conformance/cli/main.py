@@ -192,6 +192,8 @@ def cmd_run(args) -> int:
         }
         log = RunLog(out_dir, info, args.seed, Path(args.junit) if args.junit else None, label=args.label,
                      flavor=args.junit_flavor, header=header)
+        if args.resume:
+            log.load_recorded(done)
         session = RunSession(specs, variants, out_dir, log, args.seed, tuple(args.check) if args.check else None,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
                              verbose=args.verbose, skip_done=done)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -48,7 +49,11 @@ def relative_file(path: str) -> str:
 
 
 def git_revision() -> str | None:
-    """The checkout's commit (with ``+dirty`` when it has changes), or None outside a checkout."""
+    """The checkout's commit (with ``+dirty`` when it has changes), or None outside a checkout.
+
+    ``PTXCONF_GIT_REVISION`` names it where the tree was copied without its history (a GPU machine)."""
+    if os.environ.get("PTXCONF_GIT_REVISION"):
+        return os.environ["PTXCONF_GIT_REVISION"]
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
@@ -113,21 +118,64 @@ class RunLog:
         self.label = self.label or self.out_dir.resolve().name
         self._jsonl = (self.out_dir / "results.jsonl").open("a", encoding="utf-8")
 
+    def load_recorded(self, keep: set[tuple[str, str]]) -> int:
+        """A resumed run: the verdicts already made (``keep``: (variant, check)) count as this run's; the rest
+        (skips, cut lines) are dropped from results.jsonl, since they are made again."""
+        path = self.out_dir / "results.jsonl"
+        kept = []
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = Record(**json.loads(line))
+                except (ValueError, TypeError):
+                    continue  # a line cut by a kill: that verdict is made again
+                if (rec.variant, rec.check) in keep and rec.status != "skip":
+                    kept.append(rec)
+        self._jsonl.close()
+        atomic_write(path, "".join(json.dumps(vars(r)) + "\n" for r in kept))
+        self._jsonl = path.open("a", encoding="utf-8")
+        self.records.extend(kept)
+        n = len(kept)
+        maps = self.out_dir / "observed_maps.npz"
+        index = self.out_dir / "observed_maps.json"
+        if maps.exists() and index.exists():
+            import numpy as np
+
+            try:
+                with np.load(maps, allow_pickle=False) as z:
+                    self.observed.update({k: z[k] for k in z.files})
+                self.observed_index.update(json.loads(index.read_text()).get("variants", {}))
+            except (OSError, ValueError):
+                pass
+        return n
+
     def add(self, rec: Record) -> None:
         rec.file = relative_file(rec.file)
         self.records.append(rec)
         self._jsonl.write(json.dumps(vars(rec)) + "\n")
         self._jsonl.flush()
 
+    def add_verdicts(self, specs: Specs, verdicts: list[Verdict], seconds: float, backend: str) -> None:
+        """One variant's verdicts in one write: a resumed run finds all of them or, after a kill, a cut line."""
+        recs = [self._record(specs, v, seconds, backend) for v in verdicts]
+        for rec in recs:
+            rec.file = relative_file(rec.file)
+        self.records.extend(recs)
+        self._jsonl.write("".join(json.dumps(vars(r)) + "\n" for r in recs))
+        self._jsonl.flush()
+
     def add_verdict(self, specs: Specs, v: Verdict, seconds: float, backend: str) -> Record:
+        rec = self._record(specs, v, seconds, backend)
+        self.add(rec)
+        return rec
+
+    def _record(self, specs: Specs, v: Verdict, seconds: float, backend: str) -> Record:
         variant = specs.variants.get(v.variant)
         details = v.details(variant)
         if v.status in ("fail", "error"):
             details += "\nreplay: " + replay_command(v.variant, v.check, v.seed, backend if backend != "replay" else "auto")
-        rec = Record(v.variant, variant.family if variant else "unknown", variant.file if variant else "", v.check,
-                     v.seed, v.status, v.message, details, seconds)
-        self.add(rec)
-        return rec
+        return Record(v.variant, variant.family if variant else "unknown", variant.file if variant else "", v.check,
+                      v.seed, v.status, v.message, details, seconds)
 
     def add_observed(self, variant: str, operand: str, layout: str, observed, spec) -> None:
         """Keep an observed lane map (from a map check) for observed_maps.npz/json."""

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+import zipfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -67,37 +68,56 @@ def module_of(plans: list[Plan]) -> str:
     return family_of(first.variant).module_source([q for p in plans for q in p.kernels], first.version, first.target)
 
 
+STAGES: dict[str, float] = {}  # seconds per stage of this process's runs: plan, module, launch, compare, report
+
+
+def _stage(name: str, seconds: float) -> None:
+    STAGES[name] = STAGES.get(name, 0.0) + seconds
+
+
 def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
+    """Every launch of every plan in one call to the backend, then each plan's comparisons."""
+    t0 = time.perf_counter()
     module = module if module is not None else module_of(plans)
-    outcomes = []
-    for plan in plans:
-        t0 = time.perf_counter()
-        out = np.zeros((len(plan.in_words), plan.in_words.shape[1], plan.out_words), dtype=np.uint32)
-        errors = []
-        launches = []
+    launches, owner = [], []
+    for k, plan in enumerate(plans):
         for li, cases in enumerate(plan.launches):
             # Each launch gets only its cases: a compact buffer and the order within it.
-            launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))], plan.warps_per_block))
-        for cases, result in zip(plan.launches, backend.run(module, launches)):
-            if result.error:
-                errors.append(result.error)
-            else:
-                out[cases] = result.out
-        outcome = VariantOutcome(plan, out_words=None if errors else out, seconds=time.perf_counter() - t0)
+            order = np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))]
+            launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, order, plan.warps_per_block))
+            owner.append((k, cases))
+    t1 = time.perf_counter()
+    results = backend.run(module, launches) if launches else []
+    t2 = time.perf_counter()
+    _stage("launch", t2 - t1)
+    outs = [np.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), dtype=np.uint32) for p in plans]
+    errors: list[list[str]] = [[] for _ in plans]
+    for (k, cases), result in zip(owner, results):
+        if result.error:
+            errors[k].append(result.error)
+        else:
+            outs[k][cases] = result.out
+    share = (t2 - t0) / max(1, len(plans))
+    outcomes = []
+    for plan, out, errs in zip(plans, outs, errors):
+        t3 = time.perf_counter()
+        outcome = VariantOutcome(plan, out_words=None if errs else out)
         for cs in plan.case_sets:
-            if errors:
-                outcome.verdicts.append(Verdict(plan.variant.id, cs.check, plan.seed, "error", message=errors[0]))
+            if errs:
+                outcome.verdicts.append(Verdict(plan.variant.id, cs.check, plan.seed, "error", message=errs[0]))
                 continue
             a, b = plan.slices[cs.check]
             outcome.verdicts.append(
                 compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
             )
+        _stage("compare", time.perf_counter() - t3)
+        outcome.seconds = share + time.perf_counter() - t3
         outcomes.append(outcome)
     return outcomes
 
 
-MODULE_PLANS = 128  # plans per module at most: the first module runs while later variants are still unplanned
-LOOKAHEAD = 2 * (os.cpu_count() or 1)  # modules planned and handed to the backend to build ahead of the one running
+MODULE_PLANS = 64  # plans per module at most: the first module runs while later variants are still unplanned
+LOOKAHEAD = min(4, os.cpu_count() or 1)  # modules planned and handed to the backend to build ahead of the one running
 
 
 def plan_groups(
@@ -144,7 +164,9 @@ def iter_modules(
             if on_skip:
                 on_skip(v, why)
             continue
+        t0 = time.perf_counter()
         plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch)
+        _stage("plan", time.perf_counter() - t0)
         key = (family_of(v).name, str(plan.version), plan.target.name)
         groups.setdefault(key, []).append(plan)
         if max_plans and len(groups[key]) >= max_plans:
@@ -176,8 +198,10 @@ def run_variants(
     while True:
         # Keep the next modules built in the background (ptxas pool) while this one runs.
         while len(ahead) < LOOKAHEAD and (plans := next(modules, None)) is not None:
+            t0 = time.perf_counter()
             source = module_of(plans)
             backend.prefetch(source)
+            _stage("module", time.perf_counter() - t0)
             ahead.append((plans, source))
         if not ahead or (stop and stop()):
             return
@@ -210,7 +234,15 @@ def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
         ],
     }
     path = directory / observation_name(plan.variant.id, plan.seed)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, in_words=plan.in_words, out_words=outcome.out_words, meta=json.dumps(meta))
-    atomic_write(path, buf.getvalue())  # a kill mid-write leaves no half file behind
+    atomic_write(path, npz_bytes(in_words=plan.in_words, out_words=outcome.out_words, meta=np.array(json.dumps(meta))))
     return path
+
+
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    """An ``.npz`` (what ``np.load`` reads) at zlib level 1: the words compress almost as well, several times faster."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()

@@ -15,6 +15,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from conformance.core.family import family_of
 
 from .files import RunLock, clear_run, holds_a_run
 from .report import Record, RunLog
-from .runner import run_variants, save_observation
+from .runner import STAGES, run_variants, save_observation
 
 __all__ = ["RunSession", "UsageError", "EXIT_NOTHING_RAN", "prepare_out_dir", "recorded_done", "take_lock"]
 
@@ -51,7 +52,9 @@ def prepare_out_dir(out: Path, force: bool, resume: bool) -> None:
 
 
 def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
-    """(variant, check) pairs an earlier run in ``out`` recorded at ``seed`` (a cut last line is skipped)."""
+    """(variant, check) pairs an earlier run in ``out`` recorded at ``seed`` (a cut last line is skipped).
+
+    A variant's verdicts are written in one piece, so a variant with any recorded verdict is done."""
     summary = out / "summary.json"
     if summary.exists():
         try:
@@ -131,15 +134,22 @@ class RunSession:
     cases_run: int = 0
     t0: float = field(default_factory=time.monotonic)
     backend_stats: dict = field(default_factory=dict)
+    _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=2))
+    _writes: list = field(default_factory=list)
+    _first_signal_at: float = 0.0
+    _done_variants: set | None = None
 
     def stop_requested(self) -> bool:
         return self.signal_seen is not None
 
     def _on_signal(self, signum, frame) -> None:
-        if self.signal_seen is not None:  # the second one: leave at once, files stay whole
+        if self.signal_seen is not None and time.monotonic() - self._first_signal_at < 1.0:
+            return  # the same signal again, sent to the whole process group (timeout, a terminal): one request
+        if self.signal_seen is not None:  # a second request: leave at once, files stay whole
             self._write_summary("interrupted")
             os._exit(EXIT_SIGNAL.get(signum, 130))
         self.signal_seen = signum
+        self._first_signal_at = time.monotonic()
         print(f"\nptxconf run: {signal.Signals(signum).name}: finishing the module in flight, then writing the reports "
               "(again to stop at once)", file=sys.stderr, flush=True)
 
@@ -151,11 +161,13 @@ class RunSession:
             extra["variants_not_run"] = not_run
         if self.backend_stats:
             extra["backend_stats"] = self.backend_stats
+        extra["stages_s"] = {k: round(v, 3) for k, v in sorted(STAGES.items())}
         self.log.write_summary(status, extra)
 
     def run(self, backend) -> int:
         """Run every selected variant; the exit status."""
         previous = {s: signal.signal(s, self._on_signal) for s in EXIT_SIGNAL}
+        STAGES.clear()
         progress = Progress(len(self.variants), self.quiet)
         self._write_summary("running")
         last_summary = [time.monotonic()]
@@ -164,22 +176,25 @@ class RunSession:
         progress.update(len(self.variants) - len(todo), "resumed", [])
 
         def on_outcome(outcome) -> None:
+            t_report = time.perf_counter()
             v = outcome.plan.variant
             per = outcome.seconds / max(1, len(outcome.verdicts))
+            self.log.add_verdicts(self.specs, outcome.verdicts, per, backend.name)
             for verdict in outcome.verdicts:
-                self.log.add_verdict(self.specs, verdict, per, backend.name)
                 if verdict.observed is not None:
                     target = verdict.check.split(".", 1)[1]
                     op = v.operands[target]
                     self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
             self.cases_run += len(outcome.plan.in_words)
             if outcome.out_words is not None and self.save_observations:
-                save_observation(self.out_dir / "observations", outcome)
+                # Compressing in a thread overlaps with the next module's planning (zlib releases the GIL).
+                self._writes.append(self._writer.submit(save_observation, self.out_dir / "observations", outcome))
             self.variants_done.add(v.id)
             progress.update(1, family_of(v).name, [vd.status for vd in outcome.verdicts])
             if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
                 self._write_summary("running")
                 last_summary[0] = time.monotonic()
+            STAGES["report"] = STAGES.get("report", 0.0) + time.perf_counter() - t_report
 
         def on_skip(v, why) -> None:
             checks = family_of(v).checks_for(self.checks)
@@ -203,12 +218,19 @@ class RunSession:
 
     def _finish(self, status: str) -> None:
         """JUnit and observed maps, then the summary last: ``complete`` only once everything is written."""
+        for w in self._writes:
+            w.result()  # an observation that could not be written fails the run loudly, before the summary
+        self._writes.clear()
         self.log.write_junit()
         self.log.write_observed()
         self._write_summary(status)
 
     def _all_done(self, v) -> bool:
-        return bool(self.skip_done) and all((v.id, c) in self.skip_done for c in family_of(v).checks_for(self.checks))
+        if not self.skip_done:
+            return False
+        if self._done_variants is None:
+            self._done_variants = {vid for vid, _ in self.skip_done}
+        return v.id in self._done_variants
 
     def exit_status(self) -> int:
         c = self.log.counts()

@@ -414,12 +414,44 @@ def _children(node: Node) -> list[Node]:
 # ---------------------------------------------------------------------------
 
 
+_SCALAR_CACHE: dict[tuple, tuple[Expr, np.ndarray]] = {}
+_SCALAR_CACHE_MAX = 1 << 16
+
+
 def evaluate(expr: Expr, env: Mapping[str, object]) -> np.ndarray:
     """Evaluate over broadcast NumPy integer arrays; names come from ``env``.
 
     ``env`` values may be ints, arrays, or other ``Expr`` objects (bindings such
-    as ``groupID = %laneid >> 2``), which are evaluated on first use.
+    as ``groupID = %laneid >> 2``), which are evaluated on first use.  A formula over
+    scalars alone (a descriptor field, an encode rule) is evaluated once per distinct
+    environment: planning asks the same questions for every case.
     """
+    key = _scalar_key(expr, env)
+    if key is not None:
+        hit = _SCALAR_CACHE.get(key)
+        if hit is not None:
+            return hit[1].copy()
+        out = _evaluate(expr, env)
+        if len(_SCALAR_CACHE) >= _SCALAR_CACHE_MAX:
+            _SCALAR_CACHE.clear()
+        _SCALAR_CACHE[key] = (expr, out.copy())  # the Expr is kept alive, so its id stays its own
+        return out
+    return _evaluate(expr, env)
+
+
+def _scalar_key(expr: Expr, env: Mapping[str, object]) -> tuple | None:
+    items = []
+    for name, value in env.items():
+        if isinstance(value, Expr):
+            items.append((name, "expr", id(value), value.text))
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            items.append((name, int(value)))
+        else:
+            return None
+    return (id(expr), expr.text, tuple(sorted(items, key=lambda x: x[0])))
+
+
+def _evaluate(expr: Expr, env: Mapping[str, object]) -> np.ndarray:
     arrays = [np.asarray(v) for v in env.values() if not isinstance(v, Expr)]
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
     ev = _Evaluator(expr.text, env, shape)

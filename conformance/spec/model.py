@@ -64,8 +64,23 @@ class Layout:
         env.update(params or {})
         return env
 
+    def _memo(self) -> dict:
+        """Evaluated maps by parameter values: a layout is evaluated once per selector, not once per case."""
+        memo = self.__dict__.get("_evaluated")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_evaluated", memo)
+        return memo
+
     def held(self, params: Mapping[str, int] | None = None) -> np.ndarray:
         """Boolean ``[lane, element]``: which registers slots hold a value."""
+        key = ("held", tuple(sorted((params or {}).items())))
+        memo = self._memo()
+        if key not in memo:
+            memo[key] = self._held(params)
+        return memo[key].copy()
+
+    def _held(self, params: Mapping[str, int] | None) -> np.ndarray:
         shape = (self.lanes, self.elements)
         if self.where is None:
             return np.ones(shape, dtype=bool)
@@ -73,6 +88,13 @@ class Layout:
 
     def map(self, params: Mapping[str, int] | None = None) -> np.ndarray:
         """``int64[lane, element, 3]`` of (matrix, row, col); -1 where nothing is held."""
+        key = ("map", tuple(sorted((params or {}).items())))
+        memo = self._memo()
+        if key not in memo:
+            memo[key] = self._map(params)
+        return memo[key].copy()
+
+    def _map(self, params: Mapping[str, int] | None) -> np.ndarray:
         env = self.env(params)
         shape = (self.lanes, self.elements)
         out = np.stack(

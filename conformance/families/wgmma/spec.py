@@ -101,7 +101,18 @@ class SmemSpec:
         return int(self.swizzles[name]["width"])
 
     def offsets(self, major: str, swizzle: str, mn, k, bits: int, lbo: int, sbo: int) -> np.ndarray:
-        """Byte offsets (before the swizzle) of elements (mn, k), broadcast."""
+        """Byte offsets (before the swizzle) of elements (mn, k), broadcast; each distinct layout is
+        evaluated once (every case and every comparison asks again with the same tile)."""
+        mn, k = np.asarray(mn, dtype=np.int64), np.asarray(k, dtype=np.int64)
+        key = (id(self), major, swizzle, int(bits), int(lbo), int(sbo), mn.shape, k.shape, mn.tobytes(), k.tobytes())
+        hit = _OFFSETS.get(key)
+        if hit is None:
+            if len(_OFFSETS) > 4096:
+                _OFFSETS.clear()
+            hit = _OFFSETS[key] = (self, self._offsets(major, swizzle, mn, k, bits, lbo, sbo))
+        return hit[1].copy()
+
+    def _offsets(self, major: str, swizzle: str, mn, k, bits: int, lbo: int, sbo: int) -> np.ndarray:
         env: dict[str, Any] = dict(self.let)
         env.update(mn=np.asarray(mn, dtype=np.int64), k=np.asarray(k, dtype=np.int64), bits=bits, LBO=lbo, SBO=sbo,
                    W=self.width(swizzle))
@@ -118,6 +129,9 @@ class SmemSpec:
     def addresses(self, major: str, swizzle: str, start: int, mn, k, bits: int, lbo: int, sbo: int,
                   base_offset: int = 0) -> np.ndarray:
         return self.swizzled(swizzle, start + self.offsets(major, swizzle, mn, k, bits, lbo, sbo), base_offset)
+
+
+_OFFSETS: dict[tuple, tuple[Any, np.ndarray]] = {}
 
 
 def canonical_strides(major: str, swizzle: str, width: int, bits: int, mn_extent: int, k_extent: int) -> tuple[int, int]:
