@@ -13,7 +13,7 @@ import json
 import time
 
 from conformance.backends.base import Backend
-from conformance.run.runner import Plan, plan_groups, run_module
+from conformance.run.runner import STAGES, Plan, plan_groups, run_module
 from conformance.spec.loader import Specs
 
 
@@ -23,6 +23,7 @@ def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) 
 
 
 def _timed(backend: Backend, groups: dict[tuple, list[Plan]]) -> dict:
+    STAGES.clear()
     t0 = time.perf_counter()
     cases = launches = failed = 0
     for plans in groups.values():
@@ -32,11 +33,15 @@ def _timed(backend: Backend, groups: dict[tuple, list[Plan]]) -> dict:
             failed += sum(v.status != "pass" for v in outcome.verdicts)
     wall = time.perf_counter() - t0
     return {"cases": cases, "launches": launches, "wall_s": round(wall, 3),
-            "cases_per_s": round(cases / wall, 1), "non_passing_checks": failed}
+            "cases_per_s": round(cases / wall, 1), "non_passing_checks": failed,
+            "stages_s": {k: round(v, 3) for k, v in sorted(STAGES.items())}}
 
 
 def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants: int) -> dict:
+    STAGES.clear()
+    t0 = time.perf_counter()
     groups = _plans(backend, variants, seed, None)
+    planning = {"wall_s": round(time.perf_counter() - t0, 3), "variants": sum(len(p) for p in groups.values())}
     _timed(backend, groups)  # warm-up: JIT every module once
     batched = _timed(backend, groups)
     subset = [p.variant for plans in groups.values() for p in plans][:baseline_variants]
@@ -48,6 +53,8 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
     return {
         "device": backend.info(),
         "seed": seed,
+        "planning": planning,
+        "backend_stats": backend.stats(),
         "batched_all_variants": batched,
         "baseline_one_case_per_launch": {**baseline, "variants": len(subset)},
         "batched_same_subset": batched_subset,

@@ -69,18 +69,22 @@ def cmd_desc_decode(args) -> int:
 
 
 def cmd_figures(args) -> int:
-    from conformance.families.wgmma.compare import d_fragment_svg, swizzle_svg
+    """Fragment ownership through the one figure engine (``T<lane>: a<i>`` / ``d<i>``, like the ISA's);
+    the swizzle patterns (byte chunks, no lanes) keep their own small drawing."""
+    from conformance.families.wgmma.compare import swizzle_svg
+    from conformance.figures import map_figure
 
     spec = _spec(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for sw in spec.smem.swizzles:
         (out / f"swizzle-{sw}.svg").write_text(swizzle_svg(spec.smem, sw))
-    (out / f"D-m64n{args.n}.svg").write_text(d_fragment_svg(spec.layout("D.m64nN", args.n), args.n))
+    d = spec.layout("D.m64nN", args.n)
+    map_figure(d.map(), out / f"D-m64n{args.n}.svg", f"wgmma D {d.name} (N = {args.n}), 128 lanes of a warpgroup", "d")
     for name in spec.layouts:
         if name.startswith("A."):
             lay = spec.layout(name)
-            (out / f"{name}.svg").write_text(d_fragment_svg(lay, lay.cols))
+            map_figure(lay.map(), out / f"{name}.svg", f"wgmma register A {name}, 128 lanes of a warpgroup", "a")
     print(f"figures -> {out}")
     return 0
 

@@ -15,7 +15,6 @@ spec's model, and names the hypothesis that reproduces the failing cases exactly
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -243,23 +242,5 @@ def swizzle_svg(smem, swizzle: str, major: str = "K", bits: int = 16, rows: int 
             out.append(f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="{palette[c % 8]}" stroke="#333"/>')
             out.append(f'<text x="{x + 4}" y="{y + 17}">r{r} c{c}</text>')
         out.append(f'<text x="4" y="{30 + r * ch + 17}">+{r * W}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def d_fragment_svg(layout, N: int = 16) -> str:
-    """Which warp / lane / register holds each D cell of a 64 x N tile (one colour per warp)."""
-    m = layout.map()
-    cw, ch = 56, 16
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{cw * N + 60}" height="{ch * 64 + 40}" font-family="monospace" font-size="9">',
-           f'<text x="4" y="14">{layout.name}: cell (row, col) &lt;- T&lt;lane&gt;: d&lt;i&gt;; colour = warp of the warpgroup</text>']
-    colours = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072"]
-    for lane, e in itertools.product(range(layout.lanes), range(layout.elements)):
-        _, r, c = (int(x) for x in m[lane, e])
-        if r < 0:
-            continue
-        x, y = 40 + c * cw, 24 + r * ch
-        out.append(f'<rect x="{x}" y="{y}" width="{cw - 1}" height="{ch - 1}" fill="{colours[lane // 32]}"/>')
-        out.append(f'<text x="{x + 2}" y="{y + 11}">T{lane}:d{e}</text>')
     out.append("</svg>")
     return "\n".join(out)

@@ -8,6 +8,9 @@ case, ``[case][lane][word]``): a case's ``in`` region is one flat little-endian 
   offA, offB, offC (byte offsets of each matrix in the ``in`` region), offD (in the ``out`` region);
 * A, B and C at their offsets, row- or column-major with their stride; every other byte is
   random, so a load that reads outside its matrix shows;
+* strides and offsets are random per case within what the hardware takes: every row/column start
+  a multiple of ``WmmaSpec.row_alignment`` (>= 16) bytes, every base of ``base_alignment`` (32);
+  the regions themselves start at multiples of 256 bytes;
 * ``out``: D stored at offD with ldD; every other byte must stay zero.
 
 A *route* is one load -> mma -> store path of the kernel: the companion wmma.mma form fixes the
@@ -30,7 +33,7 @@ __all__ = ["HEADER_WORDS", "Sizes", "sizes", "apply", "read_matrix", "write_matr
 
 HEADER_WORDS = 9
 HEADER_BYTES = 128
-SLACK = 3  # up to this many alignment units of padding per row, and of base offset
+SLACK = 3  # up to this many stride units of padding per row, and base-alignment units of offset
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,7 @@ def _layouts(mv: WmmaVariant, route: tuple[str, str]) -> dict[str, str]:
 
 def max_stride(spec: WmmaSpec, mv: WmmaVariant, matrix: str, layout: str) -> int:
     t = mv.type_of(matrix)
-    lead = spec.leading(matrix, layout, mv.shape_name)
-    return lead + SLACK * spec.row_alignment(matrix, t, mv.shape_name, layout) * 8 // TYPES[t].bits
+    return spec.min_stride(matrix, t, mv.shape_name, layout) + SLACK * spec.stride_unit(matrix, t, mv.shape_name, layout)
 
 
 def matrix_span(spec: WmmaSpec, mv: WmmaVariant, matrix: str, layout: str, ld: int) -> int:
@@ -61,10 +63,9 @@ def matrix_span(spec: WmmaSpec, mv: WmmaVariant, matrix: str, layout: str, ld: i
 
 def matrix_spans(spec: WmmaSpec, mv: WmmaVariant, matrix: str) -> int:
     """Bytes a matrix slot needs for any layout, stride and base offset a case may draw."""
-    t = mv.type_of(matrix)
-    frag = spec.frag(matrix, t, mv.shape_name)
+    align = spec.base_alignment(matrix, mv.type_of(matrix), mv.shape_name)
     span = max(matrix_span(spec, mv, matrix, lay, max_stride(spec, mv, matrix, lay)) for lay in ("row", "col"))
-    return span + SLACK * frag.bytes
+    return span + SLACK * align
 
 
 def _round(x: int, to: int) -> int:

@@ -12,7 +12,9 @@ Every load/store form of specs/wmma.yaml is probed (register counts, types and
 strides come from the spec).  Probe contract as elsewhere: ``(in, out, order,
 ncases)``, one warp per case; for a load the case's ``in`` region holds the
 matrix image, for a store its ``out`` region receives it.  The stride is the
-leading dimension plus a seeded padding, so stride handling is exercised too.
+least legal stride (the leading dimension, rounded up to the hardware's 16-byte row
+alignment) plus a seeded padding, so stride handling is exercised too; each case's matrix
+starts at a multiple of 256 bytes.
 """
 
 from __future__ import annotations
@@ -95,11 +97,11 @@ class WmmaForm:
 
     def pad_unit(self) -> int:
         """Padding step in elements: keeps every row/column start aligned as the spec requires."""
-        return self.spec.row_alignment(self.frag, self.type, self.shape, self.layout) * 8 // self.bits
+        return self.spec.stride_unit(self.frag, self.type, self.shape, self.layout)
 
     def stride(self, pad: int) -> int:
-        """Leading dimension in elements plus padding."""
-        return self.spec.leading(self.frag, self.layout, self.shape) + pad
+        """The least legal stride in elements (the leading dimension, rounded up to a 16-byte multiple) plus padding."""
+        return self.spec.min_stride(self.frag, self.type, self.shape, self.layout) + pad
 
     def image_elements(self, pad: int) -> int:
         rows, cols = self.dims

@@ -172,15 +172,15 @@ def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generat
         hdr = [route]
         for m in "abcd":
             t = mv.type_of(m)
-            unit = spec.row_alignment(m, t, shape, lay[m]) * 8 // TYPES[t].bits
-            ld = spec.leading(m, lay[m], shape) + int(rng.integers(SLACK + 1)) * unit
+            unit = spec.stride_unit(m, t, shape, lay[m])
+            ld = spec.min_stride(m, t, shape, lay[m]) + int(rng.integers(SLACK + 1)) * unit
             assert ld <= max_stride(spec, mv, m, lay[m])
             hdr.append(ld)
         offs = []
         for k, m in enumerate("abcd"):
-            frag = spec.frag(m, mv.type_of(m), shape)
+            align = spec.base_alignment(m, mv.type_of(m), shape)
             start = p.size.slots[k] if m != "d" else 0
-            offs.append(start + int(rng.integers(SLACK + 1)) * frag.bytes)
+            offs.append(start + int(rng.integers(SLACK + 1)) * align)
         hdr += offs
         img[case, : 4 * HEADER_WORDS] = np.array(hdr, dtype="<u4").view(np.uint8)
         for k, m in enumerate("abc"):

@@ -26,10 +26,15 @@ from conformance.spec.ptxtypes import TYPES
 from conformance.spec.targets import PtxVersion, Target, parse_target
 from conformance.spec.yamlsrc import Source, first_schema_error, schema_validator
 
-__all__ = ["WmmaVariant", "WmmaSpec", "load_document", "load_wmma", "MATRICES"]
+__all__ = ["WmmaVariant", "WmmaSpec", "load_document", "load_wmma", "MATRICES", "HW_ROW_ALIGN", "HW_BASE_ALIGN"]
 
 _SCHEMA = Path(__file__).with_name("schema.json")
 MATRICES = ("a", "b", "c", "d")
+# The hardware's floor under the ISA's fragment-size rule (see the storage errata of specs/wmma.yaml):
+# every row/column start a multiple of 16 bytes (CUDA's ldm rule), every base of 32 bytes (CUDA's
+# 256-bit pointer rule); below these an H100 faults with "misaligned address".
+HW_ROW_ALIGN = 16
+HW_BASE_ALIGN = 32
 OPERAND = {"a": "A", "b": "B", "c": "C", "d": "D"}
 
 
@@ -112,10 +117,29 @@ class WmmaSpec:
         return {"M": m, "N": n, "K": k}[self.default_stride[matrix][layout]]
 
     def row_alignment(self, matrix: str, type_name: str, shape: str, layout: str) -> int:
-        """Bytes every row/column start is a multiple of (see the storage errata)."""
+        """Bytes every row/column start is a multiple of (see the storage errata).
+
+        The fragment size where the default stride allows it (the ISA's statement), never less
+        than HW_ROW_ALIGN (16) bytes: the hardware faults below (misaligned address).
+        """
         frag = self.frag(matrix, type_name, shape)
         lead_bits = self.leading(matrix, layout, shape) * TYPES[type_name].bits
-        return math.gcd(frag.bytes, lead_bits // 8) if lead_bits % 8 == 0 else 1
+        isa = math.gcd(frag.bytes, lead_bits // 8) if lead_bits % 8 == 0 else 1
+        return max(HW_ROW_ALIGN, isa)
+
+    def base_alignment(self, matrix: str, type_name: str, shape: str) -> int:
+        """Bytes a matrix's base address is a multiple of: the fragment size, and at least HW_BASE_ALIGN (32)."""
+        frag = self.frag(matrix, type_name, shape)
+        return frag.bytes * HW_BASE_ALIGN // math.gcd(frag.bytes, HW_BASE_ALIGN)
+
+    def stride_unit(self, matrix: str, type_name: str, shape: str, layout: str) -> int:
+        """The step of legal strides in elements: the row alignment's worth of elements."""
+        return self.row_alignment(matrix, type_name, shape, layout) * 8 // TYPES[type_name].bits
+
+    def min_stride(self, matrix: str, type_name: str, shape: str, layout: str) -> int:
+        """The least legal stride in elements: the default stride rounded up to the stride unit."""
+        unit = self.stride_unit(matrix, type_name, shape, layout)
+        return -(-self.leading(matrix, layout, shape) // unit) * unit
 
     def spaces_for(self, version: PtxVersion) -> list[str]:
         return [suffix for _, suffix, low in self.state_spaces if low <= version]

@@ -1,0 +1,39 @@
+"""The whole suite as recorded on an H100 in one command (results/h100-suite) replays under today's specs.
+
+The recorded observations kept in the repository are those no earlier recorded run covers:
+sparse wgmma (the N = 16 forms of each type and A source) and a third of the wmma forms.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.run.replay import replay_dir
+from conformance.spec import load_specs
+
+SUITE = Path(__file__).resolve().parents[2] / "results" / "h100-suite"
+pytestmark = pytest.mark.skipif(not (SUITE / "observations").exists(), reason="no recorded whole-suite run")
+
+
+def test_summary_says_what_ran_where():
+    s = json.loads((SUITE / "summary.json").read_text())
+    assert s["status"] == "complete" and s["variants_done"] == s["variants_selected"]
+    assert s["device"]["gpu"].startswith("NVIDIA H100") and s["device"]["compute_capability"] == "9.0"
+    assert s["command"].startswith("ptxconf run --backend pycuda")
+    assert "/" not in s["command"].split("--out", 1)[1].strip()  # no machine path in the command
+    records = [json.loads(line) for line in gzip.open(SUITE / "results.jsonl.gz", "rt")]
+    assert sum(r["status"] == "pass" for r in records) == s["counts"]["pass"]
+    failed = {r["family"] for r in records if r["status"] in ("fail", "error")}
+    assert failed <= {"wmma"}, failed  # the wmma alignment finding; every other family passed
+
+
+def test_recorded_observations_replay(tmp_path, capsys):
+    assert replay_dir(load_specs(), SUITE, quiet=True, out=tmp_path / "replay") == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "0 failed, 0 errors" in line
+    families = {json.loads(x)["family"] for x in (tmp_path / "replay" / "results.jsonl").read_text().splitlines()}
+    assert families == {"wgmma.sp", "wmma"}
