@@ -222,6 +222,12 @@ def _operand(spec: WmmaSpec, matrix: str, type_name: str, shape: str) -> Operand
                    Fragment(type_name, frag.register, frag.per_register))
 
 
+# Every form here is spelled with ``.aligned``, which ptxas accepts on wmma from PTX 6.3 only ("Feature
+# '.aligned modifier for wmma' requires PTX ISA .version 6.3"); at 6.2 the H100 driver's JIT killed the
+# process instead of refusing (results/h100-wmma-run).
+ALIGNED_PTX = PtxVersion(6, 3)
+
+
 def _need_fragment(spec: WmmaSpec, matrix: str, t: str, shape: str, path: tuple, src: Source) -> None:
     if (matrix, t, shape) not in spec.fragments:
         raise src.error(path, f"no fragment for matrix {matrix} .{t} {shape} (add it under fragments)")
@@ -242,7 +248,7 @@ def _expand(spec: WmmaSpec, g: dict, gi: int, src: Source, ldst: dict) -> list[W
     for si, shape in enumerate(g["shapes"]):
         if shape not in spec.shapes:
             raise src.error(p + ("shapes", si), f"unknown shape {shape!r}; known: {', '.join(spec.shapes)}")
-        shape_low = max(low, spec.shape_ptx[shape])
+        shape_low = max(low, spec.shape_ptx[shape], ALIGNED_PTX)
         for at, ct, dt in itertools.product(g["atype"], g["ctype"], g["dtype"]):
             types = {"a": at, "b": at, "c": ct, "d": dt}
             for m, t in types.items():
