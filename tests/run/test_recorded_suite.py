@@ -1,7 +1,8 @@
 """The whole suite as recorded on an H100 in one command (results/h100-suite) replays under today's specs.
 
-The recorded observations kept in the repository are those no earlier recorded run covers:
-sparse wgmma (the N = 16 forms of each type and A source) and a third of the wmma forms.
+The recorded observations kept in the repository are those no earlier recorded run covers: sparse
+wgmma (the N = 16 forms of each type and A source) here, and a twelfth of the wmma forms in
+results/h100-wmma-run (the wmma rerun after its alignment and .version findings: all 300 forms pass).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from conformance.run.replay import replay_dir
 from conformance.spec import load_specs
 
 SUITE = Path(__file__).resolve().parents[2] / "results" / "h100-suite"
+WMMA = SUITE.parent / "h100-wmma-run"
 pytestmark = pytest.mark.skipif(not (SUITE / "observations").exists(), reason="no recorded whole-suite run")
 
 
@@ -36,4 +38,10 @@ def test_recorded_observations_replay(tmp_path, capsys):
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert "0 failed, 0 errors" in line
     families = {json.loads(x)["family"] for x in (tmp_path / "replay" / "results.jsonl").read_text().splitlines()}
-    assert families == {"wgmma.sp", "wmma"}
+    assert families == {"wgmma.sp"}
+
+
+def test_wmma_rerun_passes_every_form_and_replays(tmp_path):
+    s = json.loads((WMMA / "summary.json").read_text())
+    assert s["status"] == "complete" and s["counts"] == {"pass": 1200} and s["variants_done"] == 300
+    assert replay_dir(load_specs(), WMMA, quiet=True, out=tmp_path / "replay") == 0
