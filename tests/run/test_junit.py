@@ -226,3 +226,46 @@ def test_junit_xml_library_output_fails_junit10(schemas):
     assert "jenkins-xunit junit-10" not in invalid_against(
         schemas, junit_string("s", [JUnitCase(tc.name, tc.classname, 0.1, file=tc.file)], {"gpu": "x"}, STAMP, "h")
     )
+
+
+# --- what ptxconf run and the recorded runs actually write -------------------------------------
+
+
+def test_a_run_writes_junit_both_schemas_accept(schemas, tmp_path):
+    """A real emulator run with passes and skips (tcgen05 needs sm_100a): the file it writes validates,
+    and every case has a unique (classname, name)."""
+    from conformance.cli.main import main
+
+    out = tmp_path / "run"
+    sel = ["--select", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "--select", "tcgen05*"]
+    assert main(["run", "--backend", "emulator", "-q", "--out", str(out), *sel]) == 0
+    xml = (out / "junit.xml").read_text(encoding="utf-8")
+    assert_valid(schemas, xml)
+    cases = ET.fromstring(xml).iter("testcase")
+    names = [(c.get("classname"), c.get("name")) for c in cases]
+    assert len(names) == len(set(names)) and all(n for _, n in names)
+    assert any(c.find("skipped") is not None for c in ET.fromstring(xml).iter("testcase"))
+
+
+@pytest.mark.parametrize("run", ["h100-suite", "h100-suite-r1", "h100-wmma-run"])
+def test_recorded_runs_junit_both_schemas_accept(schemas, run):
+    import gzip
+
+    path = Path(__file__).resolve().parents[2] / "results" / run / "junit.xml.gz"
+    if not path.exists():
+        pytest.skip(f"results/{run} not recorded here")
+    xml = gzip.open(path, "rt", encoding="utf-8").read()
+    assert_valid(schemas, xml)
+
+
+def test_recorded_runs_have_no_shared_testcase_ids():
+    """GitLab drops cases whose (classname, name) repeat across the reports of one pipeline."""
+    import gzip
+
+    seen: dict[tuple[str, str], str] = {}
+    results = Path(__file__).resolve().parents[2] / "results"
+    for path in sorted(results.glob("h100-suite*/junit.xml.gz")) + sorted(results.glob("h100-wmma-run/junit.xml.gz")):
+        for c in ET.fromstring(gzip.open(path, "rt", encoding="utf-8").read()).iter("testcase"):
+            key = (c.get("classname"), c.get("name"))
+            assert key not in seen, f"{key} in both {seen[key]} and {path}"
+            seen[key] = str(path)
