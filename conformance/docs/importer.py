@@ -116,7 +116,15 @@ def write_draft(ex: Extraction, specs: Specs, out_dir: str | Path) -> Path | Non
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"draft_{Path(ex.file).stem}.yaml"
-    path.write_text("# Draft written by `ptxconf doc-import`: review every formula before moving it into specs/.\n"
-                    + yaml.safe_dump(doc, sort_keys=False, width=120))
-    load_file(path)  # a draft that does not load is a bug here, not a review item
+    # The draft passes the loader's gate (schema, invariants, the limits on formulas and YAML) before it is
+    # written: it is checked as a hidden file beside the target and renamed only once it loads.
+    tmp = out / f".{path.name}.check.yaml"
+    tmp.write_text("# Draft written by `ptxconf doc-import`: review every formula before moving it into specs/.\n"
+                   + yaml.safe_dump(doc, sort_keys=False, width=120))
+    try:
+        load_file(tmp)  # a draft that does not load is a bug here, not a review item
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(path)
     return path
