@@ -58,9 +58,13 @@ class Plan:
         return self.probes or [self.probe]
 
 
-def variant_rng(v: Any, seed: int) -> np.random.Generator:
-    """The one generator of everything random about a variant's build, from (seed, variant id) alone."""
-    return np.random.default_rng([seed, 0x5EED, *v.id.encode()])
+def variant_rng(v: Any, seed: int, stream: str = "") -> np.random.Generator:
+    """A generator of what is random about a variant's probes, from (seed, variant id, stream) alone.
+
+    The build (``.target``/``.version``, which depend on what the GPU loads) draws from its own
+    ``"build"`` stream, so the cases, surroundings and launch split of a seed are the same test on
+    every device."""
+    return np.random.default_rng([seed, 0x5EED, *v.id.encode(), *stream.encode()])
 
 
 def runnable_targets(v: Any, cc: tuple[int, int]) -> list[Target]:

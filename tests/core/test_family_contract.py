@@ -68,3 +68,20 @@ def test_plan_emulate_compare_replay(v):
     bad[0, :, 0] ^= np.uint32(0x00010001)
     broken = compare(v, cs.check, a.seed, a.in_words[lo:hi], bad, cs.params, a.probe.surroundings, cs.meta)
     assert broken.status == "fail", f"{v.id}: a corrupted output passed {cs.check}"
+
+
+@pytest.mark.parametrize("vid", [
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32",
+    "ldmatrix.sync.aligned.m8n8.x4.b16",
+])
+def test_same_seed_same_test_on_every_device(vid):
+    """Only the build (.target/.version: what a GPU loads) may depend on the device; inputs, surroundings
+    and the launch split of a seed are the same on an sm_80, an H100 and the emulator's sm_120."""
+    v = SPECS.variants.get(vid) or SPECS.select([vid])[0]
+    plans = [plan_variant(v, 3, cc, EmulatorBackend(mma).max_ptx(), value_cases=4) for cc in ((8, 0), (9, 0), (12, 0))]
+    first = plans[0]
+    for p in plans[1:]:
+        assert np.array_equal(p.in_words, first.in_words)
+        assert [list(x) for x in p.launches] == [list(x) for x in first.launches]
+        assert p.probe.surroundings == first.probe.surroundings and p.warps_per_block == first.warps_per_block

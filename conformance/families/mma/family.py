@@ -36,7 +36,7 @@ class MmaFamily(Family):
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, rng, cc, max_ptx)
+        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         surroundings = Surroundings(
             chain=bool(chainable(v) and rng.integers(2)),
             extra_regs=int(rng.integers(0, 6)),

@@ -30,7 +30,7 @@ class MovementFamily(Family):
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, rng, cc, max_ptx)
+        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         probe = mv.MoveProbe(v, mv.pick_space(v, rng, version))
         case_sets = mv.make_cases(v, seed, tuple(checks), value_cases)
         in_words = np.concatenate([cs.words for cs in case_sets])

@@ -36,7 +36,7 @@ class Tcgen05Family(Family):
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         """Only the value check (tcgen05 operands have no lane map to tag); launches hold whole CTAs."""
         rng = variant_rng(v, seed)
-        target, version = tc05.pick_build(v, rng, runnable_targets(v, cc), max_ptx, PTX_VERSIONS)
+        target, version = tc05.pick_build(v, variant_rng(v, seed, "build"), runnable_targets(v, cc), max_ptx, PTX_VERSIONS)
         in_words, metas = tc05.make_cases(v, seed, value_cases)
         rows = len(in_words)
         cs = TcCases("value", rows, {}, {"cases": metas})

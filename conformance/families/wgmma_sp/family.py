@@ -29,7 +29,7 @@ class WgmmaSpFamily(Family):
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, rng, cc, max_ptx)
+        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
         probes, of_set = [], []
         for cs in case_sets:

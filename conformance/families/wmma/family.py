@@ -51,7 +51,7 @@ class WmmaFamily(Family):
         rng = variant_rng(v, seed)
         options = rt.companions(v)
         mv = options[int(rng.integers(len(options)))]
-        target, version = rt.pick_build(v, mv, rng, cc, max_ptx)
+        target, version = rt.pick_build(v, mv, variant_rng(v, seed, "build"), cc, max_ptx)
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
         probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
