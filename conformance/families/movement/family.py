@@ -42,6 +42,10 @@ class MovementFamily(Family):
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return mv.module_source(probes, version, target)
 
+    def assembly_probe(self, v):
+        """The generic-address kernel (the run also draws .shared and .shared::cta)."""
+        return mv.MoveProbe(v, "")
+
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return mv.apply(probe.variant, rows)
 

@@ -46,6 +46,10 @@ class WgmmaFamily(Family):
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return wg.module_source(probes, version, target)
 
+    def assembly_probe(self, v):
+        """The kernel of the form's last immediate set (imm-scale/imm-trans as the run draws them)."""
+        return wg.WgProbe(v, tuple(sorted(wg.immediate_sets(v)[-1].items())))
+
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return wg.apply(probe.variant, rows, probe.params["imm"], arithmetic=getattr(emulator, "arithmetic", None))
 
