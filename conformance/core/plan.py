@@ -7,7 +7,7 @@ loads, stacking the checks' cases, and splitting them into launches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ import numpy as np
 from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
 __all__ = ["Cases", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
-           "runnable_targets", "support_reason", "variant_rng"]
+           "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
     PtxVersion(8, m) for m in range(0, 9)
@@ -109,6 +109,30 @@ def split_launches(rng: np.random.Generator, cases: int, cases_per_launch: int |
     if cases_per_launch is not None:  # the one-case-per-launch baseline of the benchmark
         per_launch, wpb = cases_per_launch, 1
     return order, per_launch, wpb
+
+
+def plan_by_kernel(v: Any, seed: int, version: PtxVersion, target: Target, case_sets: Sequence[Any],
+                   kernel_of: Callable[[Any], Any], out_words: int, rng: np.random.Generator,
+                   cases_per_launch: int | None, warps_per_block: int = 1) -> Plan:
+    """A plan whose checks carry their input words (``cs.words``) and may need different kernels
+    (``kernel_of(cs)``: immediates differ): one kernel per distinct one, launches never mix them."""
+    probes: list[Any] = []
+    of_set = []
+    for cs in case_sets:
+        p = kernel_of(cs)
+        if p not in probes:
+            probes.append(p)
+        of_set.append(probes.index(p))
+    in_words = np.concatenate([cs.words for cs in case_sets])
+    slices, pos = stack_slices(case_sets)
+    of_case = np.zeros(pos, dtype=np.int64)
+    for cs, k in zip(case_sets, of_set):
+        a, b = slices[cs.check]
+        of_case[a:b] = k
+    order, per_launch, _ = split_launches(rng, pos, cases_per_launch)
+    launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
+    return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, warps_per_block, out_words,
+                probes, launch_probe)
 
 
 def launches_by_probe(order: np.ndarray, of_case: np.ndarray, probes: int, per_launch: int) -> tuple[list, list]:

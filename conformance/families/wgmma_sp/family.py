@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from conformance.core.family import Family
-from conformance.core.plan import Plan, launches_by_probe, pick_build, split_launches, stack_slices, variant_rng
+from conformance.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
 from conformance.spec.targets import PtxVersion, Target
 
 from . import probe as sp
@@ -31,22 +31,9 @@ class WgmmaSpFamily(Family):
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
-        probes, of_set = [], []
-        for cs in case_sets:
-            p = sp.SpProbe(v, tuple(sorted(cs.params["imm"].items())))
-            if p not in probes:
-                probes.append(p)
-            of_set.append(probes.index(p))
-        in_words = np.concatenate([cs.words for cs in case_sets])
-        slices, pos = stack_slices(case_sets)
-        of_case = np.zeros(pos, dtype=np.int64)
-        for cs, k in zip(case_sets, of_set):
-            a, b = slices[cs.check]
-            of_case[a:b] = k
-        order, per_launch, _ = split_launches(rng, pos, cases_per_launch)
-        launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
-        return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, 1, sp.out_words(v),
-                    probes, launch_probe)
+        return plan_by_kernel(v, seed, version, target, case_sets,
+                              lambda cs: sp.SpProbe(v, tuple(sorted(cs.params["imm"].items()))), sp.out_words(v), rng,
+                              cases_per_launch)
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return sp.module_source(probes, version, target)
