@@ -55,6 +55,7 @@ __all__ = [
 
 STATUSES = ("agree", "assembles-but-spec-invalid", "rejected-but-spec-valid", "untestable")
 DEFAULT_TIMEOUT_S = 300.0
+ELF_MAGIC = b"\x7fELF"  # what every cubin starts with
 
 # Highest ``.version`` each CUDA release's ptxas accepts (PTX ISA release notes).
 _KNOWN_MAX_PTX: dict[tuple[int, int], str] = {
@@ -243,7 +244,8 @@ def assemble(
     if use_cache:
         try:
             hit = json.loads(path.read_text())
-            return bool(hit["ok"]), str(hit["stderr"])
+            if isinstance(hit["ok"], bool) and isinstance(hit["stderr"], str):  # else damaged: assemble again
+                return hit["ok"], hit["stderr"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
     ok, err, cacheable = _run_ptxas(ptx_text, arch, exe, timeout)
@@ -266,7 +268,9 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
     path = cache_dir().parent / "cubin" / key[:2] / f"{key}.cubin"
     if use_cache and path.is_file():
         try:
-            return path.read_bytes(), ""
+            data = path.read_bytes()
+            if data.startswith(ELF_MAGIC):  # else a damaged entry: built again and replaced
+                return data, ""
         except OSError:
             pass
     with tempfile.TemporaryDirectory(prefix="ptxconf-") as tmp:
@@ -283,6 +287,8 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
             err = _clean((proc.stderr or "") + (proc.stdout or "")).replace(str(src), "<input>")
             return None, err or f"ptxas exited {proc.returncode}"
         data = out.read_bytes()
+    if not data.startswith(ELF_MAGIC):
+        return None, f"ptxas exited 0 but wrote no ELF cubin ({len(data)} bytes starting {data[:8]!r})"
     if use_cache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,16 @@ class RunLock:
             return self
         raise LockHeld(f"could not take {self.path}")
 
+    def held_by(self) -> str | None:
+        """A line naming the live run that holds this lock, or None (no lock, or one left by a dead process)."""
+        if not self.path.exists():
+            return None
+        holder = self._holder()
+        if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int) and not _alive(holder["pid"]):
+            return None
+        return (f"another run writes {self.path.parent}: pid {holder.get('pid')} on {holder.get('host')}, "
+                f"started {holder.get('started')}")
+
     def _holder(self) -> dict:
         try:
             return json.loads(self.path.read_text())

@@ -151,18 +151,18 @@ class RunLog:
 
     def add(self, rec: Record) -> None:
         rec.file = relative_file(rec.file)
-        self.records.append(rec)
         self._jsonl.write(json.dumps(vars(rec)) + "\n")
         self._jsonl.flush()
+        self.records.append(rec)  # after the write: a summary never counts a verdict results.jsonl lacks
 
     def add_verdicts(self, specs: Specs, verdicts: list[Verdict], seconds: float, backend: str) -> None:
         """One variant's verdicts in one write: a resumed run finds all of them or, after a kill, a cut line."""
         recs = [self._record(specs, v, seconds, backend) for v in verdicts]
         for rec in recs:
             rec.file = relative_file(rec.file)
-        self.records.extend(recs)
         self._jsonl.write("".join(json.dumps(vars(r)) + "\n" for r in recs))
         self._jsonl.flush()
+        self.records.extend(recs)  # after the write (a full disk): a summary never counts what results.jsonl lacks
 
     def add_verdict(self, specs: Specs, v: Verdict, seconds: float, backend: str) -> Record:
         rec = self._record(specs, v, seconds, backend)
@@ -253,3 +253,10 @@ class RunLog:
 
     def close(self) -> None:
         self._jsonl.close()
+
+    def close_quietly(self) -> None:
+        """Close results.jsonl where a write already failed (a full disk): its unwritten tail is dropped, not raised."""
+        try:
+            self._jsonl.close()
+        except OSError:
+            pass

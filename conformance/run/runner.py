@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.backends.base import Backend, Launch
+from conformance.backends.base import Backend, Launch, LaunchResult
 from conformance.core.family import compare, family_of
 from conformance.core.plan import PTX_VERSIONS, Plan, support_reason
 from conformance.core.verdict import Verdict
@@ -87,7 +87,14 @@ def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) 
             launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, order, plan.warps_per_block))
             owner.append((k, cases))
     t1 = time.perf_counter()
-    results = backend.run(module, launches) if launches else []
+    try:
+        results = backend.run(module, launches) if launches else []
+    except Exception as exc:  # the backend itself failed (a worker gone, a broken pipe): these cases are errors
+        why = f"the backend failed: {type(exc).__name__}: {exc}"
+        results = [LaunchResult(None, error=why) for _ in launches]
+    if len(results) != len(launches):  # a short answer must not leave cases compared against zeros
+        why = f"the backend returned {len(results)} results for {len(launches)} launches"
+        results = [LaunchResult(None, error=why) for _ in launches]
     t2 = time.perf_counter()
     _stage("launch", t2 - t1)
     outs = [np.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), dtype=np.uint32) for p in plans]

@@ -23,7 +23,7 @@ from conformance.core.family import family_of
 
 from .files import RunLock, clear_run, holds_a_run
 from .report import Record, RunLog
-from .runner import STAGES, run_variants, save_observation
+from .runner import STAGES, observation_name, run_variants, save_observation
 
 __all__ = ["RunSession", "UsageError", "EXIT_NOTHING_RAN", "prepare_out_dir", "recorded_done", "take_lock"]
 
@@ -46,6 +46,9 @@ def prepare_out_dir(out: Path, force: bool, resume: bool) -> None:
         raise UsageError("--force clears the directory and --resume continues it: give one")
     if out.is_dir() and holds_a_run(out):
         if force:
+            holder = RunLock(out).held_by()
+            if holder:  # --force must not delete the files of a run that is still writing them
+                raise UsageError(holder)
             clear_run(out)
         elif not resume:
             raise UsageError(f"--out {out} holds another run; give --force to replace it or --resume to continue it")
@@ -54,16 +57,22 @@ def prepare_out_dir(out: Path, force: bool, resume: bool) -> None:
 def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     """(variant, check) pairs an earlier run in ``out`` recorded at ``seed`` (a cut last line is skipped).
 
-    A variant's verdicts are written in one piece, so a variant with any recorded verdict is done."""
+    A variant's verdicts are written in one piece, so a variant with any recorded verdict is done, unless its
+    observation is missing (a kill between the verdicts and the observation written after them): it runs again,
+    so that every recorded verdict of the finished run can be replayed."""
     summary = out / "summary.json"
+    observations = True
     if summary.exists():
         try:
-            recorded_seed = json.loads(summary.read_text()).get("seed")
-        except ValueError:
+            doc = json.loads(summary.read_text())
+            recorded_seed = doc.get("seed")
+            observations = "--no-observations" not in str(doc.get("command", "")).split()
+        except (ValueError, AttributeError):
             recorded_seed = None
         if recorded_seed is not None and recorded_seed != seed:
             raise UsageError(f"--resume: {out} was run with --seed {recorded_seed}, not {seed}")
     done = set()
+    compared: dict[str, bool] = {}
     path = out / "results.jsonl"
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -73,6 +82,10 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
                 continue  # a line cut by a kill: that verdict is made again
             if r.get("seed") == seed and r.get("status") != "skip":
                 done.add((r["variant"], r["check"]))
+                compared.setdefault(r["variant"], r.get("status") != "error")
+    if observations:  # a variant compared (not an error) but with no observation on disk is made again
+        missing = {v for v, ok in compared.items() if ok and not (out / "observations" / observation_name(v, seed)).exists()}
+        done = {(v, c) for v, c in done if v not in missing}
     return done
 
 
@@ -165,7 +178,16 @@ class RunSession:
         self.log.write_summary(status, extra)
 
     def run(self, backend) -> int:
-        """Run every selected variant; the exit status."""
+        """Run every selected variant; the exit status.  A file that cannot be written (a full disk) stops the
+        run with one line (UsageError, exit 2); summary.json then says ``interrupted`` or keeps ``running``."""
+        try:
+            return self._run(backend)
+        except OSError as exc:
+            self.log.close_quietly()
+            raise UsageError(f"the run stopped: cannot write its files: {exc}; summary.json does not say complete, "
+                             "results.jsonl keeps the verdicts recorded") from None
+
+    def _run(self, backend) -> int:
         previous = {s: signal.signal(s, self._on_signal) for s in EXIT_SIGNAL}
         STAGES.clear()
         progress = Progress(len(self.variants), self.quiet)
@@ -206,7 +228,10 @@ class RunSession:
         try:
             run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested)
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
-            self._finish("interrupted")
+            try:
+                self._finish("interrupted")
+            except OSError:  # the disk that stopped the run may refuse the reports too: the first error is the one
+                pass
             raise
         finally:
             progress.close()

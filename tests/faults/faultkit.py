@@ -1,0 +1,155 @@
+"""Shared pieces of the fault-injection suite: the selection, child runs with timeouts, strict file readers.
+
+Every child process is started with a timeout and killed (by its own pid) if it outlives it, so no
+test can hang.  ``read_results`` is the strict reader: every line of results.jsonl must parse, except
+a cut last line (a kill in the middle of a write).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("fault_driver.py")
+# Small: 12 mma.sync variants (value and three map checks each) and 6 ldmatrix forms; about 1 s on the emulator.
+SELECT = ("mma.sync.aligned.m16n8k16.row.col.f*", "ldmatrix.sync.aligned.m8n8*")
+TIMEOUT_S = 60.0
+
+
+def select_args(select=SELECT) -> list[str]:
+    return [arg for glob in select for arg in ("--select", glob)]
+
+
+def run_args(out: Path, *extra: str, select=SELECT) -> list[str]:
+    return ["run", "--backend", "emulator", "--quiet", "--out", str(out), *select_args(select), *extra]
+
+
+def child_env(**delays: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PTXCONF_GIT_REVISION", "fault-suite")  # no git call per run
+    env["PYTHONWARNINGS"] = "ignore::RuntimeWarning"
+    env.update(delays)
+    return env
+
+
+class Child:
+    """A CLI run in a child process; stdout and stderr go to files (no pipe can fill and block it)."""
+
+    def __init__(self, args: list[str], logs: Path, env: dict | None = None, driver: bool = True):
+        logs.mkdir(parents=True, exist_ok=True)
+        self.stdout_path, self.stderr_path = logs / "stdout.txt", logs / "stderr.txt"
+        cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "conformance.cli.main"]
+        with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
+            self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env or child_env())
+        self.t0 = time.monotonic()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal(self, signum: int) -> None:
+        os.kill(self.proc.pid, signum)
+
+    def wait(self, timeout: float = TIMEOUT_S) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"the run outlived {timeout} s and was killed; stderr:\n{self.stderr()}") from None
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    def kill_now(self) -> None:
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+def run_child(args: list[str], logs: Path, env: dict | None = None, driver: bool = False,
+              timeout: float = TIMEOUT_S) -> tuple[int, Child]:
+    child = Child(args, logs, env, driver)
+    return child.wait(timeout), child
+
+
+def wait_until(cond, timeout: float, child: Child | None = None, what: str = "") -> None:
+    """Poll ``cond`` every 10 ms; fail (killing ``child``) when it never holds or the child ends first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        if child is not None and not child.alive():
+            if cond():
+                return
+            raise AssertionError(f"the run ended (rc {child.proc.returncode}) before {what}; stderr:\n{child.stderr()}")
+        time.sleep(0.01)
+    if child is not None:
+        child.kill_now()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def line_count(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def read_results(path: Path) -> tuple[list[dict], bool]:
+    """Every whole line of results.jsonl parsed; ``cut`` is True when the last line was cut by a kill."""
+    if not path.exists():
+        return [], False
+    text = path.read_bytes().decode("utf-8", errors="strict")
+    lines = text.split("\n")
+    tail = lines.pop()  # "" when the file ends with a newline
+    records = []
+    for i, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"{path}: line {i + 1} of {len(lines)} does not parse: {line[:120]!r}") from None
+    cut = bool(tail)
+    if cut:  # a cut line may only be the last one, and is no verdict
+        try:
+            json.loads(tail)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"{path}: a whole verdict lacks its newline")
+    return records, cut
+
+
+def read_summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def verdicts(records: list[dict]) -> dict[tuple[str, str], str]:
+    """(variant, check) -> status; fails when a pair is recorded twice."""
+    seen = Counter((r["variant"], r["check"]) for r in records)
+    twice = [k for k, n in seen.items() if n > 1]
+    assert not twice, f"recorded more than once: {twice[:5]}"
+    return {(r["variant"], r["check"]): r["status"] for r in records}
+
+
+def replay_verdicts(run_dir: Path, out: Path, specs: Path | None = None) -> dict[tuple[str, str], str]:
+    """``ptxconf replay`` of a run directory (in this process): (variant, check) -> status."""
+    from conformance import cli
+
+    cli.main(["replay", str(run_dir), "--out", str(out), "--quiet", *(["--specs", str(specs)] if specs else [])])
+    records, cut = read_results(out / "results.jsonl")
+    assert not cut
+    return verdicts(records)
