@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import shlex
 import sys
 import time
@@ -196,7 +197,8 @@ def cmd_run(args) -> int:
             log.load_recorded(done)
         session = RunSession(specs, variants, out_dir, log, args.seed, tuple(args.check) if args.check else None,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
-                             verbose=args.verbose, skip_done=done)
+                             verbose=args.verbose, skip_done=done,
+                             jobs=args.jobs or ((os.cpu_count() or 1) if (os.cpu_count() or 1) >= 4 else 1))
         started = time.time()
         try:
             status = session.run(backend)
@@ -270,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--build", default="auto", choices=["auto", "ptxas", "jit"],
                    help="GPU: assemble modules with ptxas in parallel (cached) or hand PTX to the driver JIT")
     r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
+    r.add_argument("--jobs", type=int, default=0, metavar="N",
+                   help="processes that plan variants (default: every core where there are 4 or more, else 1)")
     r.add_argument("--force", action="store_true", help="replace the run already in --out")
     r.add_argument("--resume", action="store_true", help="continue the run in --out, skipping what it recorded")
     r.add_argument("--label", metavar="NAME", help="the run's name in JUnit classnames (default: the --out folder name)")

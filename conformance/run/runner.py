@@ -154,25 +154,38 @@ def iter_modules(
     on_skip: Callable[[Variant, str], None] | None = None,
     max_plans: int | None = MODULE_PLANS,
     stop: Callable[[], bool] | None = None,
+    jobs: int = 1,
 ) -> Iterator[list[Plan]]:
     """Plans grouped into modules, yielded as soon as a group is full (then the rest at the end).
 
     Planning is lazy so that a long run writes its first verdicts within seconds, and ``stop``
-    (a pending interrupt) is asked before each variant is planned.
+    (a pending interrupt) is asked before each variant is planned.  ``jobs`` > 1 plans in that
+    many forked processes (the same plans, in the same order).
     """
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     cc_for = getattr(backend, "cc_for", lambda v: cc)
     groups: dict[tuple[str, str, str], list[Plan]] = {}
+    runnable = []
     for v in variants:
-        if stop and stop():
-            return
         why = support_reason(v, cc_for(v), max_ptx)
         if why:
             if on_skip:
                 on_skip(v, why)
             continue
+        runnable.append(v)
+    if jobs > 1 and len(runnable) > 1:
+        from .planpool import plan_in_parallel
+
+        made = plan_in_parallel(
+            jobs, lambda v, vcc: plan_variant(v, seed, vcc, max_ptx, checks, value_cases, cases_per_launch),
+            {v.id: v for v in runnable}, [(v.id, cc_for(v)) for v in runnable])
+    else:
+        made = (plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch) for v in runnable)
+    for v in runnable:
+        if stop and stop():
+            return
         t0 = time.perf_counter()
-        plan = plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch)
+        plan = next(made)
         _stage("plan", time.perf_counter() - t0)
         key = (family_of(v).name, str(plan.version), plan.target.name)
         groups.setdefault(key, []).append(plan)
@@ -191,6 +204,7 @@ def run_variants(
     on_skip: Callable[[Variant, str], None] | None = None,
     progress=None,
     stop: Callable[[], bool] | None = None,
+    jobs: int = 1,
 ) -> None:
     """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules."""
 
@@ -200,7 +214,7 @@ def run_variants(
         if progress:
             progress.update(1)
 
-    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop)
+    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
     ahead: deque[tuple[list[Plan], str]] = deque()
     while True:
         # Keep the next modules built in the background (ptxas pool) while this one runs.

@@ -145,6 +145,7 @@ class RunSession:
     signal_seen: int | None = None
     variants_done: set = field(default_factory=set)
     cases_run: int = 0
+    jobs: int = 1  # processes that plan (1: in this one)
     t0: float = field(default_factory=time.monotonic)
     backend_stats: dict = field(default_factory=dict)
     _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=2))
@@ -226,7 +227,8 @@ class RunSession:
             progress.update(1, family_of(v).name, ["skip"] * len(checks))
 
         try:
-            run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested)
+            run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested,
+                         jobs=self.jobs)
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
             try:
                 self._finish("interrupted")

@@ -85,3 +85,19 @@ def test_same_seed_same_test_on_every_device(vid):
         assert np.array_equal(p.in_words, first.in_words)
         assert [list(x) for x in p.launches] == [list(x) for x in first.launches]
         assert p.probe.surroundings == first.probe.surroundings and p.warps_per_block == first.warps_per_block
+
+
+def test_planning_in_worker_processes_gives_the_same_plans():
+    """--jobs N: the plans made in forked workers equal those made here, variant objects included."""
+    from conformance.run.planpool import plan_in_parallel
+
+    vs = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix")][:6]
+    vs += SPECS.select(["wgmma.mma_async.sync.aligned.m64n16k16*"])[:2]
+    items = [(v.id, (9, 0)) for v in vs]
+    max_ptx = EmulatorBackend(mma).max_ptx()
+    got = list(plan_in_parallel(2, lambda v, cc: plan_variant(v, 5, cc, max_ptx, value_cases=2), {v.id: v for v in vs},
+                                items))
+    for v, p in zip(vs, got):
+        want = plan_variant(v, 5, (9, 0), EmulatorBackend(mma).max_ptx(), value_cases=2)
+        assert p.variant is v and p.probe.variant is v
+        assert np.array_equal(p.in_words, want.in_words) and (p.version, p.target) == (want.version, want.target)
