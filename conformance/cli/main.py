@@ -32,6 +32,7 @@ EXTENSIONS = (
     "conformance.tools.hgemm.cli",
     "conformance.cli.numerics",
     "conformance.cli.diff",
+    "conformance.cli.fuzz",
 )
 
 

@@ -243,10 +243,12 @@ def add_parser(sub) -> None:
     s.add_argument("-n", type=int, default=200000)
     s.set_defaults(func=cmd_bench)
 
-    f = sub.add_parser("fuzz", help="fuzzers")
-    fs = f.add_subparsers(dest="fuzz_command", required=True)
+
+
+def add_fuzz_numerics(fs) -> None:
+    """``ptxconf fuzz numerics`` (the ``fuzz`` verb itself is conformance.cli.fuzz's)."""
     s = fs.add_parser("numerics", help="compare hardware with the numerics model bit for bit")
-    specs_arg(s)
+    s.add_argument("--specs", metavar="DIR")
     s.add_argument("--select", action="append", metavar="GLOB")
     s.add_argument("--budget", type=float, default=60.0, metavar="SECONDS")
     s.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
