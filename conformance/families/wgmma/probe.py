@@ -488,6 +488,45 @@ def _dreg_type(v: WgmmaVariant) -> str:
     return {"f32": "f32", "s32": "s32", "f16": "b32"}[v.dtype]
 
 
+def stage_case(iw: int, ow: int, imw: int, image_word: int) -> list[str]:
+    """PTX shared by the dense and sparse wgmma kernels: find this warpgroup's case, copy its image into
+    shared memory, and build the A/B descriptors (template + image address >> 4) and the scale-d predicate.
+
+    Leaves the case's input row in %q2, its output row in %q4, the descriptors in %q6/%q7, scale-d in %p1."""
+    L = [
+        *case_prologue(LANES),  # one warpgroup per case
+        f"    mul.wide.u32 %q3, %t6, {iw * 4};",
+        "    add.s64 %q2, %q2, %q3;",
+        "    ld.param.u64 %q4, [p_out];",
+        "    cvta.to.global.u64 %q4, %q4;",
+        f"    mul.wide.u32 %q5, %t6, {ow * 4};",
+        "    add.s64 %q4, %q4, %q5;",
+        # this lane's slice of the image -> shared memory
+        "    mov.u32 %t9, img;",
+        f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
+    ]
+    for k in range(0, imw, 4):
+        L += [
+            f"    ld.global.v4.b32 {{%t11, %t12, %t13, %t14}}, [%q2+{(image_word + k) * 4}];",
+            f"    st.shared.v4.b32 [%t10+{4 * k}], {{%t11, %t12, %t13, %t14}};",
+        ]
+    return L + [
+        "    fence.proxy.async.shared::cta;",
+        "    bar.sync 0;",
+        # descriptors: template + (shared address of the image >> 4) in the start-address field
+        "    shr.u32 %t15, %t9, 4;",
+        "    and.b32 %t15, %t15, 16383;",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q6, {%t11, %t12};",
+        "    ld.global.v2.b32 {%t11, %t12}, [%q2+8];",
+        "    add.u32 %t11, %t11, %t15;",
+        "    mov.b64 %q7, {%t11, %t12};",
+        "    ld.global.u32 %t13, [%q2+16];",
+        "    setp.ne.u32 %p1, %t13, 0;",
+    ]
+
+
 def kernel_source(p: WgProbe) -> str:
     v = p.variant
     iw, ow = in_words(v), out_words(v)
@@ -506,36 +545,7 @@ def kernel_source(p: WgProbe) -> str:
         "    .reg .b64 %q<12>;",
         "    .reg .pred %p<2>;",
         f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
-        *case_prologue(LANES),  # one warpgroup per case
-        f"    mul.wide.u32 %q3, %t6, {iw * 4};",
-        "    add.s64 %q2, %q2, %q3;",
-        "    ld.param.u64 %q4, [p_out];",
-        "    cvta.to.global.u64 %q4, %q4;",
-        f"    mul.wide.u32 %q5, %t6, {ow * 4};",
-        "    add.s64 %q4, %q4, %q5;",
-        # this lane's slice of the image -> shared memory
-        "    mov.u32 %t9, img;",
-        f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
-    ]
-    for k in range(0, imw, 4):
-        L += [
-            f"    ld.global.v4.b32 {{%t11, %t12, %t13, %t14}}, [%q2+{(img_off(v) + k) * 4}];",
-            f"    st.shared.v4.b32 [%t10+{4 * k}], {{%t11, %t12, %t13, %t14}};",
-        ]
-    L += [
-        "    fence.proxy.async.shared::cta;",
-        "    bar.sync 0;",
-        # descriptors: template + (shared address of the image >> 4) in the start-address field
-        "    shr.u32 %t15, %t9, 4;",
-        "    and.b32 %t15, %t15, 16383;",
-        "    ld.global.v2.b32 {%t11, %t12}, [%q2];",
-        "    add.u32 %t11, %t11, %t15;",
-        "    mov.b64 %q6, {%t11, %t12};",
-        "    ld.global.v2.b32 {%t11, %t12}, [%q2+8];",
-        "    add.u32 %t11, %t11, %t15;",
-        "    mov.b64 %q7, {%t11, %t12};",
-        "    ld.global.u32 %t13, [%q2+16];",
-        "    setp.ne.u32 %p1, %t13, 0;",
+        *stage_case(iw, ow, imw, img_off(v)),
     ]
     for i in range(nd):
         L.append(f"    ld.global.{'b32' if dt == 'b32' else dt} %d{i}, [%q2+{(c_off(v) + i) * 4}];")

@@ -285,29 +285,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
                 raise src.error(p + (fld,), f"unknown name(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
         layouts[name] = t
 
-    sm = doc["smem"]
-    smem = SmemSpec(
-        section=sm["section"],
-        swizzles={k: dict(v) for k, v in sm["swizzles"].items()},
-        let={k: _f(v, ("smem", "let", k), src) for k, v in (sm.get("let") or {}).items()},
-        offset={m: {s: _f(sm["offset"][m][s], ("smem", "offset", m, s), src) for s in ("none", "swizzled")} for m in MAJORS},
-        swizzle=_f(sm["swizzle"], ("smem", "swizzle"), src),
-        alignment=sm["alignment"],
-        transpose=dict(enumerate(sm["transpose"])),
-        notes=tuple(sm.get("notes", ())),
-        errata=tuple(sm.get("errata", ())),
-    )
-    if "none" not in smem.swizzles:
-        raise src.error(("smem", "swizzles"), "needs the no-swizzle mode `none`")
-    d = doc["descriptor"]
-    desc = DescSpec(
-        section=d["section"],
-        fields={k: DescField(k, f["lo"], f["hi"], bool(f.get("encoded"))) for k, f in d["fields"].items()},
-        encode_expr=_f(d["encode"], ("descriptor", "encode"), src),
-        rules=tuple(d.get("rules", ())),
-        base_offset_expr=_f(d["base_offset"], ("descriptor", "base_offset"), src) if "base_offset" in d else None,
-    )
-    _check_descriptor(desc, smem, src)
+    smem, desc = load_smem_and_descriptor(doc, src)
     spec = WgmmaSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, smem, desc)
     _check_smem(spec, src)
     seen: set[tuple[str, int]] = set()
@@ -379,6 +357,34 @@ def _expand(spec: WgmmaSpec, form: dict, path: tuple, src: Source):
                 immediates=tuple(i for i in imm if not (i == "trans_a" and ax["a"] == "registers")),
                 satfinite=bool(ax["sat"]), bitop=parts[parts.index("popc") - 1] if "popc" in parts else None, doc=spec,
             )
+
+
+def load_smem_and_descriptor(doc: dict, src: Source) -> tuple[SmemSpec, DescSpec]:
+    """The document's shared-memory layouts and matrix descriptor (dense and sparse wgmma share both), checked."""
+    sm = doc["smem"]
+    smem = SmemSpec(
+        section=sm["section"],
+        swizzles={k: dict(v) for k, v in sm["swizzles"].items()},
+        let={k: _f(v, ("smem", "let", k), src) for k, v in (sm.get("let") or {}).items()},
+        offset={m: {s: _f(sm["offset"][m][s], ("smem", "offset", m, s), src) for s in ("none", "swizzled")} for m in MAJORS},
+        swizzle=_f(sm["swizzle"], ("smem", "swizzle"), src),
+        alignment=sm["alignment"],
+        transpose=dict(enumerate(sm["transpose"])),
+        notes=tuple(sm.get("notes", ())),
+        errata=tuple(sm.get("errata", ())),
+    )
+    if "none" not in smem.swizzles:
+        raise src.error(("smem", "swizzles"), "needs the no-swizzle mode `none`")
+    d = doc["descriptor"]
+    desc = DescSpec(
+        section=d["section"],
+        fields={k: DescField(k, f["lo"], f["hi"], bool(f.get("encoded"))) for k, f in d["fields"].items()},
+        encode_expr=_f(d["encode"], ("descriptor", "encode"), src),
+        rules=tuple(d.get("rules", ())),
+        base_offset_expr=_f(d["base_offset"], ("descriptor", "base_offset"), src) if "base_offset" in d else None,
+    )
+    _check_descriptor(desc, smem, src)
+    return smem, desc
 
 
 def _check_descriptor(desc: DescSpec, smem: SmemSpec, src: Source) -> None:

@@ -28,7 +28,7 @@ from conformance.spec.packing import pack, unpack
 from conformance.spec.ptxtypes import TYPES
 from conformance.spec.sparse import Sparsity, positions
 from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import KeyedProbe, case_prologue
+from generators.ptx import KeyedProbe
 from generators.ptx import module_source as probe_module_source
 
 from .spec import WgmmaSpVariant
@@ -261,34 +261,7 @@ def kernel_source(p: SpProbe) -> str:
         "    .reg .b64 %q<12>;",
         "    .reg .pred %p<2>;",
         f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
-        *case_prologue(LANES),
-        f"    mul.wide.u32 %q3, %t6, {iw * 4};",
-        "    add.s64 %q2, %q2, %q3;",
-        "    ld.param.u64 %q4, [p_out];",
-        "    cvta.to.global.u64 %q4, %q4;",
-        f"    mul.wide.u32 %q5, %t6, {ow * 4};",
-        "    add.s64 %q4, %q4, %q5;",
-        "    mov.u32 %t9, img;",
-        f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
-    ]
-    for k in range(0, imw, 4):
-        L += [
-            f"    ld.global.v4.b32 {{%t11, %t12, %t13, %t14}}, [%q2+{(img_off(v) + k) * 4}];",
-            f"    st.shared.v4.b32 [%t10+{4 * k}], {{%t11, %t12, %t13, %t14}};",
-        ]
-    L += [
-        "    fence.proxy.async.shared::cta;",
-        "    bar.sync 0;",
-        "    shr.u32 %t15, %t9, 4;",
-        "    and.b32 %t15, %t15, 16383;",
-        "    ld.global.v2.b32 {%t11, %t12}, [%q2];",
-        "    add.u32 %t11, %t11, %t15;",
-        "    mov.b64 %q6, {%t11, %t12};",
-        "    ld.global.v2.b32 {%t11, %t12}, [%q2+8];",
-        "    add.u32 %t11, %t11, %t15;",
-        "    mov.b64 %q7, {%t11, %t12};",
-        "    ld.global.u32 %t13, [%q2+16];",
-        "    setp.ne.u32 %p1, %t13, 0;",
+        *wg.stage_case(iw, ow, imw, img_off(v)),
         f"    ld.global.b32 %e, [%q2+{META_WORD * 4}];",
     ]
     for i in range(nd):

@@ -27,15 +27,14 @@ import numpy as np
 
 from conformance.families.wgmma.spec import (
     MAJORS,
-    DescField,
     DescSpec,
     SmemSpec,
     WgmmaVariant,
     _axis_values,
-    _check_descriptor,
     _check_smem,
     _f,
     canonical_strides,
+    load_smem_and_descriptor,
 )
 from conformance.spec.expr import Expr, ExprError, evaluate, parse
 from conformance.spec.model import Fragment, Layout, Operand
@@ -163,35 +162,13 @@ def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
                 unknown = ", ".join(sorted(t[fld].names() - known))
                 raise src.error(p + (fld,), f"unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
         layouts[name] = t
-    sm = doc["smem"]
-    smem = SmemSpec(
-        section=sm["section"],
-        swizzles={k: dict(v) for k, v in sm["swizzles"].items()},
-        let={k: _f(v, ("smem", "let", k), src) for k, v in (sm.get("let") or {}).items()},
-        offset={m: {s: _f(sm["offset"][m][s], ("smem", "offset", m, s), src) for s in ("none", "swizzled")} for m in MAJORS},
-        swizzle=_f(sm["swizzle"], ("smem", "swizzle"), src),
-        alignment=sm["alignment"],
-        transpose=dict(enumerate(sm["transpose"])),
-        notes=tuple(sm.get("notes", ())),
-        errata=tuple(sm.get("errata", ())),
-    )
-    if "none" not in smem.swizzles:
-        raise src.error(("smem", "swizzles"), "needs the no-swizzle mode `none`")
-    d = doc["descriptor"]
-    desc = DescSpec(
-        section=d["section"],
-        fields={k: DescField(k, f["lo"], f["hi"], bool(f.get("encoded"))) for k, f in d["fields"].items()},
-        encode_expr=_f(d["encode"], ("descriptor", "encode"), src),
-        rules=tuple(d.get("rules", ())),
-        base_offset_expr=_f(d["base_offset"], ("descriptor", "base_offset"), src) if "base_offset" in d else None,
-    )
-    _check_descriptor(desc, smem, src)
+    smem, desc = load_smem_and_descriptor(doc, src)
     sparsity = {t: dict(g) for t, g in doc["sparsity"]["types"].items()}
     for t, g in sparsity.items():
         if g["nz"] * 2 != g["width"]:
             raise src.error(("sparsity", "types", t), f"{t}: {g['nz']} of {g['width']} is not 50% sparsity")
     spec = WgmmaSpSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, sparsity, smem, desc,
-                       _f(sm["k_major_fits"], ("smem", "k_major_fits"), src))
+                       _f(doc["smem"]["k_major_fits"], ("smem", "k_major_fits"), src))
     _check_smem(spec, src)
     checked: set[tuple[str, int]] = set()
     for g, form in enumerate(doc["forms"]):
