@@ -12,6 +12,11 @@ What the two schemas demand, and so what every document here has:
   system-err (all but testcase required); at most one of failure/error/skipped per case; ``type`` on
   failure and error; time as a plain decimal on every testcase.
 - junit-10: suite time with at most three decimals and no exponent; no ``disabled`` attribute anywhere.
+
+A case whose status is ``undefined`` (an observation of inputs the ISA leaves undefined: neither a pass nor a
+failure) is written as a skipped testcase whose message starts with "undefined by the ISA:", and the suite gets a
+property ``undefined`` with their count, so a CI server counts it as neither passed nor failed; neither schema lets
+a testcase carry a property of its own.
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ from datetime import datetime, timezone
 from os import PathLike
 from typing import Literal
 
+from ptxconf.core.verdict import UNDEFINED, labelled
+
 __all__ = ["JUnitCase", "junit_string", "write_junit"]
 
-Status = Literal["pass", "fail", "error", "skip"]
+Status = Literal["pass", "fail", "error", "skip", "undefined"]
 Flavor = Literal["jenkins", "gitlab"]
 
 # Characters outside the XML 1.0 Char production; a parser rejects the whole file on one of them.
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_OUTCOME_TAG = {"fail": "failure", "error": "error", "skip": "skipped"}
+_OUTCOME_TAG = {"fail": "failure", "error": "error", "skip": "skipped", UNDEFINED: "skipped"}
 
 
 @dataclass
@@ -90,7 +97,7 @@ def _testcase(parent: ET.Element, case: JUnitCase, flavor: Flavor) -> None:
     node = ET.SubElement(parent, "testcase", attrs)
     tag = _OUTCOME_TAG.get(case.status)
     if tag:
-        outcome = ET.SubElement(node, tag, message=_clean(case.message))
+        outcome = ET.SubElement(node, tag, message=_clean(labelled(case.status, case.message)))
         if tag != "skipped":
             outcome.set("type", tag)
         outcome.text = _clean(case.details)
@@ -110,7 +117,7 @@ def junit_string(
     name = " ".join(_clean(suite_name).split())
     if not name:
         raise ValueError("a JUnit testsuite needs a non-blank name")
-    counts = {s: sum(c.status == s for c in cases) for s in ("fail", "error", "skip")}
+    counts = {s: sum(c.status == s for c in cases) for s in ("fail", "error", "skip", UNDEFINED)}
     root = ET.Element("testsuites")
     suite = ET.SubElement(
         root,
@@ -120,7 +127,7 @@ def junit_string(
             "tests": str(len(cases)),
             "failures": str(counts["fail"]),
             "errors": str(counts["error"]),
-            "skipped": str(counts["skip"]),
+            "skipped": str(counts["skip"] + counts[UNDEFINED]),
             "time": _seconds(sum(float(_seconds(c.time)) for c in cases)),
             "timestamp": _timestamp(timestamp),
             "hostname": " ".join(_clean(hostname).split()) or "localhost",
@@ -128,6 +135,8 @@ def junit_string(
             "package": name,
         },
     )
+    if counts[UNDEFINED]:
+        properties = {**properties, UNDEFINED: counts[UNDEFINED]}
     _properties(suite, properties)
     for case in cases:
         _testcase(suite, case, flavor)

@@ -1,20 +1,24 @@
 """pytest plugin: the conformance suite as pytest items, one per (variant, check, seed).
 
-    pytest -p conformance.pytest_plugin --ptxconf-select 'mma.sync*' --ptxconf-backend emulator
-    pytest --pyargs conformance [--ptxconf-...]   (installed: the ``pytest11`` entry point loads this module)
+    pytest -p ptxconf.pytest_plugin --ptxconf-select 'mma.sync*' --ptxconf-backend emulator
+    pytest --pyargs ptxconf [--ptxconf-...]   (installed: the ``pytest11`` entry point loads this module)
 
 Why: a validation team's CI already speaks pytest (``-k``, ``--lf``, ``--junitxml``, pytest-xdist, ``--tx ssh=...``),
 so the suite plugs into it with no runner of its own.  Each item's name is ``ptxconf run``'s JUnit name,
 ``<variant>:<check>:seed=<seed>``, and pytest's ``--junitxml`` writes that same name (a variant id may hold ``::``,
 which pytest's own JUnit naming would split, so the plugin sets the name attribute itself).
 
-Each variant's plan is made and run once (``conformance.run.runner.plan_groups`` / ``run_module``, the run loop
+Each variant's plan is made and run once (``ptxconf.run.runner.plan_groups`` / ``run_module``, the run loop
 of ``ptxconf run``) when its first item runs; without xdist the following selected variants join that module, as in
 ``ptxconf run``; each item then reports its own check's verdict, with the lane-level explanation and the command that
 replays it.  With pytest-xdist every worker pins one GPU (``CUDA_VISIBLE_DEVICES``, set before CUDA starts) and
 ``-n auto`` starts one worker per visible GPU.
 
-The plugin does nothing (adds options only) unless a ``--ptxconf-*`` option is given or ``--pyargs conformance``
+``--ptxconf-undefined`` adds the checks of inputs the ISA leaves undefined (``ptxconf run --undefined``): their
+items are skipped with the label "undefined by the ISA: <what the hardware did>", never passed or failed.  A check a
+family makes as several verdicts (``value[...]``, one per kernel) is one item, failed if any of them fails.
+
+The plugin does nothing (adds options only) unless a ``--ptxconf-*`` option is given or ``--pyargs ptxconf``
 names this package; when active and no test paths are given, only the suite's items are collected.
 """
 
@@ -28,17 +32,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ptxconf.core.verdict import UNDEFINED, labelled
 
 __all__ = ["worker_device", "visible_devices", "PtxconfItem"]
 
-_OPTIONS = ("ptxconf_select", "ptxconf_backend", "ptxconf_seed", "ptxconf_check", "ptxconf_cases", "ptxconf_specs")
-_PACKAGE = "conformance"
+_OPTIONS = ("ptxconf_select", "ptxconf_backend", "ptxconf_seed", "ptxconf_check", "ptxconf_cases", "ptxconf_specs",
+            "ptxconf_undefined")
+_PACKAGE = "ptxconf"
 _SUITE = pytest.StashKey["_Suite"]()
 _BATCH = 128  # variants per module at most (ptxconf run's MODULE_PLANS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("ptxconf", "PTX conformance suite (conformance.pytest_plugin)")
+    group = parser.getgroup("ptxconf", "PTX conformance suite (ptxconf.pytest_plugin)")
     group.addoption("--ptxconf-select", action="append", metavar="GLOB",
                     help="variant id, prefix or glob (repeatable; default: every variant)")
     group.addoption("--ptxconf-backend", choices=["auto", "pycuda", "emulator"], default=None,
@@ -50,10 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="random cases per variant for the value check (default 8)")
     group.addoption("--ptxconf-specs", metavar="DIR", default=None,
                     help="spec directory (default: the specs shipped with the suite)")
+    group.addoption("--ptxconf-undefined", action="store_true", default=None,
+                    help="add the checks of inputs the ISA leaves undefined (skipped items that report what was observed)")
 
 
 def _active(config: pytest.Config) -> bool:
-    """True when asked for: a --ptxconf-* option, or ``--pyargs conformance``."""
+    """True when asked for: a --ptxconf-* option, or ``--pyargs ptxconf``."""
     if any(config.getoption(name, None) is not None for name in _OPTIONS):
         return True
     if config.getoption("pyargs", False):
@@ -127,12 +135,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     suite = config.stash.get(_SUITE, None)
     if suite is None:
         return None
-    return [f"ptxconf: backend {suite.backend_name}, seeds {suite.seeds}, checks {suite.checks or 'default'}, "
+    checks = " ".join(suite.requested or ("default",)) + (" + undefined" if suite.undefined else "")
+    return [f"ptxconf: backend {suite.backend_name}, seeds {suite.seeds}, checks {checks}, "
             f"specs {suite.specs_dir or 'shipped'}"]
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With no test paths given (or ``--pyargs conformance``), collect the suite's items only."""
+    """With no test paths given (or ``--pyargs ptxconf``), collect the suite's items only."""
     if config.stash.get(_SUITE, None) is None:
         return None
     if getattr(config, "args_source", None) != pytest.Config.ArgsSource.ARGS:
@@ -189,7 +198,7 @@ class PtxconfCollector(pytest.Collector):
         for v in suite.variants():
             fam = suite.family_of(v)
             for seed in suite.seeds:
-                for check in fam.checks_for(suite.checks):
+                for check in fam.checks_of(v, suite.checks):
                     yield PtxconfItem.from_parent(self, name=f"{v.id}:{check}:seed={seed}", variant=v, check=check,
                                                   seed=seed, family=fam.name)
 
@@ -211,10 +220,12 @@ class PtxconfItem(pytest.Item):
         result = suite.verdict(self)
         if isinstance(result, str):
             pytest.skip(result)
-        if result.status == "skip":
-            pytest.skip(result.message or "skipped")
         if result.status in ("fail", "error"):
             raise PtxconfCheckFailed(suite.failure_text(result))
+        if result.status == "skip":
+            pytest.skip(result.message or "skipped")
+        if result.status == UNDEFINED:  # an observation: neither a pass nor a failure
+            pytest.skip(labelled(result.status, result.message))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, PtxconfCheckFailed):
@@ -230,6 +241,17 @@ class PtxconfItem(pytest.Item):
 # --- the run -----------------------------------------------------------------------------------------------------
 
 
+def _combined(verdicts: list[Any]) -> Any:
+    """One item's verdict from its check's several (``check[...]``): the worst status, every message that says why."""
+    from dataclasses import replace
+
+    rank = {s: i for i, s in enumerate(("pass", "skip", UNDEFINED, "error", "fail"))}
+    worst = max(verdicts, key=lambda vd: rank.get(vd.status, len(rank)))
+    same = [vd for vd in verdicts if vd.status == worst.status]
+    message = "; ".join(f"{vd.check}: {vd.message}" for vd in same if vd.message)
+    return replace(worst, message=message, map_diff=[ln for vd in same for ln in vd.map_diff])
+
+
 class _Suite:
     """Per session (per xdist worker): the specs, one backend, and the verdicts made so far."""
 
@@ -238,7 +260,9 @@ class _Suite:
         self.select = config.getoption("ptxconf_select")
         self.backend_name = config.getoption("ptxconf_backend") or "auto"
         self.seeds = config.getoption("ptxconf_seed") or [0]
-        self.checks = tuple(config.getoption("ptxconf_check") or ()) or None
+        self.requested = tuple(config.getoption("ptxconf_check") or ()) or None
+        self.undefined = bool(config.getoption("ptxconf_undefined"))
+        self.checks: tuple[str, ...] | None = None  # resolved with the specs (names and globs)
         self.cases = config.getoption("ptxconf_cases") or 8
         self.specs_dir = config.getoption("ptxconf_specs")
         self.batch = 1 if in_xdist_worker else _BATCH  # a worker runs only what it is handed
@@ -251,12 +275,13 @@ class _Suite:
     # specs and families
     def specs(self) -> Any:
         if self._specs is None:
-            from conformance.core.family import known_checks, run_variants_of
-            from conformance.spec import SpecError, load_specs
+            from ptxconf.core.family import run_variants_of, select_checks
+            from ptxconf.spec import SpecError, load_specs
 
-            for check in self.checks or ():
-                if check not in known_checks():
-                    raise pytest.UsageError(f"--ptxconf-check {check}: unknown check; choose from {', '.join(known_checks())}")
+            try:
+                self.checks = select_checks(self.requested, self.undefined)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--ptxconf-check {exc}") from None
             try:
                 self._specs = load_specs(self.specs_dir)
             except SpecError as exc:
@@ -273,14 +298,14 @@ class _Suite:
 
     @staticmethod
     def family_of(v: Any) -> Any:
-        from conformance.core.family import family_of
+        from ptxconf.core.family import family_of
 
         return family_of(v)
 
     def backend(self) -> Any:
         if self._backend is None:
-            from conformance.backends import BackendError, get_backend
-            from conformance.oracle import mma
+            from ptxconf.backends import BackendError, get_backend
+            from ptxconf.oracle import mma
 
             try:
                 self._backend = get_backend(self.backend_name, semantics=mma)
@@ -302,9 +327,11 @@ class _Suite:
         why = self._skipped.get((item.variant.id, item.seed))
         if why is not None:
             return why
-        if key not in self._verdicts:
+        mine = [vd for (vid, check, seed), vd in self._verdicts.items()
+                if vid == item.variant.id and seed == item.seed and check.split("[")[0] == item.check]
+        if not mine:
             raise AssertionError(f"ptxconf: the run of {item.variant.id} made no {item.check} verdict")
-        return self._verdicts[key]
+        return mine[0] if len(mine) == 1 else _combined(mine)
 
     def _ahead(self, item: PtxconfItem) -> list[Any]:
         """Later selected variants of the same family and seed, to share this module (none in an xdist worker)."""
@@ -325,7 +352,7 @@ class _Suite:
         return list(out.values())
 
     def _run(self, variants: list[Any], seed: int) -> None:
-        from conformance.run.runner import plan_groups, run_module
+        from ptxconf.run.runner import plan_groups, run_module
 
         def skipped(v: Any, why: str) -> None:
             self._skipped[(v.id, seed)] = why
@@ -338,7 +365,7 @@ class _Suite:
 
     def failure_text(self, verdict: Any) -> str:
         """What ``ptxconf run`` prints for a failure: lanes, registers, expected/actual bits, the replay command."""
-        from conformance.run.report import replay_command
+        from ptxconf.run.report import replay_command
 
         variant = self.specs().variants.get(verdict.variant)
         head = "ERROR " if verdict.status == "error" else ""

@@ -14,17 +14,17 @@ from importlib.metadata import entry_points
 from typing import Any
 
 FAMILIES: dict[str, str] = {
-    "mma": "conformance.families.mma:FAMILY",
-    "movement": "conformance.families.movement:FAMILY",
-    "wgmma": "conformance.families.wgmma:FAMILY",
-    "wgmma.sp": "conformance.families.wgmma_sp:FAMILY",
-    "tcgen05": "conformance.families.tcgen05:FAMILY",
-    "wmma": "conformance.families.wmma:FAMILY",
+    "mma": "ptxconf.families.mma:FAMILY",
+    "movement": "ptxconf.families.movement:FAMILY",
+    "wgmma": "ptxconf.families.wgmma:FAMILY",
+    "wgmma.sp": "ptxconf.families.wgmma_sp:FAMILY",
+    "tcgen05": "ptxconf.families.tcgen05:FAMILY",
+    "wmma": "ptxconf.families.wmma:FAMILY",
 }
 
 # Spec documents that belong to a tool rather than to a family (schema name -> "module:function").
 TOOL_DOCUMENTS: dict[str, str] = {
-    "numerics/1": "conformance.tools.numerics.spec:load_document",
+    "numerics/1": "ptxconf.tools.numerics.spec:load_document",
 }
 
 ENTRY_POINT_GROUP = "ptxconf.families"

@@ -15,7 +15,7 @@ import html
 import re
 import textwrap
 
-from conformance.docs.tree import CAPTION, HEADING, PARA, PRE, TABLE, Block, DocTree
+from ptxconf.docs.tree import CAPTION, HEADING, PARA, PRE, TABLE, Block, DocTree
 
 __all__ = ["FORMATS", "render", "respell"]
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 try:  # the CLI entry point, wherever the package keeps it
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 except ImportError:  # pragma: no cover
-    from conformance.cli import main
-from conformance.docs import DocError, extract_file, read_doc, translate_block
-from conformance.docs.diff import diff
-from conformance.docs.family import section_family
-from conformance.docs.importer import write_draft
-from conformance.docs.source import Line
-from conformance.spec import load_file, load_specs
+    from ptxconf.cli import main
+from ptxconf.docs import DocError, extract_file, read_doc, translate_block
+from ptxconf.docs.diff import diff
+from ptxconf.docs.family import section_family
+from ptxconf.docs.importer import write_draft
+from ptxconf.docs.source import Line
+from ptxconf.spec import load_file, load_specs
 
 SEEDS = Path(__file__).parent / "data" / "seeds"
 TXT = SEEDS / "000_32dffcae7a8aaf0a.txt"

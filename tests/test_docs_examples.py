@@ -11,14 +11,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ptxconf.cli.main import main
+from ptxconf.docs import read_tree, tree_from_text
+from ptxconf.docs.example_check import check_examples, ptxas_check, variant_key
+from ptxconf.docs.examples import examples_of
+from ptxconf.docs.source import Line
+from ptxconf.docs.tree import HEADING, PARA, PRE, Block, DocTree
+from ptxconf.spec import load_specs
 
-from conformance.cli.main import main
-from conformance.docs import read_tree, tree_from_text
-from conformance.docs.example_check import check_examples, ptxas_check, variant_key
-from conformance.docs.examples import examples_of
-from conformance.docs.source import Line
-from conformance.docs.tree import HEADING, PARA, PRE, Block, DocTree
-from conformance.spec import load_specs
 from tests.docs_renderings import FORMATS, render
 
 RENDERINGS = Path(__file__).resolve().parents[1].parent / "shared" / "isa-renderings"

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 from docs_renderings import FORMATS, render, respell
-
-from conformance.docs import extract, read_tree, tree_from_text
-from conformance.docs.diff import diff
-from conformance.spec import load_specs
+from ptxconf.docs import extract, read_tree, tree_from_text
+from ptxconf.docs.diff import diff
+from ptxconf.spec import load_specs
 
 try:  # the CLI entry point, wherever the package keeps it
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 except ImportError:  # pragma: no cover
-    from conformance.cli import main
+    from ptxconf.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = REPO.parent / "shared" / "isa-renderings"  # ../shared/isa-renderings: read there, never copied

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 try:  # the CLI entry point, wherever the package keeps it
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 except ImportError:  # pragma: no cover
-    from conformance.cli import main
-from conformance.docs import extract_file
-from conformance.docs.table39 import doc_tuples, fmt_values, parse_n, parse_rows
-from conformance.families.tcgen05.spec import load_tcgen05
+    from ptxconf.cli import main
+from ptxconf.docs import extract_file
+from ptxconf.docs.table39 import doc_tuples, fmt_values, parse_n, parse_rows
+from ptxconf.families.tcgen05.spec import load_tcgen05
 
 SEED = Path(__file__).parent / "data" / "seeds" / "002_00bc72c80baf5276.txt"
 

@@ -25,5 +25,5 @@ def get_backend(name: str, **kwargs) -> Backend:
     if name == "emulator":
         from .emulator import EmulatorBackend
 
-        return EmulatorBackend(**{k: v for k, v in kwargs.items() if k not in ("build", "use_cache")})
+        return EmulatorBackend(**{k: v for k, v in kwargs.items() if k not in ("build", "use_cache", "ptxas")})
     raise ValueError(f"unknown backend {name!r}; choose auto, pycuda or emulator")

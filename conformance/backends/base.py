@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from conformance.core.plan import runnable_targets, support_reason
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.plan import runnable_targets, support_reason
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion, Target
 
 __all__ = ["Backend", "BackendError", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
 

@@ -12,10 +12,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-
-from conformance import registry
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion
+from ptxconf import registry
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion
 
 from .base import Backend, Launch, LaunchResult
 

@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
-from conformance.core.family import family_of
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion, Target, parse_target
+from ptxconf.core.family import family_of
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion, Target, parse_target
 
 __all__ = [
     "PtxasNotFound",
@@ -47,6 +47,9 @@ __all__ = [
     "ptxas_info",
     "max_ptx_for_release",
     "cache_dir",
+    "toolchains_dir",
+    "installed_toolchains",
+    "installed_ptxas",
     "assemble",
     "compile_cubin",
     "assemble_report",
@@ -84,8 +87,49 @@ class PtxasNotFound(RuntimeError):
     """No usable ptxas executable."""
 
 
+RELEASE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")  # how a ptxas release is named: 13.5 or 13.5.37
+
+
+def toolchains_dir() -> Path:
+    """Where ``ptxconf toolchains install`` unpacks releases, one folder per version holding ``ptxas``:
+    ``$PTXCONF_TOOLCHAINS_DIR``, else ``$XDG_CACHE_HOME/ptx-conformance/toolchains``, else under ``~/.cache``."""
+    if os.environ.get("PTXCONF_TOOLCHAINS_DIR"):
+        return Path(os.environ["PTXCONF_TOOLCHAINS_DIR"])
+    base = Path(os.environ["XDG_CACHE_HOME"]) if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "ptx-conformance" / "toolchains"
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def installed_toolchains() -> dict[str, str]:
+    """Installed release -> its ptxas, oldest first (a folder without an executable ptxas is not installed)."""
+    root = toolchains_dir()
+    found = {}
+    if root.is_dir():
+        for d in root.iterdir():
+            exe = d / "ptxas"
+            if RELEASE_VERSION.fullmatch(d.name) and exe.is_file() and os.access(exe, os.X_OK):
+                found[d.name] = str(exe)
+    return dict(sorted(found.items(), key=lambda kv: _release_key(kv[0])))
+
+
+def installed_ptxas(version: str) -> str:
+    """The ptxas of an installed release: ``13.5.37`` exactly, or ``13.5`` as the newest installed 13.5.x."""
+    installed = installed_toolchains()
+    hits = [v for v in installed if v == version or v.startswith(version + ".")]
+    if not hits:
+        raise PtxasNotFound(f"ptxas {version} is not installed in {toolchains_dir()} ({len(installed)} releases are; "
+                            f"`ptxconf toolchains list` shows them, `ptxconf toolchains install {version}` adds it)")
+    return installed[hits[-1]]
+
+
 def find_ptxas(path: str | os.PathLike | None = None) -> str:
-    """The ptxas to use: ``path`` (a file, or a directory holding ptxas), else ``$PATH``, else ``$CUDA_HOME/bin``."""
+    """The ptxas to use: ``path`` (a release version such as ``13.5`` that ``ptxconf toolchains install`` put in
+    :func:`toolchains_dir`, a file, or a directory holding ptxas), else ``$PATH``, else ``$CUDA_HOME/bin``."""
+    if path and RELEASE_VERSION.fullmatch(str(path)):
+        return installed_ptxas(str(path))
     if path:
         p = Path(path)
         if p.is_dir():
@@ -261,10 +305,11 @@ def assemble(
 
 
 def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
-                  timeout: float = DEFAULT_TIMEOUT_S) -> tuple[bytes | None, str]:
-    """``(cubin, "")`` or ``(None, stderr)``: ``ptx_text`` built for ``-arch=arch``, cached on disk by
-    sha256 of (this ptxas's ``--version``, arch, PTX), so a warm run assembles nothing."""
-    key = hashlib.sha256("\0".join((_version_output(exe), arch, ptx_text)).encode()).hexdigest()
+                  timeout: float = DEFAULT_TIMEOUT_S, options: Sequence[str] = ()) -> tuple[bytes | None, str]:
+    """``(cubin, "")`` or ``(None, stderr)``: ``ptx_text`` built for ``-arch=arch`` (plus ``options`` such as
+    ``-O0``), cached on disk by sha256 of (this ptxas's ``--version``, arch, options, PTX), so a warm run
+    assembles nothing."""
+    key = hashlib.sha256("\0".join((_version_output(exe), arch, *options, ptx_text)).encode()).hexdigest()
     path = cache_dir().parent / "cubin" / key[:2] / f"{key}.cubin"
     if use_cache and path.is_file():
         try:
@@ -277,7 +322,7 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
         src, out = Path(tmp) / "m.ptx", Path(tmp) / "m.cubin"
         src.write_text(ptx_text)
         try:
-            proc = subprocess.run([exe, f"-arch={arch}", "-o", str(out), str(src)], capture_output=True, text=True,
+            proc = subprocess.run([exe, f"-arch={arch}", *options, "-o", str(out), str(src)], capture_output=True, text=True,
                                   errors="replace", timeout=timeout)
         except subprocess.TimeoutExpired:
             return None, f"ptxas timed out after {timeout:g} s"

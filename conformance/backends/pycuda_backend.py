@@ -23,7 +23,7 @@ import subprocess
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from conformance.spec.targets import PtxVersion
+from ptxconf.spec.targets import PtxVersion
 
 from .base import Backend, BackendError, Launch, LaunchResult
 
@@ -44,8 +44,9 @@ def gpu_available() -> tuple[bool, str]:
     return True, f"{n} CUDA device(s); using PyCUDA"
 
 
-def ptxas_version() -> str:
-    exe = shutil.which("ptxas")
+def ptxas_version(exe: str | None = None) -> str:
+    """The ``--version`` line of ``exe`` (default: the ptxas on PATH) that names its release."""
+    exe = exe or shutil.which("ptxas")
     if not exe:
         return "not on PATH"
     out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
@@ -57,10 +58,12 @@ class PyCudaBackend(Backend):
     name = "pycuda"
 
     def __init__(self, timeout_s: float = 20.0, auto_reason: str | None = None, jit_timeout_s: float = 300.0,
-                 build: str = "auto", use_cache: bool = True):
+                 build: str = "auto", use_cache: bool = True, ptxas: str | None = None):
         self.build = build
         self.use_cache = use_cache
-        self._ptxas = shutil.which("ptxas") if build in ("auto", "ptxas") else None
+        if ptxas and build == "jit":
+            raise BackendError("--ptxas builds cubins: give --build auto or ptxas, not jit")
+        self._ptxas = (ptxas or shutil.which("ptxas")) if build in ("auto", "ptxas") else None  # ptxas: resolved path
         if build == "ptxas" and not self._ptxas:
             raise BackendError("--build ptxas: no ptxas on PATH")
         self._pool: ThreadPoolExecutor | None = None
@@ -127,7 +130,7 @@ class PyCudaBackend(Backend):
             reply = self._call(("info",), 120)
             if reply[0] != "ok":
                 raise BackendError(f"cannot query the GPU: {reply[1]}")
-            self._info = {"backend": self.name, **reply[1], "ptxas": ptxas_version(),
+            self._info = {"backend": self.name, **reply[1], "ptxas": ptxas_version(self._ptxas),
                           "build": "ptxas -arch=<GPU> (parallel, cached)" if self._ptxas else reply[1]["jit"]}
             if self.auto_reason:
                 self._info["auto"] = self.auto_reason

@@ -13,9 +13,9 @@ import sys
 import time
 from collections import Counter
 
-from conformance.backends.ptxas import STATUSES, PtxasNotFound, assemble_report, find_ptxas, ptxas_info
-from conformance.core.family import family_of
-from conformance.spec.targets import parse_target
+from ptxconf.backends.ptxas import STATUSES, PtxasNotFound, assemble_report, find_ptxas, ptxas_info
+from ptxconf.core.family import family_of
+from ptxconf.spec.targets import parse_target
 
 __all__ = ["add_parser", "run", "DEFAULT_ARCHS"]
 
@@ -34,7 +34,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
     p.add_argument("--select", action="append", metavar="GLOB", help="variant id glob or prefix (repeatable)")
     p.add_argument("--specs", metavar="DIR", default=None, help="spec directory (default: the tree's specs/)")
-    p.add_argument("--ptxas", metavar="PATH", default=None, help="ptxas executable (default: from PATH)")
+    p.add_argument("--ptxas", action="append", metavar="VERSION|PATH", default=None,
+                   help="ptxas: a release installed by `ptxconf toolchains install` (13.5, 12.4.131) or a path "
+                        "(default: from PATH); repeat it to check several releases one after another")
     p.add_argument("--json", action="store_true", help="print all rows as JSON")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel ptxas processes (default: CPUs)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the on-disk result cache")
@@ -48,7 +50,7 @@ def _usage(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.spec import SpecError, load_specs
+    from ptxconf.spec import SpecError, load_specs
 
     archs = [a.strip() for a in (args.arch or "").split(",") if a.strip()]
     if not archs:
@@ -61,10 +63,12 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         return _usage("--jobs must be at least 1")
     try:
-        exe = find_ptxas(args.ptxas)
-        info = ptxas_info(exe)
+        given = [args.ptxas] if isinstance(args.ptxas, str) else (args.ptxas or [None])  # one path, or --ptxas repeated
+        exes = [find_ptxas(p) for p in given]
+        for exe in exes:
+            ptxas_info(exe)
     except PtxasNotFound as exc:
-        return _usage(str(exc))
+        return _usage(f"--ptxas: {exc}")
     try:
         specs = load_specs(args.specs)
     except SpecError as exc:
@@ -72,7 +76,17 @@ def run(args: argparse.Namespace) -> int:
     variants = [v for v in specs.select(args.select) if family_of(v).assembly_probe(v) is not None]
     if not variants:
         return _usage(f"--select {' '.join(args.select or [])} matches no variant")
+    status = 0
+    for k, exe in enumerate(dict.fromkeys(exes)):  # one release after another, each reported as when alone
+        if k:
+            print()
+        status = max(status, _report(args, archs, exe, variants))
+    return status
 
+
+def _report(args: argparse.Namespace, archs: list[str], exe: str, variants: list) -> int:
+    """One ptxas against the spec: the table (or JSON) and 1 on any disagreement."""
+    info = ptxas_info(exe)
     t0 = time.monotonic()
     rows = assemble_report(variants, archs, exe, jobs=args.jobs, use_cache=not getattr(args, "no_cache", False))
     elapsed = time.monotonic() - t0
@@ -123,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m conformance.cli.assemble``)."""
+    """Stand-alone entry point (``python -m ptxconf.cli.assemble``)."""
     parser = argparse.ArgumentParser(prog="ptxconf")
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from conformance.run.diff import DiffUsageError, diff_runs, render_text
+    from ptxconf.run.diff import DiffUsageError, diff_runs, render_text
 
     try:
         doc = diff_runs(Path(args.base), Path(args.new))

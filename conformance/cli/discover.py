@@ -2,6 +2,9 @@
 
     ptxconf discover VARIANT... [--all] [--backend auto|pycuda|emulator] [--canonical] [-o DIR] [--figures]
 
+wgmma.mma_async.sp forms discover through their family (D, the register A of ``/rs`` forms, and the
+metadata of each legal selector: ``metadata.sel<S>``), every other form as below.
+
 For each variant: DIR/<variant>.yaml (the observed layouts in the specs/
 format, with bit-linear formulas fitted in the ISA's words: groupID,
 threadID_in_group, bit fields of %laneid and i), DIR/<variant>.npz (the raw
@@ -20,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-
-from conformance.spec.model import Variant
-from conformance.tools.discover import Discovery, discover, fit_formula
+from ptxconf.spec.model import Variant
+from ptxconf.tools.discover import Discovery, discover, fit_formula
 
 
 def _safe(vid: str) -> str:
@@ -89,9 +91,9 @@ def observed_yaml(v: Variant, disc: Discovery, device: dict) -> tuple[str, list[
 
 
 def run(args) -> int:
-    from conformance.backends import get_backend
-    from conformance.oracle import mma
-    from conformance.spec import load_specs
+    from ptxconf.backends import get_backend
+    from ptxconf.oracle import mma
+    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     if args.all:
@@ -120,7 +122,10 @@ def run(args) -> int:
             except RuntimeError as exc:
                 rows.append({"variant": v.id, "status": "error", "reason": str(exc)})
                 continue
-            text, unfit = observed_yaml(v, disc, info)
+            if disc.document is not None:  # the family's own discovery wrote its document
+                text, unfit = yaml.safe_dump(disc.document, sort_keys=False, width=120), disc.unfit
+            else:
+                text, unfit = observed_yaml(v, disc, info)
             (out / f"{_safe(v.id)}.yaml").write_text(text)
             np.savez_compressed(out / f"{_safe(v.id)}.npz", **disc.maps)
             status = "agrees" if disc.agrees else ("canonical" if args.canonical else "differs")
@@ -146,10 +151,11 @@ def run(args) -> int:
 
 
 def _figures(v: Variant, disc: Discovery, out: Path) -> None:
-    from conformance.figures import map_diff_figure
+    from ptxconf.figures import map_diff_figure
 
-    for name in ("A", "B", "C"):
-        map_diff_figure(v.operands[name].layout.map(), disc.maps[name], out / f"{_safe(v.id)}.{name}.svg",
+    spec = disc.spec_maps or {name: v.operands[name].layout.map() for name in ("A", "B", "C")}
+    for name, want in spec.items():
+        map_diff_figure(want, disc.maps[name], out / f"{_safe(v.id)}.{name}.svg",
                         f"{v.id} {name}: spec (left) vs observed (right)")
 
 

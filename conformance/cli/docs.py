@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
 
 
 def _load(path: str):
-    from conformance.docs import extract, read_tree
+    from ptxconf.docs import extract, read_tree
 
     tree = read_tree(path)
     return extract(tree), tree.line_texts()
@@ -75,7 +75,7 @@ def _report(args: argparse.Namespace, findings: list, order: tuple[str, ...], ex
 
 
 def cmd_doc_diff(args: argparse.Namespace) -> int:
-    from conformance.docs import DocError
+    from ptxconf.docs import DocError
 
     try:
         loaded = [(path, *_load(path)) for path in ([args.base] if args.base else []) + args.files]
@@ -83,14 +83,14 @@ def cmd_doc_diff(args: argparse.Namespace) -> int:
         print(f"ptxconf doc-diff: {exc}", file=sys.stderr)
         return 2
     if args.base:
-        from conformance.docs.versions import VERSION_STATUSES, compare_versions
+        from ptxconf.docs.versions import VERSION_STATUSES, compare_versions
 
         old = loaded[0][1]
         findings = [f for _, ex, _ in loaded[1:] for f in compare_versions(old, ex)]
         return _report(args, findings, VERSION_STATUSES, [])
-    from conformance.docs.coverage import summary
-    from conformance.docs.diff import diff
-    from conformance.spec import load_specs
+    from ptxconf.docs.coverage import summary
+    from ptxconf.docs.diff import diff
+    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     findings = [f for _, ex, lines in loaded for f in diff(ex, specs, lines)]
@@ -98,9 +98,9 @@ def cmd_doc_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_doc_import(args: argparse.Namespace) -> int:
-    from conformance.docs import DocError
-    from conformance.docs.importer import write_draft
-    from conformance.spec import load_specs
+    from ptxconf.docs import DocError
+    from ptxconf.docs.importer import write_draft
+    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     try:
@@ -114,10 +114,10 @@ def cmd_doc_import(args: argparse.Namespace) -> int:
 
 
 def cmd_doc_examples(args: argparse.Namespace) -> int:
-    from conformance.docs import DocError, read_tree
-    from conformance.docs.example_check import STATUSES, check_examples, ptxas_check
-    from conformance.docs.examples import examples_of
-    from conformance.spec import load_specs
+    from ptxconf.docs import DocError, read_tree
+    from ptxconf.docs.example_check import STATUSES, check_examples, ptxas_check
+    from ptxconf.docs.examples import examples_of
+    from ptxconf.spec import load_specs
 
     try:
         docs = [(path, examples_of(read_tree(path))) for path in args.files]
@@ -127,7 +127,7 @@ def cmd_doc_examples(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     exe, note = None, None
     if not args.no_ptxas:
-        from conformance.backends.ptxas import PtxasNotFound, find_ptxas, ptxas_info
+        from ptxconf.backends.ptxas import PtxasNotFound, find_ptxas, ptxas_info
 
         try:
             exe = find_ptxas(args.ptxas)

@@ -6,11 +6,11 @@ import sys
 
 
 def cmd_layouts(args) -> int:
-    from conformance.backends import BackendError, get_backend
-    from conformance.core.family import run_variants_of
-    from conformance.oracle import mma
-    from conformance.run.fuzz import fuzz_layouts
-    from conformance.spec import load_specs
+    from ptxconf.backends import BackendError, get_backend
+    from ptxconf.core.family import run_variants_of
+    from ptxconf.oracle import mma
+    from ptxconf.run.fuzz import fuzz_layouts
+    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     run_variants_of(specs)
@@ -45,7 +45,7 @@ def cmd_layouts(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from conformance.cli.numerics import add_fuzz_numerics
+    from ptxconf.cli.numerics import add_fuzz_numerics
 
     f = sub.add_parser("fuzz", help="fuzzers: fresh seeds until a time budget ends")
     fs = f.add_subparsers(dest="fuzz_command", required=True)

@@ -17,22 +17,23 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from conformance import __version__, registry
-from conformance.spec import SpecError, load_specs
+from ptxconf import __version__, registry
+from ptxconf.spec import SpecError, load_specs
 
 EXIT_USAGE = 2
 
 # Tools register their own subcommands: one line here per module (families add theirs through the registry).
 EXTENSIONS = (
-    "conformance.cli.assemble",
-    "conformance.run.bench",
-    "conformance.cli.discover",
-    "conformance.cli.docs",
-    "conformance.tools.hgemm.cli",
-    "conformance.cli.numerics",
-    "conformance.cli.diff",
-    "conformance.cli.fuzz",
+    "ptxconf.cli.assemble",
+    "ptxconf.run.bench",
+    "ptxconf.cli.discover",
+    "ptxconf.cli.docs",
+    "ptxconf.tools.hgemm.cli",
+    "ptxconf.cli.numerics",
+    "ptxconf.cli.diff",
+    "ptxconf.cli.fuzz",
+    "ptxconf.cli.toolchains",
+    "ptxconf.cli.programs",
 )
 
 
@@ -122,14 +123,14 @@ def cmd_specs_show(args) -> int:
         print(f"  note: {note}")
     for err in lay.errata:
         print(f"  erratum: ISA says {err['isa_text']!r}: {err['problem']}; taken: {err['taken']}")
-    from conformance.figures import ascii_grid
+    from ptxconf.figures import ascii_grid
 
     print(ascii_grid(lay, params))
     return 0
 
 
 def cmd_specs_figure(args) -> int:
-    from conformance.figures import operand_figure
+    from ptxconf.figures import operand_figure
 
     specs = _specs(args)
     v = _variant(specs, args.variant)
@@ -138,7 +139,7 @@ def cmd_specs_figure(args) -> int:
     if suffix not in (".svg", ".png"):
         raise SystemExit(f"ptxconf: -o {args.output}: the figure must end in .svg or .png")
     if args.operand == "metadata":
-        from conformance.figures import metadata_figure
+        from ptxconf.figures import metadata_figure
 
         metadata_figure(v, args.output)  # bit fields labelled [hi:lo], as the ISA draws them
     else:
@@ -151,18 +152,24 @@ def cmd_specs_figure(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from conformance.backends import BackendError, get_backend
-    from conformance.core.family import known_checks, run_variants_of
-    from conformance.oracle import mma
-    from conformance.run.report import RunLog, git_revision, specs_hash
-    from conformance.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
+    from ptxconf.backends import BackendError, get_backend
+    from ptxconf.core.family import family_of, run_variants_of, select_checks
+    from ptxconf.oracle import mma
+    from ptxconf.run.report import RunLog, git_revision, specs_hash
+    from ptxconf.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
 
-    for check in args.check or []:
-        if check not in known_checks():
-            raise SystemExit(f"ptxconf: --check {check}: unknown check; choose from {', '.join(known_checks())}")
+    try:
+        checks = select_checks(args.check, args.undefined)
+    except ValueError as exc:
+        raise SystemExit(f"ptxconf: --check {exc}") from None
     specs = _specs(args)
     run_variants_of(specs)  # runnable variants derived from documents (e.g. tcgen05 Table 39 tuples), for this run only
     variants = specs.select(args.select) if args.select else list(specs.variants.values())
+    if checks is not None:  # only the variants that make a check asked for
+        picked = [v for v in variants if family_of(v).checks_of(v, checks)]
+        if variants and not picked:
+            raise SystemExit(f"ptxconf: no selected variant makes {', '.join(checks)}")
+        variants = picked
     if not variants:
         hint = ""
         if args.select:
@@ -181,7 +188,8 @@ def cmd_run(args) -> int:
     try:
         done = recorded_done(out_dir, args.seed) if args.resume else set()
         try:
-            backend = get_backend(args.backend, semantics=mma, build=args.build, use_cache=not args.no_cache)
+            backend = get_backend(args.backend, semantics=mma, build=args.build, use_cache=not args.no_cache,
+                                  ptxas=_run_ptxas(args))
             info = backend.info()
         except BackendError as exc:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
@@ -196,7 +204,7 @@ def cmd_run(args) -> int:
                      flavor=args.junit_flavor, header=header)
         if args.resume:
             log.load_recorded(done)
-        session = RunSession(specs, variants, out_dir, log, args.seed, tuple(args.check) if args.check else None,
+        session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
                              verbose=args.verbose, skip_done=done,
                              jobs=args.jobs or ((os.cpu_count() or 1) if (os.cpu_count() or 1) >= 4 else 1))
@@ -214,8 +222,21 @@ def cmd_run(args) -> int:
         lock.release()
 
 
+def _run_ptxas(args) -> str | None:
+    """``--ptxas VERSION|PATH``: the ptxas that builds the run's cubins (a release installed by ``ptxconf toolchains
+    install``, or a path); None: the one on PATH."""
+    if not args.ptxas:
+        return None
+    from ptxconf.backends.ptxas import PtxasNotFound, find_ptxas
+
+    try:
+        return find_ptxas(args.ptxas)
+    except PtxasNotFound as exc:
+        raise SystemExit(f"ptxconf run: --ptxas: {exc}") from None
+
+
 def cmd_replay(args) -> int:
-    from conformance.run.replay import replay_dir
+    from ptxconf.run.replay import replay_dir
 
     specs = _specs(args)
     return replay_dir(
@@ -262,7 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     specs_arg(r)
     r.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
     r.add_argument("--select", action="append", metavar="GLOB", help="variant id, prefix or glob (repeatable)")
-    r.add_argument("--check", action="append", metavar="CHECK", help="value, map.A, map.B or map.C (repeatable; default all)")
+    r.add_argument("--check", action="append", metavar="CHECK",
+                   help="value, map.A, map.B, map.C, ... or a glob such as 'undefined.*' (repeatable; default each family's)")
+    r.add_argument("--undefined", action="store_true",
+                   help="also run the checks of inputs the ISA leaves undefined: what the hardware did is recorded "
+                        "as 'undefined by the ISA', never as a pass or a failure")
     r.add_argument("--cases", type=int, default=8, metavar="N", help="random cases per variant for the value check")
     r.add_argument("--seed", type=int, default=0, metavar="S")
     r.add_argument("--out", default="ptxconf-results", metavar="DIR")
@@ -272,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true", help="list every failure (default: the first 20)")
     r.add_argument("--build", default="auto", choices=["auto", "ptxas", "jit"],
                    help="GPU: assemble modules with ptxas in parallel (cached) or hand PTX to the driver JIT")
+    r.add_argument("--ptxas", metavar="VERSION|PATH",
+                   help="GPU: the ptxas that builds the cubins: a release (13.5, 12.4.131; see ptxconf toolchains) "
+                        "or a path (default: the one on PATH); summary.json names it")
     r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
     r.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="processes that plan variants (default: every core where there are 4 or more, else 1)")

@@ -3,24 +3,24 @@
 A family (``conformance/families/<name>/``) owns everything specific to its instructions:
 its spec documents and invariants, its cases and probe kernels, the emulation of its
 semantics, its comparator and its CLI verbs.  The run loop, the emulator, replay, bench and
-the CLI shell reach a family only through this interface and :mod:`conformance.registry`,
+the CLI shell reach a family only through this interface and :mod:`ptxconf.registry`,
 so they never ask which family they hold.  A method a family does not need keeps the
 default here; the contract test in ``tests/core`` runs every registered family through it.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from ptxconf import registry
+from ptxconf.core.plan import Plan
+from ptxconf.core.verdict import UNDEFINED, Verdict
+from ptxconf.spec.targets import PtxVersion, Target
 
-from conformance import registry
-from conformance.core.plan import Plan
-from conformance.core.verdict import Verdict
-from conformance.spec.targets import PtxVersion, Target
-
-__all__ = ["Family", "family_of", "compare", "known_checks", "run_variants_of"]
+__all__ = ["Family", "family_of", "compare", "known_checks", "run_variants_of", "select_checks", "default_checks"]
 
 
 class Family:
@@ -32,13 +32,21 @@ class Family:
     emulated_cc: tuple[int, int] | None = None  # the GPU the emulator stands in for (None: the emulator's own)
     checks: tuple[str, ...] = ("value",)  # the checks a run makes by default
     known_checks: tuple[str, ...] = ()  # every check ``--check`` may name for it (default: ``checks``)
+    # Checks that feed inputs the ISA leaves undefined: known, never in the default set (``run --undefined``
+    # adds them); their verdicts are ``undefined`` observations, never a pass or a failure.
+    undefined_checks: tuple[str, ...] = ()
 
     def checks_for(self, requested: Iterable[str] | None) -> tuple[str, ...]:
         """The checks this family makes when a run asks for ``requested`` (None: its default)."""
         if requested is None:
             return self.checks
-        known = self.known_checks or self.checks
+        known = (self.known_checks or self.checks) + self.undefined_checks
         return tuple(c for c in requested if c in known)
+
+    def checks_of(self, v: Any, requested: Iterable[str] | None) -> tuple[str, ...]:
+        """The checks a run makes of ``v`` (those of :meth:`checks_for` that ``v`` has): one verdict name each,
+        or several named ``check[...]``."""
+        return self.checks_for(requested)
 
     # --- specs ---------------------------------------------------------------------------
     def check_variant(self, v: Any, path: tuple, src: Any) -> None:
@@ -74,6 +82,25 @@ class Family:
         """One check's verdict from recorded words, through the current spec."""
         raise NotImplementedError(f"family {self.name} has no comparator")
 
+    def failed(self, v: Any, check: str, seed: int, error: str) -> Verdict:
+        """The verdict of a check whose cases did not run to the end (a fault, a hang, a module that did not load):
+        an error, but for undefined inputs what the GPU did with them, an observation."""
+        if check.split("[", 1)[0] in self.undefined_checks:
+            return Verdict(v.id, check, seed, UNDEFINED, message=f"the probe did not finish: {error}")
+        return Verdict(v.id, check, seed, "error", message=error)
+
+    # --- discovery -------------------------------------------------------------------------
+    def discover(self, backend: Any, v: Any, use_spec: bool = True) -> dict | None:
+        """Learn ``v``'s register lane maps from ``backend``, assuming none, where the family has its own way.
+
+        None: the generic discovery (``ptxconf.tools.discover``) applies.  Otherwise a dict:
+        ``maps`` (name -> int64[lane, element, 3] (matrix, row, col), -1 where unobserved), ``spec`` (the
+        spec's maps by the same names), ``relabeling`` (list of str: how labels the hardware cannot fix were
+        chosen), ``diffs`` (name -> one line per slot where observation and spec differ), ``cases`` (int),
+        ``document`` (the observed layouts as a spec-format document) and ``unfit`` (names whose formulas did
+        not fit)."""
+        return None
+
     # --- command line ----------------------------------------------------------------------
     def add_cli(self, sub: Any) -> None:
         """Add the family's own ``ptxconf`` verbs."""
@@ -93,9 +120,33 @@ def known_checks() -> tuple[str, ...]:
     """Every check name some registered family makes, in registration order."""
     seen: dict[str, None] = {}
     for fam in registry.families():
-        for c in fam.known_checks or fam.checks:
+        for c in (fam.known_checks or fam.checks) + fam.undefined_checks:
             seen.setdefault(c, None)
     return tuple(seen)
+
+
+def default_checks() -> tuple[str, ...]:
+    """Every registered family's default checks, in registration order."""
+    return tuple(dict.fromkeys(c for fam in registry.families() for c in fam.checks))
+
+
+def select_checks(requested: Iterable[str] | None, undefined: bool = False) -> tuple[str, ...] | None:
+    """The check names a run hands every family: ``requested`` (names or globs over :func:`known_checks`;
+    None: each family's default) plus, with ``undefined``, every family's undefined checks.
+
+    One tuple serves every family (each keeps the names it knows), so ``undefined`` with nothing
+    requested is the defaults of every family plus the undefined checks.  Raises ValueError
+    naming a name or glob that matches no known check."""
+    known = known_checks()
+    names: list[str] = []
+    for pattern in requested or ():
+        hits = [c for c in known if fnmatch.fnmatchcase(c, pattern)]
+        if not hits:
+            raise ValueError(f"{pattern}: unknown check; choose from {', '.join(known)}")
+        names += hits
+    if undefined:
+        names = (names or list(default_checks())) + [c for fam in registry.families() for c in fam.undefined_checks]
+    return tuple(dict.fromkeys(names)) or None
 
 
 def run_variants_of(specs: Any) -> list[Any]:

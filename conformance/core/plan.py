@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-
-from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
+from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
 __all__ = ["Cases", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]

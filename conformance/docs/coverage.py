@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from conformance.spec.model import Variant
+from ptxconf.spec.model import Variant
 
 from .findings import Finding
 from .model import Extraction

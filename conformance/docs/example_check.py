@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from conformance.spec.loader import Specs
-from conformance.spec.model import REGISTER_BITS, Variant
+from ptxconf.spec.loader import Specs
+from ptxconf.spec.model import REGISTER_BITS, Variant
 
 from .examples import Example
 
@@ -299,7 +299,7 @@ def kernel_for(ex: Example, v: Variant | None, version: str = "9.0") -> tuple[st
 def ptxas_check(examples: list[Example], specs: Specs, exe: str) -> list[ExampleFinding]:
     """ptxas's verdict on every example that is not a Syntax template: an "erratum" finding with ptxas's first
     error for each one it rejects (explained when pinned), nothing for those it accepts."""
-    from conformance.backends.ptxas import assemble, first_error
+    from ptxconf.backends.ptxas import assemble, first_error
 
     index = _index(specs)
     out = []

@@ -130,7 +130,7 @@ class Extraction:
     layouts: list[DocLayout]
     tables: list[DocTable]
     mentions: list[DocMention] = field(default_factory=list)
-    examples: list = field(default_factory=list)  # :class:`conformance.docs.examples.Example`
+    examples: list = field(default_factory=list)  # :class:`ptxconf.docs.examples.Example`
 
     def canonical(self, section_prefix: str | None = None) -> dict:
         """Line-free content (optionally of one section and its subsections), format-independent."""

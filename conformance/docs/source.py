@@ -57,7 +57,7 @@ def normalize_text(text: str) -> str:
 
 def read_doc(path: str | Path) -> tuple[str, list[Line]]:
     """(format, lines) of a document: its source lines, decoded and normalized (see :func:`normalize_text`);
-    the readers (:func:`conformance.docs.readers.parse_tree`) turn them into blocks.  Raises
+    the readers (:func:`ptxconf.docs.readers.parse_tree`) turn them into blocks.  Raises
     :class:`DocError` naming file and line."""
     path = Path(path)
     try:

@@ -1,7 +1,7 @@
 """Table 39 (tcgen05.mma: which .kind, .ws, CTA group, sparsity and types take which MxNxK), by meaning.
 
 The extracted rows (:mod:`.tables`, rowspans already carried down cell by cell)
-are read here into :class:`conformance.families.tcgen05.spec.Row` objects, the same rows
+are read here into :class:`ptxconf.families.tcgen05.spec.Row` objects, the same rows
 ``specs/tcgen05.yaml`` loads into; the valid tuples on both sides then come from
 the one enumeration, :meth:`Tcgen05Spec.row_tuples`.  Only the document's shape
 *text* is parsed here: ``"64xNxK, 128xNxK, 256xNxK1; N = {8, 16, 24, ... 256}
@@ -17,7 +17,7 @@ import dataclasses
 import re
 from collections import defaultdict
 
-from conformance.families.tcgen05.spec import Kind, MmaTuple, Row, Tcgen05Spec
+from ptxconf.families.tcgen05.spec import Kind, MmaTuple, Row, Tcgen05Spec
 
 from .findings import Finding
 from .tables import DocTable

@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from conformance.spec import ExprError, parse
-from conformance.spec.expr import evaluate
+from ptxconf.spec import ExprError, parse
+from ptxconf.spec.expr import evaluate
 
 from .findings import Finding
 from .model import ISA_BINDINGS, DocFragment, DocLayout, Extraction

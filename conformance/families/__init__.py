@@ -1,1 +1,1 @@
-"""Instruction families, one package each; registered in :mod:`conformance.registry`."""
+"""Instruction families, one package each; registered in :mod:`ptxconf.registry`."""

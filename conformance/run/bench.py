@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import time
 
-from conformance.backends.base import Backend
-from conformance.run.runner import STAGES, Plan, plan_groups, run_module
-from conformance.spec.loader import Specs
+from ptxconf.backends.base import Backend
+from ptxconf.run.runner import STAGES, Plan, plan_groups, run_module
+from ptxconf.spec.loader import Specs
 
 
 def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) -> dict[tuple, list[Plan]]:
@@ -63,9 +63,9 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
 
 
 def main(args) -> int:
-    from conformance.backends import get_backend
-    from conformance.oracle import mma
-    from conformance.spec import load_specs
+    from ptxconf.backends import get_backend
+    from ptxconf.oracle import mma
+    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     variants = specs.select(args.select) if args.select else list(specs.variants.values())

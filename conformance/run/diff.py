@@ -9,6 +9,10 @@ are not), and the header of each summary.json (device, driver, CUDA, toolchain,
 spec hash, tool version, git revision, timestamp; absent fields are "not
 recorded").
 
+An ``undefined`` record (a check of inputs the ISA leaves undefined) holds an observation, not a
+verdict: when the observation differs between the runs it is listed as "undefined by the ISA:
+observation changed", a changed fact with both observations, never as a failure.
+
 What counts as a change (exit 1): any status, message, map, input or output
 difference, an observation or map present in one run only, a damaged file, and
 a device, driver, toolchain or spec-hash difference.  Provenance alone
@@ -28,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from conformance.run.replay import Observation, read_observation, read_summary
+from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
+from ptxconf.run.replay import Observation, read_observation, read_summary
 
 __all__ = ["DiffUsageError", "RunDir", "diff_runs", "load_run", "read_results", "render_text"]
 
@@ -132,6 +136,8 @@ def _read_junit(path: Path) -> tuple[dict[str, dict], list[str]]:
         for child in tc:
             if child.tag in _JUNIT_STATUS:
                 status, message = _JUNIT_STATUS[child.tag], child.get("message", "")
+                if status == "skip" and message.startswith(UNDEFINED_LABEL + ":"):
+                    status, message = UNDEFINED, message[len(UNDEFINED_LABEL) + 1 :].strip()
                 break
         records[_name(variant, check, m["seed"])] = {
             "variant": variant, "check": check, "seed": int(m["seed"]), "status": status, "message": message}
@@ -198,6 +204,7 @@ def _completeness(run: RunDir) -> dict:
 
 
 _ORDER = ("pass -> fail", "pass -> error", "fail -> pass", "error -> pass")
+OBSERVATION_CHANGED = f"{UNDEFINED_LABEL}: observation changed"
 
 
 def _status_changes(base: RunDir, new: RunDir) -> list[dict]:
@@ -216,6 +223,8 @@ def _status_changes(base: RunDir, new: RunDir) -> list[dict]:
             row["change"] = f"gone (was {b['status']})"
         elif b["status"] != n["status"]:
             row["change"] = f"{b['status']} -> {n['status']}"
+        elif b["status"] == UNDEFINED and row["base_message"] != row["new_message"]:
+            row["change"] = OBSERVATION_CHANGED  # a fact that moved, not a verdict
         elif b["status"] != "pass" and row["base_message"] != row["new_message"]:
             row["change"] = f"{b['status']}, message changed"
         else:
@@ -403,8 +412,9 @@ def _show(v: Any) -> str:
 def _counts_text(c: dict | None) -> str:
     if c is None:
         return "statuses not recorded"
-    return ", ".join(f"{c[k]} {k}" for k in ("pass", "fail", "error", "skip") if k in c) + "".join(
-        f", {v} {k}" for k, v in sorted(c.items()) if k not in ("pass", "fail", "error", "skip")) or "no checks"
+    order = ("pass", "fail", "error", "skip", UNDEFINED)
+    return ", ".join(f"{c[k]} {k}" for k in order if k in c) + "".join(
+        f", {v} {k}" for k, v in sorted(c.items()) if k not in order) or "no checks"
 
 
 def _limited(items: list[str], limit: int) -> list[str]:
@@ -442,7 +452,7 @@ def render_text(doc: dict, limit: int = 20) -> str:
         lines.append(f"  {change}: {n} check(s) in {len(by_variant)} variant(s)")
         items = [f"    {vid}: {', '.join(checks[:4])}" + (f" and {len(checks) - 4} more" if len(checks) > 4 else "")
                  for vid, checks in by_variant.items()]
-        if change.endswith("message changed") or "fail" in change or "error" in change:
+        if change.endswith(("message changed", "observation changed")) or "fail" in change or "error" in change:
             msgs = {r["variant"]: r for r in changes if r["change"] == change}
             items = [f"{it}\n      base: {_first(msgs[vid]['base_message'])}\n      new:  {_first(msgs[vid]['new_message'])}"
                      for it, vid in zip(items, by_variant)]

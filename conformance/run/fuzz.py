@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from conformance.backends.base import Backend
+from ptxconf.backends.base import Backend
 
 from .report import replay_command
 from .runner import run_variants

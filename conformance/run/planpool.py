@@ -1,9 +1,12 @@
-"""Planning in worker processes: each variant's plan is a function of (seed, variant) alone, so
-the plans can be made on every core and come back in order.
+"""Planning and comparing in worker processes.
 
-Workers are forked from the run's process, so they hold the same specs; a plan travels back
-pickled, with every variant named by its id instead of copied (a wgmma variant carries its
-whole spec document), and the parent puts its own variant object back in.
+Each variant's plan is a function of (seed, variant) alone, so the plans can be made on every
+core and come back in order; each comparison is a function of the plan and the observed words,
+so it can run on another core while the GPU runs the next module.
+
+Workers are forked from the run's process, so they hold the same specs; a plan (or a comparison's
+inputs) travels pickled, with every variant named by its id instead of copied (a wgmma variant
+carries its whole spec document), and the other side puts its own variant object back in.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import io
 import multiprocessing as mp
 import pickle
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.pool import AsyncResult
 from typing import Any
 
-__all__ = ["plan_in_parallel"]
+__all__ = ["plan_in_parallel", "ComparePool"]
 
 _STATE: dict[str, Any] = {}
 
@@ -43,12 +49,22 @@ def _quiet() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
+def _dumps(obj: Any) -> bytes:
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
     vid, cc = item
-    plan = _STATE["plan"](_STATE["variants"][vid], cc)
-    buf = io.BytesIO()
-    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(plan)
-    return buf.getvalue()
+    return _dumps(_STATE["plan"](_STATE["variants"][vid], cc))
+
+
+def _compare(data: bytes) -> bytes:
+    t0 = time.perf_counter()
+    args = _Unpickler(data, _STATE["variants"]).load()
+    verdicts = _STATE["compare"](*args)
+    return _dumps((verdicts, time.perf_counter() - t0))
 
 
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
@@ -56,6 +72,49 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled)."""
     _STATE.update(plan=plan, variants=variants)
-    with mp.get_context("fork").Pool(jobs, initializer=_quiet) as pool:
-        for data in pool.imap(_plan, items, chunksize=4):
+    # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
+    # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-queue: a pool
+    # whose worker dies holding the task queue's lock cannot be shut down any more.)
+    window, abandoned = threading.Semaphore(8 * jobs), threading.Event()
+
+    def feed() -> Iterator[tuple[str, tuple[int, int]]]:
+        for item in items:
+            window.acquire()
+            if abandoned.is_set():
+                return
+            yield item
+
+    pool = mp.get_context("fork").Pool(jobs, initializer=_quiet)
+    try:
+        for data in pool.imap(_plan, feed()):
+            window.release()
             yield _Unpickler(data, variants).load()
+    finally:
+        abandoned.set()
+        window.release()
+        pool.close()
+        pool.join()
+
+
+class ComparePool:
+    """``compare(*args)`` in ``jobs`` forked workers, one task per variant; results are taken in submission order.
+
+    Fork it before the run starts threads (the compile pool, the observation writer): the workers
+    inherit the variants and ``compare`` and nothing else of the run.
+    """
+
+    def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any]):
+        _STATE.update(compare=compare, variants=variants)
+        self._pool = mp.get_context("fork").Pool(jobs, initializer=_quiet)
+
+    def submit(self, *args: Any) -> AsyncResult:
+        return self._pool.apply_async(_compare, (_dumps(args),))
+
+    def result(self, pending: AsyncResult, timeout: float | None = None) -> tuple[Any, float]:
+        """(what ``compare`` returned, its seconds in the worker); raises what the worker raised."""
+        return _Unpickler(pending.get(timeout), _STATE["variants"]).load()
+
+    def close(self) -> None:
+        """The workers finish what was submitted (a module's comparisons: seconds at most) and leave."""
+        self._pool.close()
+        self._pool.join()

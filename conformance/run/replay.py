@@ -6,7 +6,11 @@ surroundings).  Replaying it against edited specs tells at once whether the
 hardware still agrees with them.
 
 Recorded runs get copied, truncated and half-written: one damaged observation
-file must not hide the rest.  A file that cannot be read becomes one ``error``
+file must not hide the rest.
+
+A check of inputs the ISA leaves undefined replays to the same ``undefined`` observation (its
+comparator reads it back from the recorded words and, for a refused immediate, the recorded
+assembler message); it never makes a replay fail.  A file that cannot be read becomes one ``error``
 verdict per recorded check (or one for the file when even its checks cannot be
 read), naming the file and what is wrong, and every other file replays.
 """
@@ -22,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from conformance.core.family import compare, run_variants_of
-from conformance.run.report import Record, RunLog
-from conformance.run.runner import observation_name
-from conformance.spec.loader import Specs
-from generators.ptx import Surroundings
+from ptxconf.core.family import compare, run_variants_of
+from ptxconf.core.verdict import UNDEFINED
+from ptxconf.generators.ptx import Surroundings
+from ptxconf.run.report import Record, RunLog
+from ptxconf.run.runner import observation_name
+from ptxconf.spec.loader import Specs
 
 __all__ = ["Observation", "load_observation", "read_observation", "read_summary", "replay_dir", "run_status_warning"]
 
@@ -257,6 +261,7 @@ def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out:
                 print(f"{r.status.upper()} {r.name}\n{r.details}\n")
     gpu = info.get("gpu", "unknown device")
     status = f" [run not complete: status {summary['status']!r}]" if warning else ""
+    undefined = f", {c[UNDEFINED]} undefined" if c.get(UNDEFINED) else ""
     print(f"replay of {directory} ({gpu}): {c.get('pass', 0)} passed, {c.get('fail', 0)} failed, "
-          f"{c.get('error', 0)} errors{status}")
+          f"{c.get('error', 0)} errors{undefined}{status}")
     return 1 if c.get("fail") or c.get("error") else 0

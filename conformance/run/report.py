@@ -6,11 +6,13 @@ rewritten whole (atomically) now and then and at the end, ``complete`` or ``inte
 JUnit and the observed lane maps are written once, at the end (an earlier version rewrote
 JUnit after every variant: quadratic in the run's length).
 
-JUnit (:mod:`conformance.junit`): ``name`` is ``variant:check:seed=S`` (the id ``--select``
+JUnit (:mod:`ptxconf.junit`): ``name`` is ``variant:check:seed=S`` (the id ``--select``
 and the pytest plugin use), ``classname`` is ``ptxconf.<label>.<family>`` so Jenkins splits it
 into package and class sensibly and names stay unique across recorded runs; GPU, driver,
 CUDA and ptxas versions are properties.  A failure's text gives lane, register, row, col,
-expected and actual bits, and the command that replays it.
+expected and actual bits, and the command that replays it.  An ``undefined`` record (a check of
+inputs the ISA leaves undefined) keeps what was observed as its message: neither a pass nor a
+failure, in every report.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conformance import __version__
-from conformance.core.verdict import Verdict
-from conformance.junit import JUnitCase, junit_string
-from conformance.spec.loader import Specs
+from ptxconf import __version__
+from ptxconf.core.verdict import Verdict
+from ptxconf.junit import JUnitCase, junit_string
+from ptxconf.spec.loader import Specs
 
 from .files import atomic_write
 

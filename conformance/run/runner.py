@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from conformance.backends.base import Backend, Launch, LaunchResult
-from conformance.core.family import compare, family_of
-from conformance.core.plan import PTX_VERSIONS, Plan, support_reason
-from conformance.core.verdict import Verdict
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion
+from ptxconf.backends.base import Backend, Launch, LaunchResult
+from ptxconf.core.family import compare, family_of
+from ptxconf.core.plan import PTX_VERSIONS, Plan, support_reason
+from ptxconf.core.verdict import Verdict
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion
 
 from .files import atomic_write
 
@@ -75,10 +74,9 @@ def _stage(name: str, seconds: float) -> None:
     STAGES[name] = STAGES.get(name, 0.0) + seconds
 
 
-def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
-    """Every launch of every plan in one call to the backend, then each plan's comparisons."""
-    t0 = time.perf_counter()
-    module = module if module is not None else module_of(plans)
+def _launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
+    """Every launch of every plan in one call to the backend: per plan, its out words and the failed launches
+    (their cases and why)."""
     launches, owner = [], []
     for k, plan in enumerate(plans):
         for li, cases in enumerate(plan.launches):
@@ -95,32 +93,103 @@ def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) 
     if len(results) != len(launches):  # a short answer must not leave cases compared against zeros
         why = f"the backend returned {len(results)} results for {len(launches)} launches"
         results = [LaunchResult(None, error=why) for _ in launches]
-    t2 = time.perf_counter()
-    _stage("launch", t2 - t1)
+    _stage("launch", time.perf_counter() - t1)
     outs = [np.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), dtype=np.uint32) for p in plans]
-    errors: list[list[str]] = [[] for _ in plans]
+    errors: list[list[tuple[np.ndarray, str]]] = [[] for _ in plans]
     for (k, cases), result in zip(owner, results):
         if result.error:
-            errors[k].append(result.error)
+            errors[k].append((np.asarray(cases), result.error))
         else:
             outs[k][cases] = result.out
-    share = (t2 - t0) / max(1, len(plans))
+    return list(zip(outs, errors))
+
+
+def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
+    """Every check of one plan against its observed out words (a pure function: it may run in a worker)."""
+    verdicts = []
+    for cs in plan.case_sets:
+        a, b = plan.slices[cs.check]
+        verdicts.append(
+            compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
+        )
+    return verdicts
+
+
+def _after_failed_launches(plan: Plan, out: np.ndarray, errs: list[tuple[np.ndarray, str]]) -> list[Verdict]:
+    """A check with a case in a failed launch gets its family's verdict for that (an error, or for undefined
+    inputs an observation); the others compare as usual."""
+    fam, verdicts = family_of(plan.variant), []
+    for cs in plan.case_sets:
+        a, b = plan.slices[cs.check]
+        why = next((msg for cases, msg in errs if ((cases >= a) & (cases < b)).any()), None)
+        if why is None:
+            verdicts.append(compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params,
+                                    plan.probe.surroundings, cs.meta))
+        else:
+            verdicts.append(fam.failed(plan.variant, cs.check, plan.seed, why))
+    return verdicts
+
+
+def _error_verdicts(plan: Plan, why: str) -> list[Verdict]:
+    return [Verdict(plan.variant.id, cs.check, plan.seed, "error", message=why) for cs in plan.case_sets]
+
+
+def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
+    """Every launch of every plan in one call to the backend, then each plan's comparisons, here."""
+    t0 = time.perf_counter()
+    module = module if module is not None else module_of(plans)
+    launched = _launch_module(backend, plans, module)
+    share = (time.perf_counter() - t0) / max(1, len(plans))
     outcomes = []
-    for plan, out, errs in zip(plans, outs, errors):
+    for plan, (out, errs) in zip(plans, launched):
         t3 = time.perf_counter()
         outcome = VariantOutcome(plan, out_words=None if errs else out)
-        for cs in plan.case_sets:
-            if errs:
-                outcome.verdicts.append(Verdict(plan.variant.id, cs.check, plan.seed, "error", message=errs[0]))
-                continue
-            a, b = plan.slices[cs.check]
-            outcome.verdicts.append(
-                compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
-            )
+        outcome.verdicts = _after_failed_launches(plan, out, errs) if errs else compare_plan(plan, out)
         _stage("compare", time.perf_counter() - t3)
         outcome.seconds = share + time.perf_counter() - t3
         outcomes.append(outcome)
     return outcomes
+
+
+COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a worker killed) its checks are errors
+
+
+class _Comparisons:
+    """Comparisons running in worker processes while the GPU runs the next module; outcomes leave in order."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.pending: deque[tuple[VariantOutcome, object, float]] = deque()
+
+    def submit(self, backend: Backend, plans: list[Plan], module: str) -> None:
+        t0 = time.perf_counter()
+        launched = _launch_module(backend, plans, module)
+        share = (time.perf_counter() - t0) / max(1, len(plans))
+        for plan, (out, errs) in zip(plans, launched):
+            outcome = VariantOutcome(plan, out_words=None if errs else out, seconds=share)
+            if errs:
+                outcome.verdicts = _after_failed_launches(plan, out, errs)
+                self.pending.append((outcome, None, 0.0))
+            else:
+                self.pending.append((outcome, self.pool.submit(plan, out), time.perf_counter()))
+
+    def ready(self, wait: bool = False) -> Iterator[VariantOutcome]:
+        """The outcomes whose comparison is done, oldest first (``wait``: all of them)."""
+        while self.pending:
+            outcome, job, _ = self.pending[0]
+            if job is not None and not (wait or job.ready()):
+                return
+            self.pending.popleft()
+            if job is not None:
+                t0 = time.perf_counter()
+                try:
+                    outcome.verdicts, seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
+                except Exception as exc:  # noqa: BLE001 - a comparator that raised, or a worker that died
+                    outcome.verdicts, seconds = _error_verdicts(outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), 0.0
+                _stage("compare", seconds)
+                _stage("compare_wait", time.perf_counter() - t0)
+                outcome.seconds += seconds
+            yield outcome
 
 
 MODULE_PLANS = 64  # plans per module at most: the first module runs while later variants are still unplanned
@@ -214,24 +283,46 @@ def run_variants(
         if progress:
             progress.update(1)
 
-    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
-    ahead: deque[tuple[list[Plan], str]] = deque()
-    while True:
-        # Keep the next modules built in the background (ptxas pool) while this one runs.
-        while len(ahead) < LOOKAHEAD and (plans := next(modules, None)) is not None:
-            t0 = time.perf_counter()
-            source = module_of(plans)
-            backend.prefetch(source)
-            _stage("module", time.perf_counter() - t0)
-            ahead.append((plans, source))
-        if not ahead or (stop and stop()):
-            return
-        plans, source = ahead.popleft()
-        for outcome in _run_module(backend, plans, source):
-            if on_outcome:
-                on_outcome(outcome)
-            if progress:
-                progress.update(1)
+    def emit(outcome: VariantOutcome) -> None:
+        if on_outcome:
+            on_outcome(outcome)
+        if progress:
+            progress.update(1)
+
+    # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
+    pool = None
+    if jobs > 1 and len(variants) > 1:
+        from .planpool import ComparePool
+
+        pool = ComparePool(jobs, compare_plan, {v.id: v for v in variants})
+    comparisons = _Comparisons(pool) if pool else None
+    try:
+        modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
+        ahead: deque[tuple[list[Plan], str]] = deque()
+        while True:
+            # Keep the next modules built in the background (ptxas pool) while this one runs.
+            while len(ahead) < LOOKAHEAD and (plans := next(modules, None)) is not None:
+                t0 = time.perf_counter()
+                source = module_of(plans)
+                backend.prefetch(source)
+                _stage("module", time.perf_counter() - t0)
+                ahead.append((plans, source))
+            if not ahead or (stop and stop()):
+                break
+            plans, source = ahead.popleft()
+            if comparisons is None:
+                for outcome in _run_module(backend, plans, source):
+                    emit(outcome)
+            else:
+                comparisons.submit(backend, plans, source)
+                for outcome in comparisons.ready():
+                    emit(outcome)
+        if comparisons is not None:  # every launched module's verdicts, also when stopping early
+            for outcome in comparisons.ready(wait=True):
+                emit(outcome)
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def observation_name(variant_id: str, seed: int) -> str:

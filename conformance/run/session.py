@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.core.family import family_of
+from ptxconf.core.family import family_of
+from ptxconf.core.verdict import UNDEFINED, labelled
 
 from .files import RunLock, clear_run, holds_a_run
 from .report import Record, RunLog
@@ -89,6 +90,12 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     return done
 
 
+def totals(c: Counter) -> str:
+    """``N passed, N failed, N errors, N skipped``, then ``, N undefined`` where there are any."""
+    text = f"{c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('error', 0)} errors, {c.get('skip', 0)} skipped"
+    return text + (f", {c[UNDEFINED]} undefined" if c.get(UNDEFINED) else "")
+
+
 class Progress:
     """A tqdm bar on a terminal; otherwise a line every few seconds and at each family change (CI logs)."""
 
@@ -117,10 +124,8 @@ class Progress:
             return
         self.family, self.last = family, now
         rate = self.done / max(now - self.t0, 1e-9)
-        c = self.counts
-        print(f"ptxconf run: {self.done}/{self.total} variants ({family}), {c['pass']} passed, {c['fail']} failed, "
-              f"{c['error']} errors, {c['skip']} skipped, {now - self.t0:.0f} s, {rate:.1f} variants/s",
-              file=self.stream, flush=True)
+        print(f"ptxconf run: {self.done}/{self.total} variants ({family}), {totals(self.counts)}, "
+              f"{now - self.t0:.0f} s, {rate:.1f} variants/s", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -220,7 +225,7 @@ class RunSession:
             STAGES["report"] = STAGES.get("report", 0.0) + time.perf_counter() - t_report
 
         def on_skip(v, why) -> None:
-            checks = family_of(v).checks_for(self.checks)
+            checks = family_of(v).checks_of(v, self.checks)
             for check in checks:
                 self.log.add(Record(v.id, v.family, v.file, check, self.seed, "skip", why, why))
             self.variants_done.add(v.id)
@@ -263,7 +268,7 @@ class RunSession:
         c = self.log.counts()
         if c.get("fail") or c.get("error"):
             return EXIT_FAIL
-        if not c.get("pass"):
+        if not c.get("pass") and not c.get(UNDEFINED):  # an undefined observation ran: something did
             return EXIT_NOTHING_RAN
         return 0
 
@@ -278,10 +283,16 @@ class RunSession:
                 shown += 1
         if shown > 20 and not self.verbose:
             print(f"\n... and {shown - 20} more failures (all in {self.out_dir / 'results.jsonl'}; -v lists them here)")
+        undefined = [r for r in self.log.records if r.status == UNDEFINED]
+        if undefined:
+            print()
+        for r in undefined[: None if self.verbose else 20]:
+            print(f"{r.name}: {labelled(r.status, r.message)}")
+        if len(undefined) > 20 and not self.verbose:
+            print(f"... and {len(undefined) - 20} more undefined observations (-v lists them here)")
         state = "" if self.signal_seen is None else " (interrupted: summary.json lists what was not run)"
         print()
-        print(f"{c.get('pass', 0)} passed, {c.get('fail', 0)} failed, {c.get('error', 0)} errors, "
-              f"{c.get('skip', 0)} skipped in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}")
+        print(f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}")
 
 
 def take_lock(out: Path) -> RunLock:

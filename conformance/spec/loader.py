@@ -23,8 +23,7 @@ from typing import Any
 
 import jsonschema
 import numpy as np
-
-from conformance import registry
+from ptxconf import registry
 
 from .expr import Expr, ExprError, parse
 from .model import Fragment, Layout, Operand, Variant
@@ -40,13 +39,13 @@ _SCHEMA_PATH = Path(__file__).with_name("schema.json")
 def default_specs_dir() -> Path:
     """The specs shipped with the package, else specs/ of the checkout this package runs from.
 
-    A wheel or sdist install carries the top-level specs/ as package data ``conformance/specdata``
+    A wheel or sdist install carries the top-level specs/ as package data ``ptxconf/specdata``
     (mapped at build time, see setup.py); an editable install or a checkout on PYTHONPATH has no
     such folder and reads specs/ beside the package, so both see the same files.
     """
     import importlib.resources
 
-    shipped = importlib.resources.files("conformance").joinpath("specdata")
+    shipped = importlib.resources.files("ptxconf").joinpath("specdata")
     if isinstance(shipped, Path) and shipped.is_dir() and any(shipped.glob("*.yaml")):
         return shipped
     return Path(__file__).resolve().parents[2] / "specs"
@@ -104,7 +103,7 @@ def load_specs(directory: str | Path | None = None) -> Specs:
 
 # Spec files whose ``schema`` is a string name a document kind with its own JSON Schema and
 # loader ("module:function" taking (doc, Source), returning an object with a ``family``),
-# registered by families and tools (conformance.registry); integer schemas are variant files.
+# registered by families and tools (ptxconf.registry); integer schemas are variant files.
 
 
 def _load_document(doc: dict, src: Source, specs: Specs) -> None:

@@ -11,6 +11,9 @@ through a layout.  Three kinds of case reveal everything a matrix product can:
 * **tags**: the same one-hot p, with A carrying tags: each lit D slot at row m
   receives A[m, k(p)], naming the A slot that holds row m, column k(p).
 
+A family may discover in its own way (``Family.discover``: wgmma.mma_async.sp, whose warpgroup
+operands partly sit in shared memory); :func:`discover` asks it first.
+
 A product fixes layouts only up to a consistent relabeling of M, N and K.
 M and N are read from D's labels: the spec's D map when the variant has one,
 else a canonical labeling (rows and columns numbered in order of first
@@ -28,14 +31,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.backends.base import Backend, Launch, native_build
-from conformance.families.mma.inputs import alphabet
-from conformance.families.mma.probe import Probe, buffer_layout, module_source
-from conformance.spec.fit import fit_formula
-from conformance.spec.model import Variant
-from conformance.spec.packing import element_bits, slots_to_words
-from conformance.spec.targets import PtxVersion, parse_target
+from ptxconf.backends.base import Backend, Launch, native_build
+from ptxconf.core.family import family_of
+from ptxconf.families.mma.inputs import alphabet
+from ptxconf.families.mma.probe import Probe, buffer_layout, module_source
+from ptxconf.spec.fit import fit_formula
+from ptxconf.spec.model import Variant
+from ptxconf.spec.packing import element_bits, slots_to_words
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 __all__ = ["Discovery", "plan_cases", "infer", "discover", "fit_formula"]
 
@@ -48,6 +51,11 @@ class Discovery:
     diffs: dict[str, list[str]] = field(default_factory=dict)
     cases: int = 0
     seconds: float = 0.0
+    # Where the owning family discovers on its own (Family.discover): the spec's maps by the same names,
+    # the observed layouts as a spec-format document, and the maps whose formulas did not fit.
+    spec_maps: dict[str, np.ndarray] | None = None
+    document: dict | None = None
+    unfit: list[str] = field(default_factory=list)
 
     @property
     def agrees(self) -> bool:
@@ -119,6 +127,9 @@ def plan_cases(v: Variant) -> CasePlan:
     slot_bits = {n: np.zeros((cases, 32, ops[n].layout.elements), dtype=np.uint64) for n in names}
     for d in range(c_digits):
         slot_bits["C"][d] = _tag_bits(v, "C", c_alpha, d)
+        if sparse:  # A = 0 here, but metadata the ISA leaves undefined (0b0000) is still not fed
+            slot_bits["metadata"][d] = np.array(SPARSE_PATTERNS[0], dtype=np.uint64)[
+                np.arange(ops["metadata"].layout.elements) % 2][None, :]
     one = {n: int(ops[n].type.encode(np.array([1.0]))[0]) for n in ("A", "B")}
     tag = [_tag_bits(v, tagged, t_alpha, d) for d in range(t_digits)]
     e_p = ops[one_hot].layout.elements
@@ -304,8 +315,13 @@ def infer(plan: CasePlan, out_words: np.ndarray, use_spec: bool = True) -> Disco
 
 
 def discover(backend: Backend, v: Variant, use_spec: bool = True, version: str | None = None) -> Discovery:
-    """Run every structured case of ``v`` in one launch and infer its maps."""
+    """Run every structured case of ``v`` in one launch and infer its maps (the owning family's own
+    discovery where it has one: :meth:`Family.discover`)."""
     t0 = time.perf_counter()
+    own = family_of(v).discover(backend, v, use_spec)
+    if own is not None:
+        return Discovery(v.id, own["maps"], own["relabeling"], own["diffs"], own["cases"], time.perf_counter() - t0,
+                         own["spec"], own["document"], own["unfit"])
     plan = plan_cases(v)
     target, ptx = native_build(v, backend)
     ptx = PtxVersion.parse(version) if version else ptx

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from conformance import registry
-from conformance.backends.emulator import EmulatorBackend
-from conformance.core.family import Family, compare, family_of, run_variants_of
-from conformance.oracle import mma
-from conformance.run.runner import plan_variant, run_module
-from conformance.spec import load_specs
+from ptxconf import registry
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.core.family import Family, compare, family_of, run_variants_of
+from ptxconf.oracle import mma
+from ptxconf.run.runner import plan_variant, run_module
+from ptxconf.spec import load_specs
 
 SPECS = load_specs()
 run_variants_of(SPECS)
@@ -89,7 +88,7 @@ def test_same_seed_same_test_on_every_device(vid):
 
 def test_planning_in_worker_processes_gives_the_same_plans():
     """--jobs N: the plans made in forked workers equal those made here, variant objects included."""
-    from conformance.run.planpool import plan_in_parallel
+    from ptxconf.run.planpool import plan_in_parallel
 
     vs = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix")][:6]
     vs += SPECS.select(["wgmma.mma_async.sync.aligned.m64n16k16*"])[:2]

@@ -13,30 +13,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
-    ("conformance.registry", 0),
-    ("conformance.spec", 1),
-    ("generators", 2),
-    ("conformance.core", 3),
-    ("conformance.oracle", 3),
-    ("conformance.figures", 3),
-    ("conformance.backends", 4),
-    ("conformance.families", 5),
-    ("conformance.run", 6),
-    ("conformance.tools", 7),
-    ("conformance.docs", 7),
-    ("conformance.junit", 6),
-    ("conformance.cli", 8),
-    ("conformance.pytest_plugin", 8),
-    ("conformance", 0),  # the package root: __version__ only
+    ("ptxconf.registry", 0),
+    ("ptxconf.spec", 1),
+    ("ptxconf.generators", 2),
+    ("ptxconf.core", 3),
+    ("ptxconf.oracle", 3),
+    ("ptxconf.figures", 3),
+    ("ptxconf.backends", 4),
+    ("ptxconf.families", 5),
+    ("ptxconf.run", 6),
+    ("ptxconf.tools", 7),
+    ("ptxconf.docs", 7),
+    ("ptxconf.junit", 6),
+    ("ptxconf.cli", 8),
+    ("ptxconf.pytest_plugin", 8),
+    ("ptxconf", 0),  # the package root: __version__ only
 ]
 
 
 def _modules() -> dict[str, Path]:
     mods = {}
-    for top in ("conformance", "generators"):
+    # The folders as installed (setup.py): conformance/ -> ptxconf, generators/ -> ptxconf.generators.
+    for top, package in (("conformance", ["ptxconf"]), ("generators", ["ptxconf", "generators"])):
         for path in (ROOT / top).rglob("*.py"):
-            rel = path.relative_to(ROOT).with_suffix("")
-            parts = list(rel.parts)
+            rel = path.relative_to(ROOT / top).with_suffix("")
+            parts = package + list(rel.parts)
             if parts[-1] == "__init__":
                 parts.pop()
             mods[".".join(parts)] = path
@@ -52,7 +53,7 @@ def _layer(mod: str) -> int:
 
 def _family(mod: str) -> str | None:
     parts = mod.split(".")
-    return parts[2] if len(parts) > 2 and parts[:2] == ["conformance", "families"] else None
+    return parts[2] if len(parts) > 2 and parts[:2] == ["ptxconf", "families"] else None
 
 
 def _imports(mod: str, path: Path, known: set[str]) -> set[str]:
@@ -87,7 +88,7 @@ def test_no_upward_import():
     bad = []
     for mod, deps in GRAPH.items():
         for dep in deps:
-            if dep in ("conformance",):
+            if dep in ("ptxconf",):
                 continue
             if _layer(dep) > _layer(mod):
                 bad.append(f"{mod} (layer {_layer(mod)}) imports {dep} (layer {_layer(dep)})")
@@ -104,7 +105,7 @@ def test_no_generic_module_imports_a_family():
             if _layer(mod) < _layer(dep):
                 continue  # already an upward import (other test)
             own = _family(mod)
-            if own is None and _layer(mod) <= _layer("conformance.run"):
+            if own is None and _layer(mod) <= _layer("ptxconf.run"):
                 bad.append(f"generic module {mod} imports family {fam} ({dep})")
     assert not bad, "\n".join(sorted(bad))
 

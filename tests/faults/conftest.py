@@ -38,8 +38,7 @@ def tally() -> Tally:
 def reference(tmp_path_factory) -> dict[tuple[str, str], str]:
     """(variant, check) -> status of an undisturbed run of the suite's selection: what every damaged run must reach."""
     from faultkit import read_results, run_args, verdicts
-
-    from conformance import cli
+    from ptxconf import cli
 
     out = tmp_path_factory.mktemp("reference") / "run"
     assert cli.main(run_args(out)) == 0

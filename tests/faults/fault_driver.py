@@ -18,7 +18,7 @@ import time
 
 
 def main() -> int:
-    from conformance.run import report, runner
+    from ptxconf.run import report, runner
 
     plan_delay = float(os.environ.get("PTXCONF_FAULT_PLAN_DELAY", "0"))
     verdict_delay = float(os.environ.get("PTXCONF_FAULT_VERDICT_DELAY", "0"))
@@ -56,7 +56,7 @@ def main() -> int:
             return real_modules(*args, **kwargs)
 
         runner.iter_modules = small_modules
-    from conformance.cli.main import main as cli_main
+    from ptxconf.cli.main import main as cli_main
 
     return cli_main(sys.argv[1:])
 

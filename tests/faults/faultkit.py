@@ -45,7 +45,7 @@ class Child:
     def __init__(self, args: list[str], logs: Path, env: dict | None = None, driver: bool = True):
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path, self.stderr_path = logs / "stdout.txt", logs / "stderr.txt"
-        cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "conformance.cli.main"]
+        cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "ptxconf.cli.main"]
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
             self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env or child_env())
         self.t0 = time.monotonic()
@@ -147,7 +147,7 @@ def verdicts(records: list[dict]) -> dict[tuple[str, str], str]:
 
 def replay_verdicts(run_dir: Path, out: Path, specs: Path | None = None) -> dict[tuple[str, str], str]:
     """``ptxconf replay`` of a run directory (in this process): (variant, check) -> status."""
-    from conformance import cli
+    from ptxconf import cli
 
     cli.main(["replay", str(run_dir), "--out", str(out), "--quiet", *(["--specs", str(specs)] if specs else [])])
     records, cut = read_results(out / "results.jsonl")

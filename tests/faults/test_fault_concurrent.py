@@ -14,8 +14,7 @@ import subprocess
 import sys
 
 from faultkit import Child, child_env, line_count, read_results, read_summary, run_args, run_child, verdicts, wait_until
-
-from conformance import cli
+from ptxconf import cli
 
 
 def test_a_second_run_into_a_locked_directory_exits_2_naming_the_holder(tmp_path, reference, tally):

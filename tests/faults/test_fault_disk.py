@@ -14,9 +14,8 @@ import errno
 
 import pytest
 from faultkit import read_results, read_summary, run_args, verdicts
-
-from conformance import cli
-from conformance.run import files, report, runner
+from ptxconf import cli
+from ptxconf.run import files, report, runner
 
 
 def _enospc(what: str) -> OSError:

@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conformance import cli
-from conformance.backends import ptxas as px
-from conformance.cli import assemble as assemble_cli
+from ptxconf import cli
+from ptxconf.backends import ptxas as px
+from ptxconf.cli import assemble as assemble_cli
 
 VARIANT = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 VERSION = 'echo "Cuda compilation tools, release 13.0, V13.0.48"'

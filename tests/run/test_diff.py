@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance import cli
-from conformance.run.diff import diff_runs
+from ptxconf import cli
+from ptxconf.run.diff import diff_runs
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "results" / "h100"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-
-import conformance.backends
-from conformance.backends.base import LaunchResult
-from conformance.backends.emulator import EmulatorBackend
-from conformance.cli.main import main
+import ptxconf.backends
+from ptxconf.backends.base import LaunchResult
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.cli.main import main
 
 V = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
@@ -27,7 +26,7 @@ def test_a_wrong_word_is_a_failure_named_with_its_seed_and_replay(monkeypatch, c
             bad[0, 0, 0] ^= np.uint32(0x1)
             return [LaunchResult(bad), *out[1:]]
 
-    monkeypatch.setattr(conformance.backends, "get_backend", lambda name, **kw: Corrupting(kw["semantics"]))
+    monkeypatch.setattr(ptxconf.backends, "get_backend", lambda name, **kw: Corrupting(kw["semantics"]))
     assert main(["fuzz", "layouts", "--backend", "emulator", "--select", V, "--budget", "0.5", "--seed", "7"]) == 1
     out = capsys.readouterr().out
     fails = [line for line in out.splitlines() if line.startswith("FAIL ")]

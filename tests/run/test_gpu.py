@@ -10,9 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-from conformance.backends.base import Launch
-from conformance.backends.pycuda_backend import gpu_available
+from ptxconf.backends.base import Launch
+from ptxconf.backends.pycuda_backend import gpu_available
 
 _OK, _WHY = gpu_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=f"no GPU: {_WHY}")]
@@ -46,7 +45,7 @@ def _launch(name: str) -> Launch:
 
 @pytest.fixture(scope="module")
 def backend():
-    from conformance.backends.pycuda_backend import PyCudaBackend
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
 
     b = PyCudaBackend(timeout_s=5)
     yield b
@@ -84,6 +83,6 @@ def test_hang_times_out_and_the_next_launch_runs(backend):
     ],
 )
 def test_variant_passes_on_gpu(tmp_path, variant):
-    from conformance.cli import main
+    from ptxconf.cli import main
 
     assert main(["run", "--backend", "pycuda", "--select", variant, "--out", str(tmp_path), "--quiet", "--seed", "7"]) == 0

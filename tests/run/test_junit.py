@@ -1,4 +1,4 @@
-"""conformance.junit: output must pass the schema checks CI servers run (Jenkins xunit, Ant)."""
+"""ptxconf.junit: output must pass the schema checks CI servers run (Jenkins xunit, Ant)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
-from conformance.junit import JUnitCase, junit_string, write_junit
+from ptxconf.junit import JUnitCase, junit_string, write_junit
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "junit"
 SCHEMAS = {"jenkins-xunit junit-10": DATA / "junit-10.xsd", "ant JUnit": DATA / "JUnit.xsd"}
@@ -46,7 +45,7 @@ def check_counts(xml: str, cases: list[JUnitCase]) -> ET.Element:
         "tests": len(cases),
         "failures": sum(c.status == "fail" for c in cases),
         "errors": sum(c.status == "error" for c in cases),
-        "skipped": sum(c.status == "skip" for c in cases),
+        "skipped": sum(c.status in ("skip", "undefined") for c in cases),  # an undefined observation is skipped
     }
     assert {k: int(suite.get(k)) for k in want} == want
     tcs = suite.findall("testcase")
@@ -68,6 +67,12 @@ SCENARIOS = {
     "error": [JUnitCase("v:run:seed=3", "wgmma", 0.01, "error", "ptxas failed", "ptxas: error: bad\nline 2")],
     "skip": [JUnitCase("v:run:seed=4", "tcgen05", 0.0, "skip", "needs sm_100a", "no such GPU here")],
     "skip-no-text": [JUnitCase("v:run:seed=4", "tcgen05", status="skip")],
+    "undefined": [
+        JUnitCase("mma.sp:undefined.metadata:seed=0", "mma", 0.2, "undefined", "as given: (1,0) (2,0)", "(1,0): [s1 s0 . .]"),
+        JUnitCase("mma.sp:undefined.selector[2]:seed=0", "mma", 0.0, "undefined", "refused by ptxas: value '2'"),
+        JUnitCase("mma.sp:value:seed=0", "mma", 0.1),
+        JUnitCase("mma.sp:map.A:seed=0", "mma", 0.1, "skip", "needs sm_120a"),
+    ],
     "unicode": [JUnitCase("Δ-μ:αβγ:種子=5 🚀", "ldmatrix·x4", 0.5, "fail", "≠ expected — ½ ulp", "ε=2⁻¹⁰\n中文 ✓")],
     "control-chars": [
         JUnitCase(
@@ -106,9 +111,13 @@ def test_valid_against_both_schemas(schemas, tmp_path, scenario, flavor):
     assert_valid(schemas, xml)
     suite = check_counts(xml, cases)
     assert not any("file" in tc.attrib for tc in suite.iter("testcase"))
+    undefined = sum(c.status == "undefined" for c in cases)
     assert {p.get("name"): p.get("value") for p in suite.findall("properties/property")} == {
         k: str(v) for k, v in PROPS.items()
-    }
+    } | ({"undefined": str(undefined)} if undefined else {})
+    for tc, case in zip(suite.iter("testcase"), cases):
+        if case.status == "undefined":  # neither passed nor failed, labelled for people and for diff
+            assert tc.find("skipped").get("message") == f"undefined by the ISA: {_clean_text(case.message)}"
 
 
 def test_text_is_kept_apart_from_forbidden_characters():
@@ -228,13 +237,19 @@ def test_junit_xml_library_output_fails_junit10(schemas):
     )
 
 
+def _clean_text(text: str) -> str:
+    from ptxconf.junit import _clean
+
+    return _clean(text)
+
+
 # --- what ptxconf run and the recorded runs actually write -------------------------------------
 
 
 def test_a_run_writes_junit_both_schemas_accept(schemas, tmp_path):
     """A real emulator run with passes and skips (tcgen05 needs sm_100a): the file it writes validates,
     and every case has a unique (classname, name)."""
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 
     out = tmp_path / "run"
     sel = ["--select", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "--select", "tcgen05*"]
@@ -245,6 +260,25 @@ def test_a_run_writes_junit_both_schemas_accept(schemas, tmp_path):
     names = [(c.get("classname"), c.get("name")) for c in cases]
     assert len(names) == len(set(names)) and all(n for _, n in names)
     assert any(c.find("skipped") is not None for c in ET.fromstring(xml).iter("testcase"))
+
+
+def test_an_undefined_run_writes_junit_both_schemas_accept(schemas, tmp_path):
+    """--undefined: each observation a skipped case labelled "undefined by the ISA:", counted in a suite property."""
+    from ptxconf.cli.main import main
+
+    out = tmp_path / "run"
+    sel = ["--select", "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32"]
+    assert main(["run", "--backend", "emulator", "-q", "--undefined", "--out", str(out), *sel]) == 0
+    xml = (out / "junit.xml").read_text(encoding="utf-8")
+    assert_valid(schemas, xml)
+    suite = ET.fromstring(xml).find("testsuite")
+    labelled = [c for c in suite.iter("testcase") if c.find("skipped") is not None
+                and c.find("skipped").get("message").startswith("undefined by the ISA: ")]
+    assert labelled and {c.get("name").split(":")[-2].split("[")[0] for c in labelled} <= {
+        "undefined.metadata", "undefined.selector"}
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    undefined = sum(1 for c in labelled)
+    assert props["undefined"] == str(undefined) and int(suite.get("failures")) == 0
 
 
 @pytest.mark.parametrize("run", ["h100-suite", "h100-suite-r1", "h100-wmma-run"])

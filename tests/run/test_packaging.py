@@ -5,7 +5,7 @@ An editable install reads specs/ and the schemas from the checkout, so it hides 
 built and a wheel from it (offline: ``--no-build-isolation``), the wheel goes into a venv that sees this Python's
 packages for its dependencies (``--system-site-packages``, or the running venv's through a .pth; ``--no-deps``: no
 network), and the commands run from a directory that is not the checkout, with no PYTHONPATH.  Whatever
-``import conformance`` finds there must be the wheel's.
+``import ptxconf`` finds there must be the wheel's.
 """
 
 from __future__ import annotations
@@ -106,13 +106,16 @@ def test_wheel_carries_every_spec_and_schema(installed: Installed) -> None:
         names = set(z.namelist())
         entry_points = next(z.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
     specs = sorted(p.name for p in (REPO / "specs").glob("*.yaml"))
-    assert specs and {f"conformance/specdata/{s}" for s in specs} <= names
-    schemas = [p.relative_to(REPO).as_posix() for p in (REPO / "conformance").rglob("*.json")]
-    assert "conformance/spec/schema.json" in schemas and any("/families/" in s for s in schemas)
+    assert specs and {f"ptxconf/specdata/{s}" for s in specs} <= names
+    schemas = ["ptxconf/" + p.relative_to(REPO / "conformance").as_posix() for p in (REPO / "conformance").rglob("*.json")]
+    assert "ptxconf/spec/schema.json" in schemas and any("/families/" in s for s in schemas)
     assert set(schemas) <= names
-    assert not [n for n in names if n.startswith(("specs/", "tests/"))]  # nothing outside the import packages
-    assert "ptxconf = conformance.cli.main:main" in entry_points
-    assert "conformance.pytest_plugin = conformance.pytest_plugin" in entry_points
+    assert any(n.startswith("ptxconf/generators/") for n in names)
+    # One import namespace: nothing outside ptxconf/ (no top-level conformance/, generators/, specs/, tests/).
+    tops = {n.split("/", 1)[0] for n in names if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))}
+    assert tops == {"ptxconf"}, tops
+    assert "ptxconf = ptxconf.cli.main:main" in entry_points
+    assert "ptxconf.pytest_plugin = ptxconf.pytest_plugin" in entry_points
     import tarfile
 
     with tarfile.open(installed.sdist) as t:
@@ -121,10 +124,13 @@ def test_wheel_carries_every_spec_and_schema(installed: Installed) -> None:
 
 
 def test_the_wheel_is_what_runs(installed: Installed) -> None:
-    code = "import conformance.spec.loader as l; print(l.__file__); print(l.default_specs_dir())"
+    code = "import ptxconf.spec.loader as l; print(l.__file__); print(l.default_specs_dir())"
     out = _check(installed.run(installed.bin / "python", "-c", code)).stdout.split()
     assert all(Path(p).resolve().is_relative_to(installed.venv.resolve()) for p in out), out
-    assert out[1].endswith("conformance/specdata")
+    assert out[1].endswith("ptxconf/specdata")
+    # The distribution claims no top-level name but its own (``conformance`` and ``generators`` belong to others).
+    code = "import importlib.util as u; print(u.find_spec('conformance'), u.find_spec('generators'))"
+    assert _check(installed.run(installed.bin / "python", "-c", code)).stdout.split() == ["None", "None"]
 
 
 def test_specs_list_from_another_directory(installed: Installed) -> None:
@@ -137,7 +143,7 @@ def test_specs_list_from_another_directory(installed: Installed) -> None:
 
 def test_specs_show_with_specs_dir_and_no_matplotlib(installed: Installed) -> None:
     """``--specs DIR`` reads the schemas from the package; ``specs show`` draws nothing, so needs no matplotlib."""
-    code = ("import sys; sys.modules['matplotlib'] = None; from conformance.cli.main import main; "
+    code = ("import sys; sys.modules['matplotlib'] = None; from ptxconf.cli.main import main; "
             f"sys.exit(main(['specs', 'show', {M16!r}, '--operand', 'A', '--json', '--specs', sys.argv[1]]))")
     out = _check(installed.run(installed.bin / "python", "-c", code, REPO / "specs")).stdout
     doc = json.loads(out)
@@ -153,8 +159,8 @@ def test_emulator_run_from_another_directory(installed: Installed) -> None:
 
 
 def test_pytest_pyargs_through_the_entry_point(installed: Installed) -> None:
-    """The installed plugin loads by itself: ``pytest --pyargs conformance`` runs the suite's items."""
-    proc = installed.run(installed.bin / "python", "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
+    """The installed plugin loads by itself: ``pytest --pyargs ptxconf`` runs the suite's items."""
+    proc = installed.run(installed.bin / "python", "-m", "pytest", "--pyargs", "ptxconf", "-p", "no:cacheprovider",
                          "--ptxconf-backend", "emulator", "--ptxconf-select", M16, "--ptxconf-check", "value", "-q")
     _check(proc)
     assert "1 passed" in proc.stdout

@@ -17,17 +17,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+import ptxconf.backends
 import pytest
-
-import conformance.backends
-from conformance import cli
-from conformance.backends.base import LaunchResult
-from conformance.backends.emulator import EmulatorBackend
-from conformance.oracle import mma
-from conformance.run import runner
-from conformance.run.replay import load_observation
-from conformance.run.runner import observation_name
-from conformance.spec import load_specs
+from ptxconf import cli
+from ptxconf.backends.base import LaunchResult
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.oracle import mma
+from ptxconf.run import runner
+from ptxconf.run.replay import load_observation
+from ptxconf.run.runner import observation_name
+from ptxconf.spec import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "results" / "h100"
@@ -407,7 +406,7 @@ def test_a_launch_error_becomes_an_error_verdict_and_the_run_goes_on(tmp_path, m
                 return [LaunchResult(None, error="CUDA_ERROR_ILLEGAL_INSTRUCTION (injected)") for _ in launches]
             return super().run(module, launches)
 
-    monkeypatch.setattr(conformance.backends, "get_backend", lambda name, **kw: FaultyBackend(kw["semantics"]))
+    monkeypatch.setattr(ptxconf.backends, "get_backend", lambda name, **kw: FaultyBackend(kw["semantics"]))
     variants = RUN_VARIANTS[:4]
     out = tmp_path / "run"
     assert emulator_run(out, 0, variants) == 1

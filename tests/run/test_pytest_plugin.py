@@ -1,4 +1,4 @@
-"""The pytest plugin (``conformance.pytest_plugin``) on the emulator, through pytester.
+"""The pytest plugin (``ptxconf.pytest_plugin``) on the emulator, through pytester.
 
 Item ids must be ``ptxconf run``'s JUnit names (in pytest's own ``--junitxml`` too, ``::`` in a variant id
 included), counts must follow the verdicts, a spec edited to be wrong must fail with the lane-level text and the
@@ -16,11 +16,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from conformance import cli
-from conformance import pytest_plugin as plugin
-from conformance.backends.emulator import EmulatorBackend
-from conformance.spec import load_specs
+from ptxconf import cli
+from ptxconf import pytest_plugin as plugin
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.spec import load_specs
 
 pytest_plugins = ["pytester"]
 
@@ -40,7 +39,7 @@ def mma_specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _args(specs: Path, *variants: str) -> list[str]:
     # (the outer session imported the plugin already: pytest warns it cannot rewrite its asserts)
     # (no:benchmark: it warns when it sees PYTEST_XDIST_WORKER, which these runs inherit under xdist)
-    out = ["-p", "conformance.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
+    out = ["-p", "ptxconf.pytest_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
            "-W", "ignore::pytest.PytestAssertRewriteWarning",
            "--ptxconf-backend", "emulator", "--ptxconf-specs", str(specs)]
     for v in variants:
@@ -127,7 +126,7 @@ def test_unknown_selection_is_a_usage_error(pytester: pytest.Pytester, mma_specs
 
 def test_inert_without_ptxconf_options(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
-    res = pytester.runpytest("-p", "conformance.pytest_plugin", "-p", "no:cacheprovider", "-W",
+    res = pytester.runpytest("-p", "ptxconf.pytest_plugin", "-p", "no:cacheprovider", "-W",
                              "ignore::pytest.PytestAssertRewriteWarning")
     res.assert_outcomes(passed=1)
     assert "ptxconf::" not in res.stdout.str() and "ptxconf: backend" not in res.stdout.str()

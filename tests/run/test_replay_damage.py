@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance import cli
-from conformance.run.replay import FILE_CHECK, load_observation, read_observation
+from ptxconf import cli
+from ptxconf.run.replay import FILE_CHECK, load_observation, read_observation
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h100-ldmatrix"

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from conformance.spec.expr import Expr, ExprError, evaluate, parse
+from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
 
 LANES = 32
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from conformance.spec import SpecError, default_specs_dir, load_file, load_specs
+from ptxconf.spec import SpecError, default_specs_dir, load_file, load_specs
 
 BASE = """\
 schema: 1

@@ -7,10 +7,9 @@ import subprocess
 
 import numpy as np
 import pytest
-
-from conformance.cli import main
-from conformance.spec.loader import default_specs_dir, load_specs
-from conformance.tools.hgemm import kernel as hg
+from ptxconf.cli import main
+from ptxconf.spec.loader import default_specs_dir, load_specs
+from ptxconf.tools.hgemm import kernel as hg
 
 SPECS = load_specs()
 SMALL = hg.Config(64, 64, 32, 2, 2)
@@ -41,7 +40,7 @@ def test_emulation_exact(variant, tiles):
 
 
 def test_addressing_comes_from_compose_and_d_layout():
-    from conformance.families.movement.compare import compose
+    from ptxconf.families.movement.compare import compose
 
     p = hg.plan(SPECS, "f16.f32")
     v = p.variant

@@ -1,4 +1,4 @@
-"""One reader per rendering of the ISA, all producing the same :class:`~conformance.docs.tree.DocTree`."""
+"""One reader per rendering of the ISA, all producing the same :class:`~ptxconf.docs.tree.DocTree`."""
 
 from __future__ import annotations
 

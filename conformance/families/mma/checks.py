@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from conformance.spec.model import Variant
-from conformance.spec.yamlsrc import Source
+from ptxconf.spec.model import Variant
+from ptxconf.spec.yamlsrc import Source
 
 
 def check_shapes(v: Variant, path: tuple, src: Source) -> None:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.verdict import MAX_LISTED, Verdict
-from conformance.families.mma.probe import BufferLayout, buffer_layout
-from conformance.oracle import mma
-from conformance.spec.model import Variant
-from conformance.spec.packing import element_bits, unpack
-from conformance.spec.sparse import densify
-from generators.ptx import Surroundings, checksum
+from ptxconf.core.verdict import MAX_LISTED, UNDEFINED, Verdict
+from ptxconf.families.mma import undefined as ud
+from ptxconf.families.mma.probe import BufferLayout, buffer_layout
+from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.oracle import mma
+from ptxconf.spec.model import Variant
+from ptxconf.spec.packing import element_bits, unpack
+from ptxconf.spec.sparse import densify, sparsity
 
 __all__ = ["Mismatch", "compare", "split_inputs", "observed_map"]
 
@@ -82,6 +82,8 @@ def compare(
     meta: dict | None = None,
 ) -> Verdict:
     """Verdict for one check's cases (rows of ``in_words``/``out_words``)."""
+    if check.startswith("undefined."):
+        return undefined_verdict(v, check, seed, in_words, out_words, params, surroundings, meta or {})
     layout = buffer_layout(v)
     ops = v.operands
     words = split_inputs(v, in_words, layout)
@@ -125,7 +127,7 @@ def _selections(v: Variant, bits: dict[str, np.ndarray]) -> dict[str, np.ndarray
     """The multiplicands as the spec reads them (A densified through the metadata for mma.sp)."""
     a = bits["A"]
     if "metadata" in bits:
-        from conformance.spec.sparse import densify
+        from ptxconf.spec.sparse import densify
 
         a = densify(v, a, bits["metadata"])
     return {"A": v.operands["A"].type.decode(a), "B": v.operands["B"].type.decode(bits["B"])}
@@ -242,3 +244,78 @@ def observed_map(
                 f"spec (matrix {spec[lane, elem, 0]}, row {spec[lane, elem, 1]}, col {spec[lane, elem, 2]}), observed {seen}"
             )
     return observed, diff
+
+
+# --- inputs the ISA leaves undefined (mma.sp) ---------------------------------------------------
+
+
+def undefined_verdict(v: Variant, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray,
+                      params: dict, surroundings: Surroundings, meta: dict) -> Verdict:
+    """What the hardware made of undefined inputs: an ``undefined`` verdict (or ``skip`` where nothing ran)."""
+    verdict = Verdict(v.id, check, seed, UNDEFINED)
+    decided = ud.assembly_observation(meta) if check.startswith("undefined.selector") else None
+    if decided:
+        verdict.status, verdict.message = decided
+        return verdict
+    layout = buffer_layout(v)
+    d = v.operands["D"]
+    if ud.not_modelled(out_words[:, :, : d.words]):
+        verdict.message = ud.NOT_MODELLED_TEXT
+        return verdict
+    words = split_inputs(v, in_words, layout)
+    actual = unpack(d, out_words[:, :, : d.words])
+    if check == "undefined.metadata":
+        verdict.message, verdict.map_diff = _metadata_observation(v, words, actual, params, meta)
+    else:
+        verdict.message, verdict.map_diff = _selector_observation(v, words, actual, params, meta)
+    elements = int(actual.size)
+    verdict.elements = elements
+    if np.any(out_words[:, :, layout.checksum_offset] != checksum(np.arange(32), surroundings)[None, :]):
+        verdict.message += "; and the extra live registers around the instruction were clobbered"
+    return verdict
+
+
+def _metadata_observation(v: Variant, words: dict, actual: np.ndarray, params: dict, meta: dict) -> tuple[str, list[str]]:
+    """Read every chunk's dense positions back from D (B selects dense column n + N*s into column n)."""
+    ops = v.operands
+    sp = sparsity(v)
+    m, n, k = v.shape
+    digits, blocks = int(meta["digits"]), int(meta["blocks"])
+    a = ops["A"].type.decode(unpack(ops["A"], words["A"], params.get("A")))[:digits, 0]  # [digit, M, K/2]
+    slot_vals = np.abs(a.astype(np.float64)).reshape(digits, m, sp.chunks, sp.nz)
+    fields = unpack(ops["metadata"], words["metadata"][:1], params.get("metadata"))[0, 0].astype(np.int64)
+    b = ops["B"].type.decode(unpack(ops["B"], words["B"], params.get("B")))[:, 0]  # [case, K, N]
+    dvals = np.abs(ops["D"].type.decode(actual)[:, 0].astype(np.float64))  # [case, M, N]
+    dense = np.full((digits, m, k), np.nan)
+    for s in range(blocks):
+        for dg in range(digits):
+            case = s * digits + dg
+            pick = _selected(b[case], axis=0)  # column n of D shows dense column pick[n] of A
+            for col, kk in enumerate(pick):
+                if kk >= 0:
+                    dense[dg, :, kk] = dvals[case, :, col]
+    return ud.chunk_readback(sp, slot_vals, dense, fields.reshape(m, sp.chunks, 2))
+
+
+def _selector_observation(v: Variant, words: dict, actual: np.ndarray, params: dict, meta: dict) -> tuple[str, list[str]]:
+    """D against the result under each legal selector (every lane carries legal metadata of its own)."""
+    ops = v.operands
+    sel = int(meta.get("selector", params.get("metadata", {}).get("selector", -1)))
+    asm = meta.get("assembler") or {}
+    head = f"selector {sel} assembled ({asm.get('ptxas', 'ptxas')})"
+    bits = {name: unpack(ops[name], w, params.get(name)) for name, w in words.items() if name != "metadata"}
+    lay = ops["metadata"].layout
+    best, lines = None, []
+    for combo in ops["metadata"].param_combinations():
+        bits["metadata"] = unpack(ops["metadata"], words["metadata"], combo)
+        differ = int((mma(v, bits) != actual).sum())
+        lanes = np.nonzero(lay.held(combo).any(axis=1))[0]
+        lines.append(f"under selector {combo['selector']} (metadata of {ud.lanes_text(lanes)}): "
+                     f"{differ} of {actual.size} D elements differ")
+        if best is None or differ < best[0]:
+            best = (differ, combo["selector"], lanes)
+    differ, other, lanes = best
+    if differ == 0:
+        return f"{head}: D as with selector {other} (the metadata of {ud.lanes_text(lanes)})", lines
+    return (f"{head}: D matches no legal selector's metadata (nearest: selector {other}, "
+            f"{differ} of {actual.size} elements differ)"), lines

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import Plan, launches_by_probe, pick_build, split_launches, stack_slices, variant_rng
-from conformance.spec.packing import pack, unpack
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import Surroundings, checksum
+from ptxconf.core.family import Family
+from ptxconf.core.plan import Plan, launches_by_probe, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.spec.packing import pack, unpack
+from ptxconf.spec.sparse import is_sparse, sparsity
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import checks as spec_checks
+from . import undefined as ud
 from .compare import compare
 from .inputs import CHECKS, SPARSE_CHECKS, make_checks
 from .probe import Probe, buffer_layout, chainable, module_source
-
-
-def _params_key(params: dict[str, dict[str, int]]) -> str:
-    return json.dumps(params, sort_keys=True)
 
 
 class MmaFamily(Family):
@@ -28,13 +24,21 @@ class MmaFamily(Family):
     spec_families = ("mma.sync", "mma.sp")
     checks = CHECKS
     known_checks = CHECKS + SPARSE_CHECKS
+    undefined_checks = ud.UNDEFINED_CHECKS  # mma.sp only
+
+    def checks_of(self, v, requested: Iterable[str] | None) -> tuple[str, ...]:
+        """Dense forms have no metadata: none of its checks; ``undefined.selector`` is one verdict per value."""
+        mine = self.checks_for(requested)
+        if not is_sparse(v):
+            return tuple(c for c in mine if c not in SPARSE_CHECKS + ud.UNDEFINED_CHECKS)
+        return mine
 
     def check_variant(self, v, path: tuple, src) -> None:
         spec_checks.check_shapes(v, path, src)
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = CHECKS,
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
-        case_sets = make_checks(v, seed, tuple(checks), value_cases=value_cases)
+        case_sets = make_checks(v, seed, self.checks_for(tuple(checks)), value_cases=value_cases)
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         surroundings = Surroundings(
@@ -54,21 +58,38 @@ class MmaFamily(Family):
         in_words = np.concatenate(blocks)
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
-        keys = [_params_key(cs.params) for cs in case_sets]
-        if len(set(keys)) == 1:
+        # A kernel with an out-of-range selector joins the module only where ptxas took it alone.
+        runs = [not cs.check.startswith("undefined.selector") or self._assembles(v, cs, surroundings, target, cc)
+                for cs in case_sets]
+        kernels = [Probe(v, cs.params, surroundings, cs.check.startswith("undefined.")) for cs in case_sets]
+        if len({k.name for k in kernels}) == 1 and all(runs):
             launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
             return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, layout.out_words)
-        # Selector immediates differ between checks: one kernel per distinct set, launches never mix them.
+        # Selector immediates differ between checks (or inputs are undefined): one kernel each, launches never mix them.
         probes: list[Probe] = []
-        of_case = np.zeros(pos, dtype=np.int64)
-        for cs, key in zip(case_sets, keys):
-            if key not in [_params_key(p.params) for p in probes]:
-                probes.append(Probe(v, cs.params, surroundings))
+        of_case = np.full(pos, -1, dtype=np.int64)
+        for cs, kernel, run in zip(case_sets, kernels, runs):
+            if not run:
+                continue
+            if kernel.name not in [p.name for p in probes]:
+                probes.append(kernel)
             a, b = slices[cs.check]
-            of_case[a:b] = [_params_key(p.params) for p in probes].index(key)
+            of_case[a:b] = [p.name for p in probes].index(kernel.name)
+        if not probes:  # nothing to launch; the module still needs a kernel that assembles
+            probes = [Probe(v, make_checks(v, seed, ("value",), 1)[0].params, surroundings)]
+        order = order[of_case[order] >= 0]
         launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
         return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, layout.out_words,
                     probes, launch_probe)
+
+    @staticmethod
+    def _assembles(v, cs, surroundings, target: Target, cc: tuple[int, int]) -> bool:
+        """Assemble the kernel of an out-of-range selector alone, as the GPU's module would be (at the lowest
+        .version the form takes); the answer goes into the check's meta, where the comparator and a replay read it."""
+        version = max(v.min_ptx, target.min_ptx)
+        source = module_source([Probe(v, cs.params, surroundings)], version, target)
+        cs.meta["assembler"] = ud.assembled(source, version, cc)
+        return bool(cs.meta["assembler"].get("accepted"))
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return module_source(probes, version, target)
@@ -90,7 +111,21 @@ class MmaFamily(Family):
         d = v.operands["D"]
         out[:, :, : d.words] = pack(d, d_bits)
         out[:, :, layout.checksum_offset] = checksum(np.arange(32), probe.surroundings)[None, :]
+        out[self._undefined_cases(v, probe.params, bits), :, : d.words] = ud.NOT_MODELLED
         return out
+
+    @staticmethod
+    def _undefined_cases(v, params: dict, bits: dict) -> np.ndarray:
+        """``bool[case]``: inputs the ISA leaves undefined (an out-of-range selector, an undefined index pair)."""
+        cases = len(next(iter(bits.values())))
+        if not is_sparse(v):
+            return np.zeros(cases, dtype=bool)
+        legal = [c["selector"] for c in v.operands["metadata"].param_combinations()]
+        if params.get("metadata", {}).get("selector", 0) not in legal:
+            return np.ones(cases, dtype=bool)
+        sp = sparsity(v)
+        fields = bits["metadata"].reshape(cases, -1)
+        return ud.undefined_chunks(sp, fields, sp.ordered).any(axis=-1)
 
     def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
         return compare(v, check, seed, in_words, out_words, params, surroundings, meta)

@@ -19,6 +19,11 @@ Two kinds of check, each a set of cases (one warp per case):
     its cases every element is told apart from every other, whatever the type
     (even ``.b1``), and the comparator can read back where each element went.
 
+``undefined.metadata`` / ``undefined.selector[S]`` (mma.sp, only when asked for: ``--undefined``)
+    Inputs the ISA leaves undefined (:mod:`ptxconf.families.mma.undefined`): tagged A under
+    undefined index pairs, or value inputs under an out-of-range selector with every lane's
+    metadata legal and its own.
+
 How inputs simplify: the value check shrinks toward zero matrices with C only;
 the map checks are fully determined by the variant (the seed only picks the
 garbage in unheld slots and the selector immediates).
@@ -31,12 +36,13 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
+from ptxconf.spec.model import Operand, Variant
+from ptxconf.spec.ptxtypes import PtxType, ptx_type
+from ptxconf.spec.sparse import compress, is_sparse, sparsity
 
-from conformance.spec.model import Operand, Variant
-from conformance.spec.ptxtypes import PtxType, ptx_type
-from conformance.spec.sparse import compress, is_sparse, sparsity
+from .undefined import SUM_EXACT, UNDEFINED_CHECKS, out_of_range, selector_check, undefined_pairs
 
-__all__ = ["CaseSet", "make_checks", "alphabet", "float_grid", "CHECKS"]
+__all__ = ["CaseSet", "make_checks", "alphabet", "float_grid", "CHECKS", "UNDEFINED_CHECKS"]
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
 # mma.sp only: tagged A through metadata that changes from case to case (a value check on D).
@@ -277,6 +283,46 @@ def _metadata_case_bits(v: Variant, rng: np.random.Generator) -> tuple[dict[str,
     return bits, {}
 
 
+def _undefined_metadata_bits(v: Variant, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict]:
+    """``undefined.metadata``: A tagged (compressed index + 1, digits over cases), B selecting dense
+    columns block by block, C zero, and every chunk an undefined index pair (the same in every case)."""
+    ops = v.operands
+    m, n, k = v.shape
+    sp = sparsity(v)
+    a, d = ops["A"], ops["D"]
+    alpha = [x for x in alphabet(a.type.name, d.type.name) if x <= SUM_EXACT]
+    radix = len(alpha)
+    count = a.layout.rows * a.layout.cols
+    digits = max(1, math.ceil(math.log(count + 1, radix)))
+    blocks = math.ceil(k / n)
+    cases = digits * blocks
+    tags = np.arange(count).reshape(1, a.layout.rows, a.layout.cols) + 1
+    bits = {name: _zero_bits(ops[name], cases) for name in ("A", "B", "C")}
+    for s in range(blocks):
+        kk = np.arange(n) + n * s
+        ok = kk < k
+        for dg in range(digits):
+            case = s * digits + dg
+            bits["A"][case] = a.type.encode(np.array(alpha)[(tags // radix**dg) % radix])
+            bits["B"][case][:, kk[ok], np.arange(n)[ok]] = _one(ops["B"])
+    pairs = np.array(undefined_pairs(sp, sp.ordered), dtype=np.uint64)
+    # Every pair in turn over the chunks of the tile, from a seeded start: each one is met many times.
+    which = (np.arange(m * sp.chunks) + int(rng.integers(len(pairs)))) % len(pairs)
+    fields = pairs[which].reshape(1, 1, m, 2 * sp.chunks)
+    bits["metadata"] = np.repeat(fields, cases, axis=0)
+    bits.update(_unit_scales(v, cases))
+    return bits, {"target": "undefined.metadata", "radix": radix, "digits": digits, "blocks": blocks, "alphabet": alpha}
+
+
+def _legal_metadata_filler(v: Variant, rng: np.random.Generator, cases: int) -> np.ndarray:
+    """``uint64[case, lane, element]`` metadata fields of a random legal pair per nibble, in every lane."""
+    sp = sparsity(v)
+    op = v.operands["metadata"]
+    pats = np.array(sp.patterns, dtype=np.uint64)
+    pick = pats[rng.integers(len(pats), size=(cases, op.layout.lanes, op.layout.elements // 2))]
+    return pick.reshape(cases, op.layout.lanes, op.layout.elements)
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -304,10 +350,20 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
     if sparse and tuple(checks) == CHECKS:
         checks = CHECKS + SPARSE_CHECKS
     if not sparse:
-        checks = tuple(c for c in checks if c not in SPARSE_CHECKS)
+        checks = tuple(c for c in checks if c not in SPARSE_CHECKS + UNDEFINED_CHECKS)
     selectors = v.operands["metadata"].param_combinations() if sparse else []
     out = []
     for ci, check in enumerate(checks):
+        if check == "undefined.selector":  # one case set (and kernel) per selector value the form does not allow
+            legal = [c["selector"] for c in selectors]
+            for value in out_of_range(legal):
+                bits = _value_case_bits(v, rng, value_cases)
+                filler = _filler(v, rng, value_cases)
+                filler["metadata"] = _legal_metadata_filler(v, rng, value_cases)
+                bits["metadata"] = np.zeros_like(bits["metadata"])  # no lane is the selector's: all in the filler
+                odd = {**params, "metadata": {"selector": value}}
+                out.append(CaseSet(v, selector_check(value), seed, bits, filler, odd, {"selector": value}))
+            continue
         if check == "value":
             bits = _value_case_bits(v, rng, value_cases)
             meta: dict = {}
@@ -315,8 +371,10 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
             bits, meta = _map_case_bits(v, check[len("map.") :])
         elif check in SPARSE_CHECKS:
             bits, meta = _metadata_case_bits(v, rng)
+        elif check == "undefined.metadata":
+            bits, meta = _undefined_metadata_bits(v, rng)
         else:
-            raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS + SPARSE_CHECKS)}")
+            raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS + SPARSE_CHECKS + UNDEFINED_CHECKS)}")
         cases = next(iter(bits.values())).shape[0]
         check_params = params
         if selectors:  # the selector immediate walks through its legal values from check to check

@@ -4,7 +4,7 @@ A probe assumes no layout.  Warp ``w`` of the grid takes case ``order[w]``,
 loads that case's words for every input operand from ``in[case][lane][word]``,
 executes the variant's instruction, and stores D's registers to
 ``out[case][lane][word]``.  Layouts are applied on the host
-(:mod:`conformance.spec.packing`).
+(:mod:`ptxconf.spec.packing`).
 
 Randomised from the seed, so the probes also exercise the JIT:
 
@@ -25,10 +25,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from conformance.spec.model import Operand, Variant
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import Surroundings, checksum
-from generators.ptx import module_source as ptx_module
+from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.generators.ptx import module_source as ptx_module
+from ptxconf.spec.model import Operand, Variant
+from ptxconf.spec.targets import PtxVersion, Target
 
 __all__ = ["Probe", "Surroundings", "BufferLayout", "buffer_layout", "kernel_source", "module_source", "checksum"]
 
@@ -72,11 +72,14 @@ class Probe:
     variant: Variant
     params: dict[str, dict[str, int]] = field(default_factory=dict)
     surroundings: Surroundings = Surroundings()
+    # Runs inputs the ISA leaves undefined: a kernel of its own (the same code), so a launch that faults on
+    # them holds no case of another check.
+    undefined: bool = False
 
     @property
     def name(self) -> str:
         key = f"{self.variant.id}|{sorted((k, sorted(p.items())) for k, p in self.params.items())}|{self.surroundings}"
-        return "probe_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+        return "probe_" + hashlib.sha256((key + ("|undefined" if self.undefined else "")).encode()).hexdigest()[:16]
 
 
 def _regs(prefix: str, op: Operand) -> list[str]:

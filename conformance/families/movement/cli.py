@@ -7,13 +7,13 @@ import json
 
 
 def _specs(args):
-    from conformance.spec.loader import load_specs
+    from ptxconf.spec.loader import load_specs
 
     return load_specs(args.specs)
 
 
 def cmd_compose(args) -> int:
-    from conformance.families.movement.compare import compose, coverage
+    from ptxconf.families.movement.compare import compose, coverage
 
     specs = _specs(args)
     if args.kind == "coverage":
@@ -43,7 +43,7 @@ def cmd_compose(args) -> int:
 
 
 def cmd_where(args) -> int:
-    from conformance.families.movement.compare import where, who
+    from ptxconf.families.movement.compare import where, who
 
     specs = _specs(args)
     v = specs.get(args.variant)

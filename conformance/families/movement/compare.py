@@ -1,7 +1,7 @@
 """ldmatrix / stmatrix / movmatrix: comparator, observed maps, composition with mma, lookups.
 
 * :func:`compare_movement` checks registers (ldmatrix, movmatrix) or memory (stmatrix)
-  element by element against :func:`conformance.families.movement.probe.apply`, and for the map check
+  element by element against :func:`ptxconf.families.movement.probe.apply`, and for the map check
   reads back where every tagged element went (lane, register, element -> matrix, row, col).
 * :func:`compose` answers, from the specs alone, which ldmatrix (stmatrix) form yields an mma
   operand's fragment from a row- or column-major tile, and which row address each lane gives.
@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.verdict import Verdict
-from conformance.families.movement import probe as mv
-from conformance.spec.loader import Specs
-from conformance.spec.model import Operand, Variant
+from ptxconf.core.verdict import Verdict
+from ptxconf.families.movement import probe as mv
+from ptxconf.spec.loader import Specs
+from ptxconf.spec.model import Operand, Variant
 
 MAX_LINES = 12
 

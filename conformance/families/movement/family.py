@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.family import Family
+from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import probe as mv
 from .compare import compare_movement

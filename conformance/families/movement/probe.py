@@ -25,11 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import KeyedProbe, case_prologue
-from generators.ptx import module_source as probe_module_source
+from ptxconf.generators.ptx import KeyedProbe, case_prologue
+from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion, Target
 
 FAMILIES = ("ldmatrix", "stmatrix", "movmatrix")
 IMAGE_WORDS = 16  # per lane

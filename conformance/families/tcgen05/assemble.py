@@ -11,10 +11,10 @@ import os
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
-from conformance.backends.ptxas import Row, assemble, first_error, ptxas_info
-from conformance.families.tcgen05.probe import MmaProbe, expected, module_source, probes
-from conformance.families.tcgen05.spec import Tcgen05Spec
-from conformance.spec.targets import PtxVersion, parse_target
+from ptxconf.backends.ptxas import Row, assemble, first_error, ptxas_info
+from ptxconf.families.tcgen05.probe import MmaProbe, expected, module_source, probes
+from ptxconf.families.tcgen05.spec import Tcgen05Spec
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 __all__ = ["DEFAULT_ARCHS", "matrix", "summary"]
 

@@ -15,7 +15,7 @@ __all__ = ["add_parser"]
 
 
 def _spec(args):
-    from conformance.families.tcgen05.spec import load_tcgen05
+    from ptxconf.families.tcgen05.spec import load_tcgen05
 
     return load_tcgen05(args.specs)
 
@@ -40,7 +40,7 @@ def cmd_list(args) -> int:
 
 
 def _fields(args):
-    from conformance.families.tcgen05.desc import IdescFields
+    from ptxconf.families.tcgen05.desc import IdescFields
 
     return IdescFields(
         kind=args.kind, dtype=args.dtype, atype=args.atype, btype=args.btype, M=args.m, N=args.n, K=args.k,
@@ -52,7 +52,7 @@ def _fields(args):
 
 
 def cmd_idesc_encode(args) -> int:
-    from conformance.families.tcgen05.desc import DescriptorError, encode_idesc
+    from ptxconf.families.tcgen05.desc import DescriptorError, encode_idesc
 
     try:
         v = encode_idesc(_spec(args), _fields(args), args.target, args.ptx)
@@ -64,7 +64,7 @@ def cmd_idesc_encode(args) -> int:
 
 
 def cmd_idesc_decode(args) -> int:
-    from conformance.families.tcgen05.desc import decode_idesc, decode_idesc_any
+    from ptxconf.families.tcgen05.desc import decode_idesc, decode_idesc_any
 
     spec = _spec(args)
     res = {args.kind: decode_idesc(spec, args.value, args.kind, ws=args.ws, cta_group=args.cta_group)} if args.kind else decode_idesc_any(spec, args.value)
@@ -81,7 +81,7 @@ def cmd_idesc_decode(args) -> int:
 
 
 def cmd_smem_encode(args) -> int:
-    from conformance.families.tcgen05.desc import DescriptorError, SmemDesc, encode_smem_desc
+    from ptxconf.families.tcgen05.desc import DescriptorError, SmemDesc, encode_smem_desc
 
     d = SmemDesc(args.address, args.lbo, args.sbo, args.base_offset, args.mode, args.swizzle)
     try:
@@ -94,7 +94,7 @@ def cmd_smem_encode(args) -> int:
 
 
 def cmd_smem_decode(args) -> int:
-    from conformance.families.tcgen05.desc import decode_smem_desc
+    from ptxconf.families.tcgen05.desc import decode_smem_desc
 
     d, raw, probs = decode_smem_desc(_spec(args), args.value)
     doc = {"fields": d.as_dict() if d else raw, "problems": probs, "valid": not probs}
@@ -108,7 +108,7 @@ def cmd_smem_decode(args) -> int:
 
 
 def cmd_selfcheck(args) -> int:
-    from conformance.families.tcgen05.selfcheck import selfcheck
+    from ptxconf.families.tcgen05.selfcheck import selfcheck
 
     findings = selfcheck(_spec(args))
     if args.json:
@@ -123,8 +123,8 @@ def cmd_selfcheck(args) -> int:
 
 
 def cmd_assemble(args) -> int:
-    from conformance.backends.ptxas import PtxasNotFound, find_pinned_ptxas, find_ptxas, ptxas_info
-    from conformance.families.tcgen05.assemble import matrix, summary
+    from ptxconf.backends.ptxas import PtxasNotFound, find_pinned_ptxas, find_ptxas, ptxas_info
+    from ptxconf.families.tcgen05.assemble import matrix, summary
 
     exes = []
     for which in args.ptxas or ["path", "pinned"]:
@@ -231,7 +231,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common(s)
     s.set_defaults(func=cmd_selfcheck)
 
-    from conformance.families.tcgen05.assemble import DEFAULT_ARCHS
+    from ptxconf.families.tcgen05.assemble import DEFAULT_ARCHS
 
     s = sub.add_parser("assemble", help="ptxas validity matrix of the tcgen05 probes")
     common(s)

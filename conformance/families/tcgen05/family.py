@@ -6,10 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import PTX_VERSIONS, Plan, runnable_targets, variant_rng
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.family import Family
+from ptxconf.core.plan import PTX_VERSIONS, Plan, runnable_targets, variant_rng
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import run as tc05
 from .compare import compare_tcgen05
@@ -26,7 +25,7 @@ class TcCases:
 class Tcgen05Family(Family):
     name = "tcgen05"
     spec_families = (tc05.FAMILY,)
-    documents = {"tcgen05/1": "conformance.families.tcgen05.spec:load_document"}
+    documents = {"tcgen05/1": "ptxconf.families.tcgen05.spec:load_document"}
 
     def run_variants(self, specs) -> list:
         doc = specs.documents.get(tc05.FAMILY)

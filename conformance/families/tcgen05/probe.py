@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.families.tcgen05.desc import IdescFields, SmemDesc, encode_idesc, encode_smem_desc
-from conformance.families.tcgen05.spec import MmaTuple, Tcgen05Spec
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.families.tcgen05.desc import IdescFields, SmemDesc, encode_idesc, encode_smem_desc
+from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
+from ptxconf.spec.targets import PtxVersion, Target
 
 __all__ = ["MmaProbe", "probes", "module_source"]
 

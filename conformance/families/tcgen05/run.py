@@ -34,8 +34,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.families.tcgen05.desc import (
+from ptxconf.families.tcgen05.desc import (
     IdescFields,
     SmemDesc,
     decode_idesc,
@@ -43,11 +42,11 @@ from conformance.families.tcgen05.desc import (
     encode_idesc,
     encode_smem_desc,
 )
-from conformance.families.tcgen05.spec import MmaTuple, Tcgen05Spec
-from conformance.spec.ptxtypes import ptx_type
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import Surroundings
-from generators.ptx import module_source as probe_module_source
+from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
+from ptxconf.generators.ptx import Surroundings
+from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.spec.targets import PtxVersion, Target
 
 __all__ = ["FAMILY", "TcVariant", "TcProbe", "run_tuples", "run_variants", "register", "is_tcgen05", "geometry",
            "make_cases", "module_source", "decode_case", "case_fields", "tmem_operands", "d_rows", "pack_d", "CaseView"]
@@ -88,7 +87,7 @@ def is_tcgen05(v) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class TcVariant:
-    """A runnable Table 39 tuple; quacks like :class:`conformance.spec.model.Variant` for the runner."""
+    """A runnable Table 39 tuple; quacks like :class:`ptxconf.spec.model.Variant` for the runner."""
 
     id: str
     t: MmaTuple

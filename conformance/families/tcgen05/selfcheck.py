@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass
 
-from conformance.families.tcgen05.desc import DescriptorError, IdescFields, encode_idesc
-from conformance.families.tcgen05.spec import MmaTuple, Tcgen05Spec
+from ptxconf.families.tcgen05.desc import DescriptorError, IdescFields, encode_idesc
+from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
 
 __all__ = ["Finding", "selfcheck"]
 

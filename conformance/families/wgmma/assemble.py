@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from conformance.families.wgmma import probe as wg
-from conformance.spec.targets import TARGET_MIN_PTX, PtxVersion, parse_target
+from ptxconf.families.wgmma import probe as wg
+from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, parse_target
 
 CHUNK = 48
 PREVIOUS = {PtxVersion(8, 4): PtxVersion(8, 3)}
@@ -54,7 +53,7 @@ def _module(forms, version, arch) -> str:
 
 
 def assemble_forms(forms, arch: str, exe: str, jobs: int | None = None, below_min: bool = True) -> list[AsmRow]:
-    from conformance.backends.ptxas import assemble, first_error, ptxas_info
+    from ptxconf.backends.ptxas import assemble, first_error, ptxas_info
 
     max_ptx = ptxas_info(exe)["max_ptx"]
     t = parse_target(arch)
@@ -96,13 +95,13 @@ def assemble_forms(forms, arch: str, exe: str, jobs: int | None = None, below_mi
 def _exes(args) -> list[str]:
     if args.ptxas:
         return args.ptxas
-    from conformance.backends.ptxas import find_pinned_ptxas
+    from ptxconf.backends.ptxas import find_pinned_ptxas
 
     return [e for e in (shutil.which("ptxas"), find_pinned_ptxas()) if e]
 
 
 def run_assemble(args) -> int:
-    from conformance.spec.loader import load_specs
+    from ptxconf.spec.loader import load_specs
 
     specs = load_specs(args.specs)
     forms = [v for v in specs.documents["wgmma"].variants]
@@ -162,9 +161,9 @@ def classify_reuse(v, words: np.ndarray, out: np.ndarray, imm: dict) -> list[str
 
 
 def run_reuse(args) -> int:
-    from conformance.backends import Launch, get_backend
-    from conformance.oracle import mma
-    from conformance.spec.loader import load_specs
+    from ptxconf.backends import Launch, get_backend
+    from ptxconf.oracle import mma
+    from ptxconf.spec.loader import load_specs
 
     specs = load_specs(args.specs)
     if args.select:
@@ -219,7 +218,7 @@ def _build_reuse_cubins(forms, args) -> int:
     import subprocess
     import tempfile
 
-    from conformance.backends.ptxas import find_ptxas, ptxas_info
+    from ptxconf.backends.ptxas import find_ptxas, ptxas_info
 
     exe = find_ptxas(args.ptxas)
     out = Path(args.build_cubins)

@@ -14,7 +14,7 @@ __all__ = ["add_parser"]
 
 
 def _spec(args):
-    from conformance.spec.loader import load_specs
+    from ptxconf.spec.loader import load_specs
 
     return load_specs(args.specs).documents["wgmma"]
 
@@ -40,7 +40,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_desc_encode(args) -> int:
-    from conformance.families.wgmma.desc import DescriptorError, encode
+    from ptxconf.families.wgmma.desc import DescriptorError, encode
 
     spec = _spec(args)
     try:
@@ -53,7 +53,7 @@ def cmd_desc_encode(args) -> int:
 
 
 def cmd_desc_decode(args) -> int:
-    from conformance.families.wgmma.desc import decode, field_values
+    from ptxconf.families.wgmma.desc import decode, field_values
 
     spec = _spec(args)
     d = decode(spec.descriptor, spec.smem, args.value)
@@ -71,8 +71,8 @@ def cmd_desc_decode(args) -> int:
 def cmd_figures(args) -> int:
     """Fragment ownership through the one figure engine (``T<lane>: a<i>`` / ``d<i>``, like the ISA's);
     the swizzle patterns (byte chunks, no lanes) keep their own small drawing."""
-    from conformance.families.wgmma.compare import swizzle_svg
-    from conformance.figures import map_figure
+    from ptxconf.families.wgmma.compare import swizzle_svg
+    from ptxconf.figures import map_figure
 
     spec = _spec(args)
     out = Path(args.out)
@@ -90,13 +90,13 @@ def cmd_figures(args) -> int:
 
 
 def cmd_assemble(args) -> int:
-    from conformance.families.wgmma.assemble import run_assemble
+    from ptxconf.families.wgmma.assemble import run_assemble
 
     return run_assemble(args)
 
 
 def cmd_reuse(args) -> int:
-    from conformance.families.wgmma.assemble import run_reuse
+    from ptxconf.families.wgmma.assemble import run_reuse
 
     return run_reuse(args)
 

@@ -1,6 +1,6 @@
 """wgmma.mma_async: comparator that names the fault, and figures of the shared-memory layouts.
 
-:func:`compare_wgmma` checks D bit for bit against :func:`conformance.families.wgmma.probe.apply` (the spec).
+:func:`compare_wgmma` checks D bit for bit against :func:`ptxconf.families.wgmma.probe.apply` (the spec).
 When cases fail, it re-executes them under fault hypotheses, each a one-field change of the
 spec's model, and names the hypothesis that reproduces the failing cases exactly:
 
@@ -18,9 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-
-from conformance.core.verdict import Verdict
-from conformance.families.wgmma import probe as wg
+from ptxconf.core.verdict import Verdict
+from ptxconf.families.wgmma import probe as wg
 
 MAX_LINES = 10
 
@@ -121,8 +120,8 @@ def tagged_readback(v, meta: dict, got: np.ndarray, imm: dict) -> list[str]:
     Tags are element indices in the spec's placement (A: m * K + k, B: k * N + n), one digit per
     case; the other operand selects one element per D cell, so D spells the tag back.
     """
-    from conformance.spec.packing import unpack
-    from conformance.spec.ptxtypes import TYPES
+    from ptxconf.spec.packing import unpack
+    from ptxconf.spec.ptxtypes import TYPES
 
     dop = v.operands["D"]
     vals = np.abs(TYPES[v.dtype].decode(unpack(dop, got[:, :, : dop.words])[:, 0]))
@@ -207,7 +206,7 @@ def _d_fragment(exp: np.ndarray, got: np.ndarray) -> tuple[int, str]:
 
 
 def _numerics(v, exp: np.ndarray, got: np.ndarray) -> str:
-    from conformance.spec.ptxtypes import TYPES
+    from ptxconf.spec.ptxtypes import TYPES
 
     dt = TYPES[v.dtype]
     if v.dtype == "f16":

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.family import Family
+from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import probe as wg
 from .compare import compare_wgmma
@@ -17,7 +16,7 @@ from .compare import compare_wgmma
 class WgmmaFamily(Family):
     name = "wgmma"
     spec_families = ("wgmma",)
-    documents = {"wgmma/1": "conformance.families.wgmma.spec:load_document"}
+    documents = {"wgmma/1": "ptxconf.families.wgmma.spec:load_document"}
     emulated_cc = (9, 0)  # every form is sm_90a-specific: the emulator stands in for that GPU
     checks = ("value", "map.A", "map.B", "map.C")
 

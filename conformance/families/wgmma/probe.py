@@ -23,15 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from conformance.families.wgmma.desc import Desc, decode, encode, shift_of
-from conformance.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
-from conformance.spec.model import Variant
-from conformance.spec.packing import pack, unpack
-from conformance.spec.ptxtypes import TYPES
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import KeyedProbe, case_prologue
-from generators.ptx import module_source as probe_module_source
+from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
+from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
+from ptxconf.generators.ptx import KeyedProbe, case_prologue
+from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.spec.model import Variant
+from ptxconf.spec.packing import pack, unpack
+from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.spec.targets import PtxVersion, Target
 
 LANES = 128
 HEAD_WORDS = 6
@@ -45,7 +44,7 @@ def is_wgmma(v: Variant) -> bool:
 
 
 def _spec():
-    from conformance.spec.loader import load_specs
+    from ptxconf.spec.loader import load_specs
 
     return load_specs().documents["wgmma"]
 

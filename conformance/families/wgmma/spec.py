@@ -26,12 +26,11 @@ from typing import Any
 
 import jsonschema
 import numpy as np
-
-from conformance.spec.expr import Expr, ExprError, evaluate, parse
-from conformance.spec.model import Fragment, Layout, Operand, Variant
-from conformance.spec.ptxtypes import TYPES
-from conformance.spec.targets import PtxVersion, parse_target
-from conformance.spec.yamlsrc import Source
+from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
+from ptxconf.spec.model import Fragment, Layout, Operand, Variant
+from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.spec.yamlsrc import Source
 
 __all__ = ["WgmmaVariant", "WgmmaSpec", "SmemSpec", "DescSpec", "load_document", "load_wgmma", "canonical_strides"]
 
@@ -253,7 +252,7 @@ def _axis_values(val, path, src) -> list:
 
 def load_document(doc: dict, src: Source) -> WgmmaSpec:
     """Schema-check and build a ``schema: wgmma/1`` document; raise SpecError naming file:line:field."""
-    from conformance.spec.loader import check_layout  # late: the loader imports document kinds by name
+    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
 
     errors = sorted(_validator().iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
     if errors:
@@ -445,7 +444,7 @@ def _check_smem(spec: WgmmaSpec, src: Source) -> None:
 
 
 def load_wgmma(directory: str | Path | None = None) -> WgmmaSpec:
-    from conformance.spec.loader import load_specs
+    from ptxconf.spec.loader import load_specs
 
     specs = load_specs(directory)
     return specs.documents["wgmma"]

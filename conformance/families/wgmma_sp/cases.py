@@ -12,21 +12,25 @@ Checks (each a case set per immediate set and sparsity selector):
   over the cases; D spells each chunk's pattern back, so the comparator reads which lane and
   bits the hardware took each chunk's indices from.  Lanes outside the selector's carry other
   legal metadata throughout.
+* ``undefined.metadata`` / ``undefined.selector`` (only when asked for: ``--undefined``): inputs
+  the ISA leaves undefined (:mod:`ptxconf.families.mma.undefined`): tagged A under equal index
+  pairs (.tf32: any pair but 0b0100 / 0b1110), or an out-of-range selector.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from conformance.families.wgmma import probe as wg
-from conformance.families.wgmma.desc import Desc
-from conformance.spec.packing import pack
-from conformance.spec.ptxtypes import TYPES
+from ptxconf.families.mma import undefined as ud
+from ptxconf.families.wgmma import probe as wg
+from ptxconf.families.wgmma.desc import Desc
+from ptxconf.spec.packing import pack
+from ptxconf.spec.ptxtypes import TYPES
 
 from . import probe as sp
 from .spec import WgmmaSpVariant, k_major_fits
 
 META_REPS = 6  # patterns per chunk in map.metadata: enough to tell the 2048 (lane, field) slots apart
+SELECTOR_CASES = 4  # value cases of an out-of-range selector
 
 
 def immediate_sets(v: WgmmaSpVariant) -> list[dict]:
@@ -179,21 +183,53 @@ def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray
     return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
 
 
+def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
+    """(compressed A, fields, B) per case of an undefined check, and its meta.
+
+    ``undefined.metadata``: map.A's tags and selections under one set of fields in which every chunk
+    carries an undefined index pair.  ``undefined.selector``: value inputs (every lane's metadata
+    legal and its own: the kernel's selector names none of them)."""
+    if check == "undefined.selector":
+        fields = random_patterns(v, rng, SELECTOR_CASES)
+        plans = [(_values(rng, v.atype, (64, v.kc)), fields[i], _values(rng, v.btype, (v.K, v.N)))
+                 for i in range(SELECTOR_CASES)]
+        return plans, {"target": check}
+    db = wg.DIGIT_BITS[v.atype]
+    tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
+    digits = max(1, -(-int(tags.max()).bit_length() // db))
+    shifts = -(-v.K // v.N)
+    pairs = np.array(ud.undefined_pairs(sp.sparsity(v), order_required=False), dtype=np.int64)
+    which = (np.arange(64 * v.chunks) + int(rng.integers(len(pairs)))) % len(pairs)
+    fields = pairs[which].reshape(64, 2 * v.chunks)
+    plans = [(_digit(v.atype, (tags >> (db * d)) & ((1 << db) - 1)), fields, _selection_b(v, s))
+             for d in range(digits) for s in range(shifts)]
+    return plans, {"digits": digits, "digit_bits": db, "target": check, "shifts": shifts}
+
+
 def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[sp.SpCases]:
-    """Case sets per (check, immediate set, selector)."""
+    """Case sets per (check, immediate set, selector); the undefined checks' after all the others, so
+    asking for them changes no other check's inputs."""
     model = wg.model_of(v)
     smem = model.smem
     rng = np.random.default_rng([seed, 0x5A5, *v.id.encode()])
     swz = list(smem.swizzles)
     sw_modes = [m for m in swz if m != "none"]
     sets = immediate_sets(v)
-    out = []
+    work = []
     for si, imm in enumerate(sets):
         jobs = ["value"] if "value" in checks else []
         if si in (0, len(sets) - 1):
             jobs += [c for c in ("map.A", "map.B") if c in checks]
         if "map.metadata" in checks and imm == next(s for s in sets if s["sel"] == imm["sel"]):
             jobs.append("map.metadata")
+        work.append((si, imm, jobs))
+    if "undefined.metadata" in checks:  # once per legal selector, on its first immediate set
+        work += [(si, imm, ["undefined.metadata"]) for si, imm in enumerate(sets)
+                 if imm == next(s for s in sets if s["sel"] == imm["sel"])]
+    if "undefined.selector" in checks:  # the first immediate set, once per selector the form does not allow
+        work += [(0, {**sets[0], "sel": s}, ["undefined.selector"]) for s in ud.out_of_range(v.selectors)]
+    out = []
+    for si, imm, jobs in work:
         map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # none on the first set, swizzled on the last
         for check in jobs:
             if check == "value":  # every mode on the boundary; off it (base offset) on the first set
@@ -202,6 +238,8 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 fields = random_patterns(v, rng, n)
                 plans = [(_values(rng, v.atype, (64, v.kc)), fields[i], _values(rng, v.btype, (v.K, v.N))) for i in range(n)]
                 meta: dict = {}
+            elif check.startswith("undefined."):
+                plans, meta = _undefined_plans(v, rng, check)
             else:
                 plans, meta = _tagged_plans(v, rng, check, imm["sel"])
             words = np.zeros((len(plans), sp.LANES, sp.in_words(v)), dtype=np.uint32)

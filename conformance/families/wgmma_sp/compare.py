@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-
-from conformance.core.verdict import Verdict
-from conformance.families.wgmma import compare as dense
-from conformance.families.wgmma import probe as wg
-from conformance.spec.expr import parse
-from conformance.spec.packing import unpack
-from conformance.spec.ptxtypes import TYPES
+from ptxconf.core.verdict import UNDEFINED, Verdict
+from ptxconf.families.mma import undefined as ud
+from ptxconf.families.wgmma import compare as dense
+from ptxconf.families.wgmma import probe as wg
+from ptxconf.spec.expr import parse
+from ptxconf.spec.packing import unpack
+from ptxconf.spec.ptxtypes import TYPES
 
 from . import probe as sp
 
@@ -56,6 +56,8 @@ def hypotheses(v, model: sp.SpModel, codes: set[int], selector: int) -> list[tup
 def compare_sp(v, check: str, seed: int, in_words, out_words, params: dict, meta: dict | None) -> Verdict:
     in_words, out_words = np.asarray(in_words), np.asarray(out_words)
     imm = (params or {}).get("imm", {})
+    if check.startswith("undefined."):
+        return undefined_verdict(v, check, seed, in_words, out_words, imm, meta or {})
     model = sp.model_of(v)
     nd = v.operands["D"].words
     exp = sp.apply(v, in_words, imm, model)[:, :, :nd]
@@ -211,3 +213,56 @@ def metadata_readback(v, meta: dict, in_words, got, imm: dict, model: sp.SpModel
         out.append(f"row {r} chunk {fc // 2} field {fc % 2}: the hardware's indices match {who}{more}; "
                    f"the spec: lane {sl} bits [{2 * si + 1}:{2 * si}]")
     return out
+
+
+# --- inputs the ISA leaves undefined ---------------------------------------------------------
+
+
+def undefined_verdict(v, check: str, seed: int, in_words, out_words, imm: dict, meta: dict) -> Verdict:
+    """What the hardware made of undefined inputs: an ``undefined`` verdict (``skip`` where nothing ran)."""
+    verdict = Verdict(v.id, check, seed, UNDEFINED)
+    decided = ud.assembly_observation(meta) if meta.get("target") == "undefined.selector" else None
+    if decided:
+        verdict.status, verdict.message = decided
+        return verdict
+    nd = v.operands["D"].words
+    got = out_words[:, :, :nd]
+    verdict.elements = int(got.size)
+    if ud.not_modelled(got):
+        verdict.message = ud.NOT_MODELLED_TEXT
+        return verdict
+    if meta.get("target") == "undefined.metadata":
+        digits, shifts = meta["digits"], meta["shifts"]
+        dense = np.full((digits, 64, v.K), np.nan)
+        vals = _d_values(v, got).astype(np.float64)
+        for d in range(digits):
+            for s in range(shifts):
+                n = np.arange(v.N)
+                k = n + s * v.N
+                ok = k < v.K
+                dense[d][:, k[ok]] = vals[d * shifts + s][:, n[ok]]
+        model = sp.model_of(v)
+        comp = sp.compressed_a(v, in_words[::shifts][:digits], imm, model)  # [digit, 64, K/2] bits
+        slots = np.abs(TYPES[v.atype].decode(comp).astype(np.float64)).reshape(digits, 64, v.chunks, v.nz)
+        fields = sp.fields_of(v, in_words[:1, :, sp.META_WORD], int(imm.get("sel", 0)), model)[0]
+        verdict.message, verdict.map_diff = ud.chunk_readback(sp.sparsity(v), slots, dense,
+                                                             fields.reshape(64, v.chunks, 2))
+        return verdict
+    # an out-of-range selector that assembled: D against each legal selector's metadata
+    sel = int(imm.get("sel", -1))
+    lay = v.operands["metadata"].layout
+    best, lines = None, []
+    for other in v.selectors:
+        exp = sp.apply(v, in_words, {**imm, "sel": other})[:, :, :nd]
+        differ = int((exp != got).sum())
+        lanes = np.nonzero(lay.held({"selector": other}).any(axis=1))[0]
+        lines.append(f"under selector {other} (metadata of {ud.lanes_text(lanes)}): {differ} of {got.size} D words differ")
+        if best is None or differ < best[0]:
+            best = (differ, other, lanes)
+    differ, other, lanes = best
+    head = f"selector {sel} assembled ({(meta.get('assembler') or {}).get('ptxas', 'ptxas')})"
+    verdict.message = (f"{head}: D as with selector {other} (the metadata of {ud.lanes_text(lanes)})" if differ == 0 else
+                       f"{head}: D matches no legal selector's metadata (nearest: selector {other}, "
+                       f"{differ} of {got.size} words differ)")
+    verdict.map_diff = lines
+    return verdict

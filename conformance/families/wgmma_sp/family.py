@@ -7,33 +7,50 @@ is sparse (the compressed A, the metadata and its selector) lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.family import Family
+from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
+from ptxconf.families.mma import undefined as ud
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import probe as sp
 from .cases import immediate_sets, make_cases
 from .compare import compare_sp
 
 
+def _kernel(v, cs) -> sp.SpProbe:
+    return sp.SpProbe(v, tuple(sorted(cs.params["imm"].items())), cs.check.startswith("undefined."))
+
+
 class WgmmaSpFamily(Family):
     name = "wgmma.sp"
     spec_families = ("wgmma.sp",)
-    documents = {"wgmma_sp/1": "conformance.families.wgmma_sp.spec:load_document"}
+    documents = {"wgmma_sp/1": "ptxconf.families.wgmma_sp.spec:load_document"}
     emulated_cc = (9, 0)  # every form is sm_90a-specific
     checks = ("value", "map.A", "map.B", "map.metadata")
+    undefined_checks = ud.UNDEFINED_CHECKS
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
-        return plan_by_kernel(v, seed, version, target, case_sets,
-                              lambda cs: sp.SpProbe(v, tuple(sorted(cs.params["imm"].items()))), sp.out_words(v), rng,
+        plan = plan_by_kernel(v, seed, version, target, case_sets, lambda cs: _kernel(v, cs), sp.out_words(v), rng,
                               cases_per_launch)
+        refused = [_kernel(v, cs) for cs in case_sets
+                   if cs.check.startswith("undefined.selector") and not self._assembles(v, cs, target, cc)]
+        legal = sp.SpProbe(v, tuple(sorted(immediate_sets(v)[0].items())))
+        return _without(plan, refused, legal) if refused else plan
+
+    @staticmethod
+    def _assembles(v, cs, target: Target, cc: tuple[int, int]) -> bool:
+        """Assemble the kernel of an out-of-range selector alone, as the GPU's module would be (at the form's
+        lowest .version); the answer goes into the check's meta, where the comparator and a replay read it."""
+        version = max(v.min_ptx, target.min_ptx)
+        cs.meta["assembler"] = ud.assembled(sp.module_source([_kernel(v, cs)], version, target), version, cc)
+        return bool(cs.meta["assembler"].get("accepted"))
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return sp.module_source(probes, version, target)
@@ -42,10 +59,39 @@ class WgmmaSpFamily(Family):
         return sp.SpProbe(v, tuple(sorted(immediate_sets(v)[-1].items())))
 
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
-        return sp.apply(probe.variant, rows, probe.params["imm"], arithmetic=getattr(emulator, "arithmetic", None))
+        """The spec's semantics; a case whose inputs the ISA leaves undefined gets the not-modelled marker."""
+        v, imm = probe.variant, probe.params["imm"]
+        sel = int(imm.get("sel", 0))
+        if sel not in v.selectors:
+            undefined = np.ones(len(rows), dtype=bool)
+        else:
+            fields = sp.fields_of(v, rows[:, :, sp.META_WORD], sel)
+            undefined = ud.undefined_chunks(sp.sparsity(v), fields, order_required=False).any(axis=(1, 2))
+        out = np.zeros((len(rows), sp.LANES, out_words), dtype=np.uint32)
+        if (~undefined).any():
+            out[~undefined] = sp.apply(v, rows[~undefined], imm, arithmetic=getattr(emulator, "arithmetic", None))
+        out[undefined, :, : sp.d_words(v)] = ud.NOT_MODELLED
+        return out
+
+    def discover(self, backend, v, use_spec: bool = True) -> dict:
+        """D, the register A (``/rs``) and the metadata of each selector, learnt from the hardware (:mod:`.discover`)."""
+        from .discover import discover
+
+        return discover(backend, v, use_spec)
 
     def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
         return compare_sp(v, check, seed, in_words, out_words, params, meta)
 
 
 FAMILY = WgmmaSpFamily()
+
+
+def _without(plan: Plan, kernels: list, fallback) -> Plan:
+    """``plan`` less the launches (and the kernels) of ``kernels``: their cases stay recorded, never run.
+    A plan left with no kernel keeps ``fallback``, unlaunched, so its module still has one that assembles."""
+    keep = [k for k, p in enumerate(plan.probes) if p not in kernels]
+    index = {old: new for new, old in enumerate(keep)}
+    launches = [cases for cases, k in zip(plan.launches, plan.launch_probe) if k in index]
+    launch_probe = [index[k] for k in plan.launch_probe if k in index]
+    probes = [plan.probes[k] for k in keep] or [fallback]
+    return replace(plan, probe=probes[0], probes=probes, launches=launches, launch_probe=launch_probe)

@@ -24,8 +24,7 @@ from typing import Any
 
 import jsonschema
 import numpy as np
-
-from conformance.families.wgmma.spec import (
+from ptxconf.families.wgmma.spec import (
     MAJORS,
     DescSpec,
     SmemSpec,
@@ -36,11 +35,11 @@ from conformance.families.wgmma.spec import (
     canonical_strides,
     load_smem_and_descriptor,
 )
-from conformance.spec.expr import Expr, ExprError, evaluate, parse
-from conformance.spec.model import Fragment, Layout, Operand
-from conformance.spec.ptxtypes import TYPES
-from conformance.spec.targets import PtxVersion, parse_target
-from conformance.spec.yamlsrc import Source
+from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
+from ptxconf.spec.model import Fragment, Layout, Operand
+from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.spec.yamlsrc import Source
 
 __all__ = ["WgmmaSpVariant", "WgmmaSpSpec", "load_document", "k_major_fits"]
 
@@ -185,7 +184,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
 
 def _check_operands(spec: WgmmaSpSpec, v: WgmmaSpVariant, checked: set, src: Source) -> None:
     """Each layout a form uses covers its tile exactly once (per selector for the metadata)."""
-    from conformance.spec.loader import check_layout  # late: the loader imports document kinds by name
+    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
 
     for op in v.operands.values():
         lay = op.layout

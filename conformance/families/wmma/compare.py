@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.verdict import MAX_LISTED, Verdict
+from ptxconf.core.verdict import MAX_LISTED, Verdict
 
 from .memory import d_cells
 from .spec import WmmaSpec, WmmaVariant
@@ -32,7 +31,7 @@ class Mismatch:
     found_at: list[tuple[int, int]] = field(default_factory=list)
 
     def describe(self, v: WmmaVariant) -> str:
-        from conformance.spec.ptxtypes import ptx_type
+        from ptxconf.spec.ptxtypes import ptx_type
 
         t = ptx_type(self.dtype)
         w = (t.bits + 3) // 4

@@ -14,10 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.family import Family
-from conformance.core.plan import Plan, split_launches, stack_slices, variant_rng
-from conformance.spec.targets import PtxVersion, Target
+from ptxconf.core.family import Family
+from ptxconf.core.plan import Plan, split_launches, stack_slices, variant_rng
+from ptxconf.spec.targets import PtxVersion, Target
 
 from . import route as rt
 from .compare import companion_of, compare_wmma
@@ -41,12 +40,12 @@ class WmmaCases:
 class WmmaFamily(Family):
     name = "wmma"
     spec_families = ("wmma",)
-    documents = {"wmma/1": "conformance.families.wmma.spec:load_document"}
+    documents = {"wmma/1": "ptxconf.families.wmma.spec:load_document"}
     checks = CHECKS
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
-        from conformance.families.mma.inputs import make_checks
+        from ptxconf.families.mma.inputs import make_checks
 
         rng = variant_rng(v, seed)
         options = rt.companions(v)

@@ -23,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from conformance.oracle import mma as oracle_mma
-from conformance.spec.ptxtypes import TYPES
+from ptxconf.oracle import mma as oracle_mma
+from ptxconf.spec.ptxtypes import TYPES
 
 from .spec import WmmaSpec, WmmaVariant
 

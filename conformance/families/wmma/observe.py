@@ -17,12 +17,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-
-from conformance.backends.base import Backend, Launch
-from conformance.families.wmma.memory import read_matrix, write_matrix
-from conformance.families.wmma.probe import WmmaForm, forms, module_source, words_per_lane
-from conformance.spec.fit import fit_formula
-from conformance.spec.targets import parse_target
+from ptxconf.backends.base import Backend, Launch
+from ptxconf.families.wmma.memory import read_matrix, write_matrix
+from ptxconf.families.wmma.probe import WmmaForm, forms, module_source, words_per_lane
+from ptxconf.spec.fit import fit_formula
+from ptxconf.spec.targets import parse_target
 
 __all__ = ["observe", "infer_load", "infer_store", "tag_digits"]
 
@@ -162,8 +161,8 @@ def compare_observations(before: dict, now: dict) -> dict[str, list[str]]:
 
 
 def main(args) -> int:
-    from conformance.backends import get_backend
-    from conformance.figures import map_figure
+    from ptxconf.backends import get_backend
+    from ptxconf.figures import map_figure
 
     backend = get_backend(args.backend)
     if backend.name != "pycuda":

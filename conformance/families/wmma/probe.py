@@ -23,9 +23,8 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-
-from conformance.spec.model import REGISTER_BITS
-from conformance.spec.ptxtypes import TYPES
+from ptxconf.spec.model import REGISTER_BITS
+from ptxconf.spec.ptxtypes import TYPES
 
 from .spec import WmmaSpec, WmmaVariant, load_wmma
 

@@ -15,12 +15,11 @@ import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.core.plan import PTX_VERSIONS, runnable_targets
-from conformance.spec.ptxtypes import TYPES
-from conformance.spec.targets import PtxVersion, Target
-from generators.ptx import KeyedProbe, case_prologue
-from generators.ptx import module_source as probe_module_source
+from ptxconf.core.plan import PTX_VERSIONS, runnable_targets
+from ptxconf.generators.ptx import KeyedProbe, case_prologue
+from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.spec.targets import PtxVersion, Target
 
 from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, sizes, write_matrix
 from .spec import WmmaSpec, WmmaVariant

@@ -8,8 +8,8 @@ from pathlib import Path
 
 
 def _plan(args):
-    from conformance.spec.loader import load_specs
-    from conformance.tools.hgemm import kernel as hg
+    from ptxconf.spec.loader import load_specs
+    from ptxconf.tools.hgemm import kernel as hg
 
     specs = load_specs(args.specs)
     cfg = hg.Config()
@@ -27,8 +27,7 @@ def _plan(args):
 
 def cmd_hgemm(args) -> int:
     import numpy as np
-
-    from conformance.tools.hgemm import kernel as hg
+    from ptxconf.tools.hgemm import kernel as hg
 
     if args.action == "run":
         return _run(args)
@@ -68,9 +67,9 @@ def cmd_hgemm(args) -> int:
 
 
 def _run(args) -> int:
-    from conformance.spec.loader import load_specs
-    from conformance.tools.hgemm import kernel as hg
-    from conformance.tools.hgemm import run as hr
+    from ptxconf.spec.loader import load_specs
+    from ptxconf.tools.hgemm import kernel as hg
+    from ptxconf.tools.hgemm import run as hr
 
     specs = load_specs(args.specs)
     variants = list(hg.VARIANTS) if args.variants == "all" else args.variants.split(",")
@@ -88,7 +87,7 @@ def _run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from conformance.tools.hgemm.kernel import TILES, VARIANTS
+    from ptxconf.tools.hgemm.kernel import TILES, VARIANTS
 
     h = sub.add_parser("hgemm", help="GEMM kernels (cp.async -> ldmatrix -> mma.sync -> global) generated from the specs")
     hs = h.add_subparsers(dest="action", required=True)

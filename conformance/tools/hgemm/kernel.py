@@ -3,7 +3,7 @@
 Nothing about where a lane reads or writes is written here by hand:
 
 * the ldmatrix form and the lane -> (tile row, tile col) of every row address come from
-  :func:`conformance.families.movement.compare.compose` (which derives them from the mma operand layout and
+  :func:`ptxconf.families.movement.compare.compose` (which derives them from the mma operand layout and
   the ldmatrix fragment / row-address layouts of the specs);
 * the fragment -> C coordinates of the epilogue come from the mma variant's D layout map;
 * both are fitted to ``base + sum(weight_b * lane_bit_b)`` (:class:`LaneAffine`) and emitted as
@@ -26,12 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from conformance.families.movement import probe as mv
-from conformance.families.movement.compare import compose
-from conformance.spec.loader import Specs
-from conformance.spec.model import Variant
-from conformance.spec.targets import PtxVersion, parse_target
+from ptxconf.families.movement import probe as mv
+from ptxconf.families.movement.compare import compose
+from ptxconf.spec.loader import Specs
+from ptxconf.spec.model import Variant
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 VARIANTS = {
     "f16.f16": "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",

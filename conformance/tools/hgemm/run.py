@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from conformance.spec.loader import Specs
-from conformance.tools.hgemm import kernel as hg
+from ptxconf.spec.loader import Specs
+from ptxconf.tools.hgemm import kernel as hg
 
 DEFAULT_SIZES = "256x256x256,1000x1000x1000,1536x2560x777,4096x4096x4096"
 ACC_BITS = {"f32": 24, "f16": 11}
@@ -148,7 +147,7 @@ class CupyDevice:
 
 
 class EmulatedDevice:
-    """Stands in for the GPU on a CPU: the kernel is :func:`conformance.tools.hgemm.kernel.emulate` of the plan."""
+    """Stands in for the GPU on a CPU: the kernel is :func:`ptxconf.tools.hgemm.kernel.emulate` of the plan."""
 
     arch = "sm_80"
 

@@ -21,18 +21,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conformance.backends.base import Launch
-from conformance.backends.emulator import EmulatorBackend
-from conformance.families.mma.compare import split_inputs
-from conformance.families.mma.inputs import CHECKS, alphabet, make_checks
-from conformance.families.mma.probe import Probe, buffer_layout, chainable, kernel_source, module_source
-from conformance.oracle import mma
-from conformance.run.runner import plan_variant
-from conformance.spec import load_specs
-from conformance.spec.packing import lane_words_to_registers, pack
-from conformance.spec.targets import PtxVersion, parse_target
-from generators.ptx import Surroundings, checksum
+from ptxconf.backends.base import Launch
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.mma.compare import split_inputs
+from ptxconf.families.mma.inputs import CHECKS, alphabet, make_checks
+from ptxconf.families.mma.probe import Probe, buffer_layout, chainable, kernel_source, module_source
+from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.oracle import mma
+from ptxconf.run.runner import plan_variant
+from ptxconf.spec import load_specs
+from ptxconf.spec.packing import lane_words_to_registers, pack
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

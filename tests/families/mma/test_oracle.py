@@ -15,14 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.base import Launch
-from conformance.backends.emulator import EmulatorBackend
-from conformance.families.mma.probe import Probe, buffer_layout
-from conformance.oracle import mma
-from conformance.spec import load_specs
-from conformance.spec.packing import pack, unpack
-from generators.ptx import Surroundings
+from ptxconf.backends.base import Launch
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.mma.probe import Probe, buffer_layout
+from ptxconf.generators.ptx import Surroundings
+from ptxconf.oracle import mma
+from ptxconf.spec import load_specs
+from ptxconf.spec.packing import pack, unpack
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

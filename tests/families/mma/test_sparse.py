@@ -7,15 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.emulator import EmulatorBackend
-from conformance.families.mma.inputs import make_checks
-from conformance.oracle import mma
-from conformance.run.replay import replay_dir
-from conformance.run.runner import plan_variant, run_variants, save_observation
-from conformance.spec.loader import load_specs
-from conformance.spec.sparse import compress, densify, sparsity
-from conformance.spec.targets import PtxVersion
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.mma.inputs import make_checks
+from ptxconf.oracle import mma
+from ptxconf.run.replay import replay_dir
+from ptxconf.run.runner import plan_variant, run_variants, save_observation
+from ptxconf.spec.loader import load_specs
+from ptxconf.spec.sparse import compress, densify, sparsity
+from ptxconf.spec.targets import PtxVersion
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")
@@ -213,7 +212,7 @@ def test_swapped_metadata_fields_fail_replay(tmp_path):
 
 
 def test_metadata_figure(tmp_path):
-    from conformance.figures import metadata_figure
+    from ptxconf.figures import metadata_figure
 
     path = metadata_figure(SPECS.get(U8K32), tmp_path / "e.svg", selector=1)
     svg = path.read_text()
@@ -223,7 +222,7 @@ def test_metadata_figure(tmp_path):
 @pytest.mark.ptxas
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 def test_ptxas_assembles_every_sparse_probe():
-    from conformance.backends import ptxas as px
+    from ptxconf.backends import ptxas as px
 
     rows = px.assemble_report(SPARSE, ["sm_80", "sm_120a"], px.find_ptxas(), jobs=2)
     bad = [r.describe() for r in rows if r.disagrees]

@@ -15,15 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.emulator import EmulatorBackend
-from conformance.oracle import mma
-from conformance.run.replay import replay_dir
-from conformance.run.runner import run_variants, save_observation
-from conformance.spec.loader import load_specs
-from conformance.spec.packing import pack
-from conformance.spec.sparse import sparsity
-from conformance.spec.targets import PtxVersion, parse_target
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.oracle import mma
+from ptxconf.run.replay import replay_dir
+from ptxconf.run.runner import run_variants, save_observation
+from ptxconf.spec.loader import load_specs
+from ptxconf.spec.packing import pack
+from ptxconf.spec.sparse import sparsity
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")
@@ -224,7 +223,7 @@ def test_swapped_scale_chunks_fail_replay(tmp_path):
 
 
 def _pinned() -> str:
-    from conformance.backends.ptxas import PINNED_NVCC, find_pinned_ptxas
+    from ptxconf.backends.ptxas import PINNED_NVCC, find_pinned_ptxas
 
     exe = find_pinned_ptxas()
     if exe is None:
@@ -234,7 +233,7 @@ def _pinned() -> str:
 
 @pytest.mark.ptxas
 def test_pinned_ptxas_accepts_every_form():
-    from conformance.backends import ptxas as px
+    from ptxconf.backends import ptxas as px
 
     rows = px.assemble_report(SCALED, ["sm_120a", "sm_121a", "sm_120f", "sm_100a", "sm_90a"], _pinned(), jobs=2)
     bad = [f"{r.arch} {r.variant}: {r.describe()}" for r in rows if r.status != "agree"]
@@ -261,7 +260,7 @@ LEFT_OUT = [
 @pytest.mark.ptxas
 @pytest.mark.parametrize("vid,old,new", LEFT_OUT)
 def test_pinned_ptxas_rejects_forms_left_out(vid, old, new):
-    from conformance.backends import ptxas as px
+    from ptxconf.backends import ptxas as px
 
     exe = _pinned()
     text = px.module_for([SPECS.get(vid)], PtxVersion(9, 1), parse_target("sm_120a"))

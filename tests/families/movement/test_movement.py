@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.families.movement import probe as mv
-from conformance.families.movement.compare import compose, where
-from conformance.run.replay import replay_dir
-from conformance.spec.loader import load_specs
+from ptxconf.families.movement import probe as mv
+from ptxconf.families.movement.compare import compose, where
+from ptxconf.run.replay import replay_dir
+from ptxconf.spec.loader import load_specs
 
 SPECS = load_specs()
 FORMS = [v for v in SPECS.variants.values() if mv.is_movement(v)]
@@ -60,7 +59,7 @@ def test_literal_m8n16_and_m16n16():
 
 
 def test_emulator_run_and_trans_misstated_replay(tmp_path, capsys):
-    from conformance.cli import main
+    from ptxconf.cli import main
 
     out = tmp_path / "run"
     rc = main(["run", "--backend", "emulator", "--select", "ldmatrix*", "--select", "stmatrix*",
@@ -111,7 +110,7 @@ def test_where_and_inverse():
 @pytest.mark.ptxas
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 def test_probes_assemble(tmp_path):
-    from conformance.spec.targets import PtxVersion, parse_target
+    from ptxconf.spec.targets import PtxVersion, parse_target
 
     for v in FORMS:
         tgt = "sm_90" if v.min_target.name in ("sm_75", "sm_90") else "sm_100a"

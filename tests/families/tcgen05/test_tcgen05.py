@@ -7,9 +7,8 @@ import shutil
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from conformance.cli import main
-from conformance.families.tcgen05.desc import (
+from ptxconf.cli import main
+from ptxconf.families.tcgen05.desc import (
     DescriptorError,
     IdescFields,
     SmemDesc,
@@ -18,9 +17,9 @@ from conformance.families.tcgen05.desc import (
     encode_idesc,
     encode_smem_desc,
 )
-from conformance.families.tcgen05.selfcheck import selfcheck
-from conformance.families.tcgen05.spec import MmaTuple, load_tcgen05
-from conformance.spec import SpecError, load_specs
+from ptxconf.families.tcgen05.selfcheck import selfcheck
+from ptxconf.families.tcgen05.spec import MmaTuple, load_tcgen05
+from ptxconf.spec import SpecError, load_specs
 
 SPEC = load_tcgen05()
 ENCODABLE = [t for t in SPEC.tuples if not (t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))]
@@ -205,7 +204,7 @@ HAVE_PTXAS = shutil.which("ptxas") is not None
 
 
 def _pinned():
-    from conformance.backends.ptxas import find_pinned_ptxas
+    from ptxconf.backends.ptxas import find_pinned_ptxas
 
     return find_pinned_ptxas()
 
@@ -213,7 +212,7 @@ def _pinned():
 @pytest.mark.ptxas
 @pytest.mark.parametrize("which", ["path", "pinned"])
 def test_ptxas_matrix(which):
-    from conformance.families.tcgen05.assemble import DEFAULT_ARCHS, matrix, summary
+    from ptxconf.families.tcgen05.assemble import DEFAULT_ARCHS, matrix, summary
 
     exe = shutil.which("ptxas") if which == "path" else _pinned()
     if exe is None:

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.emulator import EmulatorBackend
-from conformance.cli import main
-from conformance.families.tcgen05 import run as tc
-from conformance.families.tcgen05.compare import compare_tcgen05
-from conformance.oracle import mma
-from conformance.run.replay import replay_dir
-from conformance.run.runner import plan_variant, run_variants, save_observation
-from conformance.spec import load_specs
-from conformance.spec.loader import default_specs_dir
-from conformance.spec.targets import PtxVersion, parse_target
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.cli import main
+from ptxconf.families.tcgen05 import run as tc
+from ptxconf.families.tcgen05.compare import compare_tcgen05
+from ptxconf.oracle import mma
+from ptxconf.run.replay import replay_dir
+from ptxconf.run.runner import plan_variant, run_variants, save_observation
+from ptxconf.spec import load_specs
+from ptxconf.spec.loader import default_specs_dir
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 SPECS = load_specs()
 VARIANTS = tc.register(SPECS)
@@ -127,7 +126,7 @@ def test_replay_under_a_wrong_swizzle_code_fails(tmp_path):
 
 @pytest.mark.ptxas
 def test_run_probes_assemble_for_sm_100a():
-    from conformance.backends.ptxas import assemble
+    from ptxconf.backends.ptxas import assemble
 
     exe = shutil.which("ptxas")
     if exe is None:
@@ -174,7 +173,7 @@ def test_replay_under_a_wrong_metadata_layout_names_it(tmp_path):
 def test_sparse_and_scaled_semantics_by_hand():
     """One sparse and one block-scaled case recomputed here from the recorded metas, not through decode_case."""
     outcomes, _ = _run((10, 0), [v for v in VARIANTS if v.aux][:1] + [v for v in VARIANTS if v.vec][:1])
-    from conformance.spec.ptxtypes import ptx_type
+    from ptxconf.spec.ptxtypes import ptx_type
     for o in outcomes:
         v, m = o.plan.variant, o.plan.case_sets[0].meta["cases"][0]
         view = tc.decode_case(v, o.plan.in_words[:4])

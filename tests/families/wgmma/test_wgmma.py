@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.cli import main
-from conformance.core.family import compare
-from conformance.families.wgmma import probe as wg
-from conformance.families.wgmma.desc import DescriptorError, decode, encode
-from conformance.run.replay import load_observation
-from conformance.spec import SpecError, load_specs
-from conformance.spec.loader import load_file
-from generators.ptx import Surroundings
+from ptxconf.cli import main
+from ptxconf.core.family import compare
+from ptxconf.families.wgmma import probe as wg
+from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
+from ptxconf.generators.ptx import Surroundings
+from ptxconf.run.replay import load_observation
+from ptxconf.spec import SpecError, load_specs
+from ptxconf.spec.loader import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 YAML = ROOT / "specs" / "wgmma.yaml"
@@ -137,9 +136,9 @@ def test_swizzle_and_canonical_layouts(doc):
 
 
 def _run(variants, tmp_path, seed=0):
-    from conformance.backends.emulator import EmulatorBackend
-    from conformance.oracle import mma
-    from conformance.run.runner import run_variants, save_observation
+    from ptxconf.backends.emulator import EmulatorBackend
+    from ptxconf.oracle import mma
+    from ptxconf.run.runner import run_variants, save_observation
 
     outs = []
     run_variants(EmulatorBackend(mma), variants, seed, on_outcome=lambda o: (outs.append(o), save_observation(tmp_path / "observations", o)))
@@ -185,7 +184,7 @@ def test_probe_kernel_shape(specs):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
     """Observations of RECORDED: the H100's where committed, else recorded now by the emulator."""
-    from conformance.run.runner import observation_name
+    from ptxconf.run.runner import observation_name
 
     have = {}
     if (H100 / "observations").is_dir():
@@ -344,7 +343,7 @@ def _tamper(path, dest, change):
 @pytest.fixture(scope="module")
 def off_recorded(tmp_path_factory, specs):
     """Emulator-recorded observations of V16 and V8 with today's generator (off-boundary cases)."""
-    from conformance.run.runner import observation_name
+    from ptxconf.run.runner import observation_name
 
     d = tmp_path_factory.mktemp("wg-bo")
     _run([specs.get(V16), specs.get(V8)], d)
@@ -356,7 +355,7 @@ def test_replay_names_hardware_ignoring_the_base_offset(specs, off_recorded, tmp
     comparator names it; the cases on the boundary still pass."""
     from dataclasses import replace
 
-    from conformance.run.replay import replay_dir
+    from ptxconf.run.replay import replay_dir
 
     for vid, path in off_recorded.items():
         v = specs.get(vid)
@@ -379,7 +378,7 @@ def test_replay_catches_a_wrong_base_offset_in_the_descriptor(specs, off_recorde
     """The descriptors of off-boundary cases carry 0, the device honours what they say. The emulator
     reads a descriptor as the device does, so D alone agrees with it: the comparator checks the
     base offset against the rule and where the generator started the pattern (recorded per case)."""
-    from conformance.run.replay import replay_dir
+    from ptxconf.run.replay import replay_dir
 
     path = off_recorded[V16]
     v = specs.get(V16)
@@ -435,8 +434,8 @@ SAMPLE = [
 @pytest.mark.ptxas
 @pytest.mark.parametrize("which", ["path", "pinned"])
 def test_ptxas_accepts_sampled_forms(specs, which):
-    from conformance.backends.ptxas import find_pinned_ptxas
-    from conformance.families.wgmma.assemble import assemble_forms
+    from ptxconf.backends.ptxas import find_pinned_ptxas
+    from ptxconf.families.wgmma.assemble import assemble_forms
 
     exe = shutil.which("ptxas") if which == "path" else find_pinned_ptxas()
     if not exe:
@@ -452,15 +451,15 @@ def test_ptxas_accepts_sampled_forms(specs, which):
 
 @pytest.mark.skipif(not (H100 / "observations").exists(), reason="no recorded H100 wgmma run yet (results/h100-wgmma)")
 def test_recorded_h100_wgmma_replays():
-    from conformance.run.replay import replay_dir
+    from ptxconf.run.replay import replay_dir
 
     assert replay_dir(load_specs(), H100, quiet=True) == 0
 
 
 @pytest.mark.gpu
 def test_wgmma_on_the_gpu(specs, tmp_path):
-    from conformance.backends.pycuda_backend import PyCudaBackend, gpu_available
-    from conformance.run.runner import run_variants
+    from ptxconf.backends.pycuda_backend import PyCudaBackend, gpu_available
+    from ptxconf.run.runner import run_variants
 
     ok, why = gpu_available()
     if not ok:

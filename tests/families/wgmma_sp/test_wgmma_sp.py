@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.cli import main
-from conformance.core.family import compare
-from conformance.families.wgmma_sp import cases as spc
-from conformance.families.wgmma_sp import probe as sp
-from conformance.run.replay import load_observation
-from conformance.spec import SpecError, load_specs
-from conformance.spec.loader import check_layout, load_file
-from generators.ptx import Surroundings
+from ptxconf.cli import main
+from ptxconf.core.family import compare
+from ptxconf.families.wgmma_sp import cases as spc
+from ptxconf.families.wgmma_sp import probe as sp
+from ptxconf.generators.ptx import Surroundings
+from ptxconf.run.replay import load_observation
+from ptxconf.spec import SpecError, load_specs
+from ptxconf.spec.loader import check_layout, load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 YAML = ROOT / "specs" / "wgmma_sp.yaml"
@@ -156,9 +155,9 @@ def test_bad_spec_names_file_line_field(tmp_path, old, new, field, line_of):
 
 
 def _run(variants, out: Path):
-    from conformance.backends.emulator import EmulatorBackend
-    from conformance.oracle import mma
-    from conformance.run.runner import run_variants, save_observation
+    from ptxconf.backends.emulator import EmulatorBackend
+    from ptxconf.oracle import mma
+    from ptxconf.run.runner import run_variants, save_observation
 
     outs = []
     run_variants(EmulatorBackend(mma), variants, 0, on_outcome=lambda o: (outs.append(o), save_observation(out / "observations", o)))
@@ -206,7 +205,7 @@ def test_k_major_b_wider_than_the_swizzle_row_is_not_probed(specs):
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
-    from conformance.run.runner import observation_name
+    from ptxconf.run.runner import observation_name
 
     d = tmp_path_factory.mktemp("wgsp-rec")
     _run([specs.get(vid) for vid in RECORDED], d)
@@ -282,12 +281,12 @@ def test_wrong_a_fragment_names_lanes_and_positions(tmp_path, recorded):
 
 @pytest.mark.ptxas
 def test_ptxas_accepts_sampled_forms_for_sm90a_only(doc):
-    from conformance.backends.ptxas import assemble
+    from ptxconf.backends.ptxas import assemble
 
     exe = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if Path("/usr/local/bin/ptxas").exists() else None)
     if exe is None:
         pytest.skip("no ptxas")
-    from conformance.spec.targets import PtxVersion, parse_target
+    from ptxconf.spec.targets import PtxVersion, parse_target
 
     sample = doc.variants[::53] + [doc.select(id=S8R)[0], doc.select(id=P + "m64n256k32.f16.f16.f16/ss")[0]]
     for v in sample:

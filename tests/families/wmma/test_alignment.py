@@ -11,14 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.emulator import EmulatorBackend
-from conformance.families.wmma.memory import as_bytes, header, matrix_span
-from conformance.families.wmma.probe import forms, words_per_lane
-from conformance.oracle import mma
-from conformance.run.runner import plan_variant
-from conformance.spec.loader import load_file
-from conformance.spec.ptxtypes import TYPES
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.wmma.memory import as_bytes, header, matrix_span
+from ptxconf.families.wmma.probe import forms, words_per_lane
+from ptxconf.oracle import mma
+from ptxconf.run.runner import plan_variant
+from ptxconf.spec.loader import load_file
+from ptxconf.spec.ptxtypes import TYPES
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 DOC = load_file(SPEC)

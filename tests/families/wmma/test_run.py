@@ -7,15 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance.backends.emulator import EmulatorBackend
-from conformance.families.wmma import route as rt
-from conformance.families.wmma.compare import compare_wmma
-from conformance.families.wmma.memory import as_bytes, as_words, d_cells, read_matrix, write_matrix
-from conformance.oracle import mma
-from conformance.run.runner import plan_variant, run_module
-from conformance.spec.loader import load_file
-from conformance.spec.targets import PtxVersion
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.wmma import route as rt
+from ptxconf.families.wmma.compare import compare_wmma
+from ptxconf.families.wmma.memory import as_bytes, as_words, d_cells, read_matrix, write_matrix
+from ptxconf.oracle import mma
+from ptxconf.run.runner import plan_variant, run_module
+from ptxconf.spec.loader import load_file
+from ptxconf.spec.targets import PtxVersion
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 FORMS = [v for v in load_file(SPEC).variants.values()]
@@ -133,7 +132,7 @@ def test_sub_byte_images_round_trip():
 
 @pytest.mark.ptxas
 def test_ptxas_assembles_sampled_kernels():
-    from conformance.backends.ptxas import assemble
+    from ptxconf.backends.ptxas import assemble
 
     exe = shutil.which("ptxas")
     if not exe:
@@ -155,6 +154,6 @@ def test_ptxas_assembles_sampled_kernels():
 
 
 def _target(name: str):
-    from conformance.spec.targets import parse_target
+    from ptxconf.spec.targets import parse_target
 
     return parse_target(name)

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from conformance.families.wmma.spec import WmmaSpec
-from conformance.spec.loader import SpecError, load_file
-from conformance.spec.targets import PtxVersion
+from ptxconf.families.wmma.spec import WmmaSpec
+from ptxconf.spec.loader import SpecError, load_file
+from ptxconf.spec.targets import PtxVersion
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 
@@ -78,7 +77,7 @@ def test_storage(spec):
 
 
 def test_listed_by_specs_list(capsys, tmp_path):
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 
     (tmp_path / "wmma.yaml").write_text(SPEC.read_text())
     assert main(["specs", "list", "--specs", str(tmp_path), "--json", "--select", "wmma*"]) == 0
@@ -119,7 +118,7 @@ def test_bad_spec_names_file_line_field(tmp_path, edit, field, words):
 
 
 def test_bad_spec_exits_2(tmp_path, capsys):
-    from conformance.cli.main import main
+    from ptxconf.cli.main import main
 
     _broken(tmp_path, lambda d: d["fragments"][0]["registers"].update(m16n16k16=3))
     assert main(["specs", "list", "--specs", str(tmp_path)]) == 2

@@ -1,0 +1,69 @@
+"""Comparing in worker processes (``--jobs N``): the same verdicts, in the same order, as comparing here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.core.family import run_variants_of
+from ptxconf.oracle import mma
+from ptxconf.run import runner
+from ptxconf.spec import load_specs
+
+SPECS = load_specs()
+run_variants_of(SPECS)
+
+
+def _variants():
+    vs = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix", "mma.sp")][:10]
+    return vs + SPECS.select(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/rs"])
+
+
+def _run(jobs: int, backend=None) -> list[tuple[str, str, int, str, str]]:
+    got = []
+    runner.run_variants(backend or EmulatorBackend(mma), _variants(), 4, value_cases=2, jobs=jobs,
+                        on_outcome=lambda o: got.extend((d.variant, d.check, d.seed, d.status, d.message)
+                                                        for d in o.verdicts))
+    return got
+
+
+def test_workers_give_the_same_verdicts_in_the_same_order():
+    here = _run(1)
+    assert here and {s for *_, s, _ in here} == {"pass"}
+    assert _run(2) == here
+
+
+class _Corrupting(EmulatorBackend):
+    """Flips one bit of every launch's first output word: every value check must fail, in the workers too."""
+
+    def run(self, module, launches):
+        results = super().run(module, launches)
+        for r in results:
+            if r.out is not None:
+                r.out[0, 0, 0] ^= np.uint32(1)
+        return results
+
+
+def test_a_failure_found_in_a_worker_is_reported_with_its_explanation():
+    got = _run(2, _Corrupting(mma))
+    assert any(status == "fail" for *_, status, _ in got)
+    here = _run(1, _Corrupting(mma))
+    assert got == here
+
+
+def test_a_comparator_that_raises_is_an_error_verdict_not_a_lost_variant(monkeypatch):
+    def boom(plan, out):
+        raise RuntimeError("comparator bug")
+
+    monkeypatch.setattr(runner, "compare_plan", boom)
+    got = _run(2)
+    assert len({(v, c) for v, c, *_ in got}) == len(got) and got
+    assert all(status == "error" and "comparator bug" in msg for *_, status, msg in got)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_stopping_keeps_every_launched_module(jobs):
+    seen = []
+    runner.run_variants(EmulatorBackend(mma), _variants(), 4, value_cases=2, jobs=jobs,
+                        on_outcome=lambda o: seen.append(o.plan.variant.id), stop=lambda: len(seen) > 0)
+    assert seen and len(seen) == len(set(seen))
