@@ -32,8 +32,8 @@ from ptxconf.spec.targets import PtxVersion, Target
 
 __all__ = ["Probe", "Surroundings", "BufferLayout", "buffer_layout", "kernel_source", "module_source", "checksum"]
 
-_REG_DECL = {"b32": ".b32", "f32": ".f32", "s32": ".b32", "u32": ".b32", "f64": ".f64", "b64": ".b64"}
-_LD = {"b32": "b32", "f32": "f32", "s32": "b32", "u32": "b32", "f64": "f64", "b64": "b64"}
+REG_DECL = {"b32": ".b32", "f32": ".f32", "s32": ".b32", "u32": ".b32", "f64": ".f64", "b64": ".b64"}
+LD_FOR_TYPE = {"b32": "b32", "f32": "f32", "s32": "b32", "u32": "b32", "f64": "f64", "b64": "b64"}
 _PREFIX = {"A": "a", "B": "b", "C": "c", "D": "d", "scale_A": "sa", "scale_B": "sb", "metadata": "e"}
 
 
@@ -90,7 +90,7 @@ def _vec(regs: list[str]) -> str:
     return "{" + ", ".join(regs) + "}"
 
 
-def _operand_list(v: Variant, regs: dict[str, list[str]], params: dict[str, dict[str, int]]) -> str:
+def operand_list(v: Variant, regs: dict[str, list[str]], params: dict[str, dict[str, int]]) -> str:
     parts = [_vec(regs["D"]), _vec(regs["A"]), _vec(regs["B"]), _vec(regs["C"])]
     if "metadata" in v.operands:  # mma.sp: e (one .b32), f (the sparsity selector immediate)
         parts.append(regs["metadata"][0])
@@ -122,10 +122,10 @@ def kernel_source(p: Probe) -> str:
     regs = {name: _regs(_PREFIX[name], op) for name, op in ops.items()}
     lines = [f".visible .entry {p.name}(", "    .param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases", ")", "{"]
     for name, op in ops.items():
-        lines.append(f"    .reg {_REG_DECL[op.fragment.register]} %{_PREFIX[name]}<{op.registers}>;")
+        lines.append(f"    .reg {REG_DECL[op.fragment.register]} %{_PREFIX[name]}<{op.registers}>;")
     if s.chain:
-        lines.append(f"    .reg {_REG_DECL[ops['A'].fragment.register]} %za<{ops['A'].registers}>;")
-        lines.append(f"    .reg {_REG_DECL[ops['B'].fragment.register]} %zb<{ops['B'].registers}>;")
+        lines.append(f"    .reg {REG_DECL[ops['A'].fragment.register]} %za<{ops['A'].registers}>;")
+        lines.append(f"    .reg {REG_DECL[ops['B'].fragment.register]} %zb<{ops['B'].registers}>;")
     if s.extra_regs:
         lines.append(f"    .reg .b32 %x<{s.extra_regs}>;")
     lines += [
@@ -163,24 +163,24 @@ def kernel_source(p: Probe) -> str:
         op = ops[name]
         step = op.fragment.words_per_register * 4
         for r, reg in enumerate(regs[name]):
-            lines.append(f"    ld.global.{_LD[op.fragment.register]} {reg}, [%q2+{(lay.inputs[name]) * 4 + r * step}];")
-    lines.append(f"    {v.id} {_operand_list(v, regs, p.params)};")
+            lines.append(f"    ld.global.{LD_FOR_TYPE[op.fragment.register]} {reg}, [%q2+{(lay.inputs[name]) * 4 + r * step}];")
+    lines.append(f"    {v.id} {operand_list(v, regs, p.params)};")
     if s.chain:
         for name, zreg in (("A", "za"), ("B", "zb")):
             op = ops[name]
             zero = _neg_zero_bits(op) if name == "A" else 0
             for r in range(op.registers):
                 lit = _literal(op, zero)
-                lines.append(f"    mov.{_LD[op.fragment.register]} %{zreg}{r}, {lit};")
+                lines.append(f"    mov.{LD_FOR_TYPE[op.fragment.register]} %{zreg}{r}, {lit};")
         zregs = dict(regs)
         zregs["A"] = [f"%za{r}" for r in range(ops["A"].registers)]
         zregs["B"] = [f"%zb{r}" for r in range(ops["B"].registers)]
         zregs["C"] = regs["D"]
-        lines.append(f"    {v.id} {_operand_list(v, zregs, p.params)};")
+        lines.append(f"    {v.id} {operand_list(v, zregs, p.params)};")
     d = ops["D"]
     step = d.fragment.words_per_register * 4
     for r, reg in enumerate(regs["D"]):
-        lines.append(f"    st.global.{_LD[d.fragment.register]} [%q4+{r * step}], {reg};")
+        lines.append(f"    st.global.{LD_FOR_TYPE[d.fragment.register]} [%q4+{r * step}], {reg};")
     lines.append("    mov.u32 %t7, 0;")
     for k in range(s.extra_regs):
         lines.append(f"    xor.b32 %t7, %t7, %x{k};")

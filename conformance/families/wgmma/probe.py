@@ -264,7 +264,7 @@ def imm_tag(imm: dict) -> str:
     return ",".join(f"{short[k]}{'+' if k.startswith('scale') and val > 0 else ''}{val}" for k, val in sorted(imm.items()))
 
 
-def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model: Model, region: int,
+def layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model: Model, region: int,
                    off_boundary: bool = False) -> tuple[Desc, int]:
     """(descriptor, where its swizzle pattern starts): ``region`` (a repeat boundary: the image is
     1024-byte aligned in shared memory) or, ``off_boundary``, a random 128-byte step past it, the
@@ -294,7 +294,7 @@ def _layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, mode
     return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
 
 
-def _fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
+def fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
     """Write matrix bits ``mat`` (A: 64 x K, B: K x N) into one case's image where the spec reads them."""
     bits = v.bits
     ext = 64 if operand == "A" else v.N
@@ -411,17 +411,17 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 # permutation along K would give the same product
                 off_a = off and (check == "value" or check.endswith("A"))
                 off_b = off and (check == "value" or check.endswith("B"))
-                db_, pb = _layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
+                db_, pb = layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
                 lo, hi = _words(model, db_)
                 words[i, :, 2], words[i, :, 3] = lo, hi
-                _fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
+                fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
                 # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
-                    da, pa = _layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
+                    da, pa = layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
                     lo, hi = _words(model, da)
                     words[i, :, 0], words[i, :, 1] = lo, hi
-                    _fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
+                    fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
                 else:
                     aop = v.operands["A"]

@@ -85,7 +85,7 @@ def _digit(tname: str, d: np.ndarray) -> np.ndarray:
     return wg._digit(tname, d)
 
 
-def _layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, model: wg.Model, region: int,
+def layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, model: wg.Model, region: int,
                    room: int, off_boundary: bool) -> tuple[Desc, int]:
     """(descriptor, where its swizzle pattern starts) for the compressed A or B, as the dense
     family chooses them: canonical strides, K chunks in either order (K-major none), any LBO and a
@@ -259,14 +259,14 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 if not _fits(v, "B", tb, sw_b, model):  # K-major B wider than the swizzle row: the widest mode
                     sw_b = max(sw_modes, key=smem.width)
                 room_b = sp.image_bytes(v) - sp.b_base(v)
-                db_, pb = _layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
+                db_, pb = layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
                 words[i, :, 2], words[i, :, 3] = wg._words(model, db_)
-                wg._fill(v, img[i], db_, "B", tb, B, smem)
+                wg.fill(v, img[i], db_, "B", tb, B, smem)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
-                    da, pa = _layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
+                    da, pa = layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
                     words[i, :, 0], words[i, :, 1] = wg._words(model, da)
-                    wg._fill(v.a_view, img[i], da, "A", ta, comp, smem)
+                    wg.fill(v.a_view, img[i], da, "A", ta, comp, smem)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
                 else:
                     aop = v.operands["A"]

@@ -76,8 +76,8 @@ class _Cases:
         self.rows: list[np.ndarray] = []
         rng = np.random.default_rng(0)
         room = sp.image_bytes(v) - sp.b_base(v)
-        self.db, _ = spc._layout_choice(v, rng, "B", 0, "none", self.model, sp.b_base(v), room, False)
-        self.da = spc._layout_choice(v, rng, "A", 0, "none", self.model, 0, sp.A_REGION, False)[0] \
+        self.db, _ = spc.layout_choice(v, rng, "B", 0, "none", self.model, sp.b_base(v), room, False)
+        self.da = spc.layout_choice(v, rng, "A", 0, "none", self.model, 0, sp.A_REGION, False)[0] \
             if v.a_src == "shared" else None
 
     def add(self, B: np.ndarray, meta: np.ndarray, regs: np.ndarray | None = None, tile: np.ndarray | None = None) -> int:
@@ -85,10 +85,10 @@ class _Cases:
         words = np.zeros((1, sp.LANES, sp.in_words(v)), dtype=np.uint32)
         img = np.zeros((1, sp.image_bytes(v)), dtype=np.uint8)
         words[0, :, 2], words[0, :, 3] = wg._words(self.model, self.db)
-        wg._fill(v, img[0], self.db, "B", 0, B, self.model.smem)
+        wg.fill(v, img[0], self.db, "B", 0, B, self.model.smem)
         if self.da is not None:
             words[0, :, 0], words[0, :, 1] = wg._words(self.model, self.da)
-            wg._fill(v.a_view, img[0], self.da, "A", 0, tile, self.model.smem)
+            wg.fill(v.a_view, img[0], self.da, "A", 0, tile, self.model.smem)
         else:
             aop = v.operands["A"]
             words[0, :, sp.a_off(v) : sp.a_off(v) + aop.words] = slots_to_words(aop, regs[None])[0]

@@ -8,7 +8,7 @@ stmatrix state spaces), so a program says exactly what the probes say.
 
 from __future__ import annotations
 
-from ptxconf.families.mma.probe import _LD, _REG_DECL, _operand_list
+from ptxconf.families.mma.probe import LD_FOR_TYPE, REG_DECL, operand_list
 from ptxconf.families.movement.probe import MoveProbe
 from ptxconf.families.wgmma.probe import WgProbe
 from ptxconf.generators.ptx import case_prologue
@@ -69,7 +69,7 @@ class _Emitter:
         base = "%q6" if op.iterated else "%q2"
         step = 2 if op.dst.wide else 1
         for i, reg in enumerate(op.dst.regs()):
-            self.emit(f"ld.global.{_LD[op.dst.reg]} {reg}, [{base}+{(op.word + i * step) * 4}];")
+            self.emit(f"ld.global.{LD_FOR_TYPE[op.dst.reg]} {reg}, [{base}+{(op.word + i * step) * 4}];")
 
     def op_Mix(self, op: o.Mix) -> None:
         for reg in op.frag.regs():
@@ -108,7 +108,7 @@ class _Emitter:
         v = variant(op.form)
         regs = {"D": op.d.regs(), **{name: f.regs() for name, f in op.operands}}
         guard = f"@{op.guard} " if op.guard else ""
-        self.emit(f"{guard}{v.id} {_operand_list(v, regs, o.params_of(v))};")
+        self.emit(f"{guard}{v.id} {operand_list(v, regs, o.params_of(v))};")
 
     def op_Loop(self, op: o.Loop) -> None:
         count, it, again = self.s(), self.s(), self.h()
@@ -175,7 +175,7 @@ class _Emitter:
     def op_Store(self, op: o.Store) -> None:
         step = 2 if op.src.wide else 1
         for i, reg in enumerate(op.src.regs()):
-            self.emit(f"st.global.{_LD[op.src.reg]} [%q4+{(op.word + i * step) * 4}], {reg};")
+            self.emit(f"st.global.{LD_FOR_TYPE[op.src.reg]} [%q4+{(op.word + i * step) * 4}], {reg};")
 
     def op_StoreShared(self, op: o.StoreShared) -> None:
         at = self.lane_slice(op.array, op.per_lane)
@@ -203,7 +203,7 @@ def kernel_source(k: o.Kernel) -> str:
             ")", "{",
             "    .reg .b32 %t<9>;", "    .reg .b64 %q<7>;", "    .reg .pred %p0;"]
     for f in k.frags:
-        head.append(f"    .reg {_REG_DECL[f.reg]} {f.name}<{f.count}>;")
+        head.append(f"    .reg {REG_DECL[f.reg]} {f.name}<{f.count}>;")
     for name in k.preds:
         head.append(f"    .reg .pred {name};")
     if e.scratch:

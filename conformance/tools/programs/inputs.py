@@ -146,8 +146,8 @@ class _Builder:
                 self.put(lay.inputs[f"A{j}"], pack(v.operands["A"], a[:, None]))
             for case in range(self.cases):
                 if v.a_src == "shared":
-                    wg._fill(v, img[case], lay.descs[f"A{j}"], "A", imm.get("trans_a", 0), a[case], model.smem)
-                wg._fill(v, img[case], lay.descs[f"B{j}"], "B", imm.get("trans_b", 0), b[case], model.smem)
+                    wg.fill(v, img[case], lay.descs[f"A{j}"], "A", imm.get("trans_a", 0), a[case], model.smem)
+                wg.fill(v, img[case], lay.descs[f"B{j}"], "B", imm.get("trans_b", 0), b[case], model.smem)
         self.put(lay.inputs["image"], img.view("<u4"))
         dop = v.operands["D"]
         self.values[(lay.index, "C")] = _draw_c(self.rng, dt, (self.cases, 64, v.N), cmax)

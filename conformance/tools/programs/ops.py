@@ -448,9 +448,9 @@ class _Lowering:
         region = 0
         for j in range(s.chain):
             if v.a_src == "shared":
-                lay.descs[f"A{j}"], _ = wg._layout_choice(v, rng, "A", imm.get("trans_a", 0), s.swizzle, model, region)
+                lay.descs[f"A{j}"], _ = wg.layout_choice(v, rng, "A", imm.get("trans_a", 0), s.swizzle, model, region)
                 region += wg.A_REGION
-            lay.descs[f"B{j}"], _ = wg._layout_choice(v, rng, "B", imm.get("trans_b", 0), s.swizzle, model, region)
+            lay.descs[f"B{j}"], _ = wg.layout_choice(v, rng, "B", imm.get("trans_b", 0), s.swizzle, model, region)
             region += wg.b_region(v)
         lay.image_bytes = -(-region // (128 * 16)) * 128 * 16
         array = f"smem{i}"
