@@ -25,7 +25,7 @@ EXIT_USAGE = 2
 # Tools register their own subcommands: one line here per module (families add theirs through the registry).
 EXTENSIONS = (
     "ptxconf.cli.assemble",
-    "ptxconf.run.bench",
+    "ptxconf.tools.bench",
     "ptxconf.cli.discover",
     "ptxconf.cli.docs",
     "ptxconf.tools.hgemm.cli",

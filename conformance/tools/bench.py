@@ -1,0 +1,174 @@
+"""Benchmark: the whole run cold and warm, verified cases per second batched vs one case per launch, and the
+numerics model's dot products per second.
+
+Speed is measured here, never asserted in tests.  Everything is taken in one invocation, so the ratios compare
+like with like:
+
+* ``suite``: ``ptxconf run`` itself, as a user types it, in a fresh process, twice: with an empty compile cache
+  (cold) and then with the cache that run filled (warm); wall time and the run's own stage breakdown (plan,
+  module, launch, compare, report; compile seconds from the backend) from each summary.json.
+* ``batched_*`` / ``baseline_*``: the same plans (same seed, same variants, modules already built by a warm-up
+  pass) in this process, batched and one case per launch; "verified" means run *and* compared.
+* ``numerics``: the bit-exact arithmetic model, NumPy on the host and (with CuPy and a GPU) on the GPU.
+
+    ptxconf bench --backend pycuda [--suite] [--select GLOB] [--baseline-variants 8] [-o bench.json]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from ptxconf.backends.base import Backend
+from ptxconf.run.runner import STAGES, Plan, plan_groups, run_module
+from ptxconf.spec.loader import Specs
+
+
+def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) -> dict[tuple, list[Plan]]:
+    """The run's own planning and grouping (every family), with an optional cases-per-launch override."""
+    return plan_groups(backend, variants, seed, cases_per_launch=cases_per_launch)
+
+
+def _timed(backend: Backend, groups: dict[tuple, list[Plan]]) -> dict:
+    STAGES.clear()
+    t0 = time.perf_counter()
+    cases = launches = failed = 0
+    for plans in groups.values():
+        for outcome in run_module(backend, plans):
+            cases += len(outcome.plan.in_words)
+            launches += len(outcome.plan.launches)
+            failed += sum(v.status != "pass" for v in outcome.verdicts)
+    wall = time.perf_counter() - t0
+    return {"cases": cases, "launches": launches, "wall_s": round(wall, 3),
+            "cases_per_s": round(cases / wall, 1), "non_passing_checks": failed,
+            "stages_s": {k: round(v, 3) for k, v in sorted(STAGES.items())}}
+
+
+def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants: int) -> dict:
+    STAGES.clear()
+    t0 = time.perf_counter()
+    groups = _plans(backend, variants, seed, None)
+    planning = {"wall_s": round(time.perf_counter() - t0, 3), "variants": sum(len(p) for p in groups.values())}
+    _timed(backend, groups)  # warm-up: JIT every module once
+    batched = _timed(backend, groups)
+    subset = [p.variant for plans in groups.values() for p in plans][:baseline_variants]
+    base_groups = _plans(backend, subset, seed, 1)
+    _timed(backend, base_groups)
+    baseline = _timed(backend, base_groups)
+    sub_groups = _plans(backend, subset, seed, None)
+    batched_subset = _timed(backend, sub_groups)
+    return {
+        "device": backend.info(),
+        "seed": seed,
+        "planning": planning,
+        "backend_stats": backend.stats(),
+        "batched_all_variants": batched,
+        "baseline_one_case_per_launch": {**baseline, "variants": len(subset)},
+        "batched_same_subset": batched_subset,
+        "speedup_same_subset": round(batched_subset["cases_per_s"] / baseline["cases_per_s"], 1),
+    }
+
+
+def suite(backend_name: str, select: list[str] | None, seed: int) -> dict:
+    """``ptxconf run`` cold, then warm, each in a fresh process; what each summary.json says of its time."""
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="ptxconf-bench-") as tmp:
+        env = {**os.environ, "PTXCONF_CACHE": str(Path(tmp) / "cache")}  # empty: the cold run fills it
+        sel = [a for g in select or () for a in ("--select", g)]
+        for label in ("cold", "warm"):
+            run_dir = Path(tmp) / label
+            cmd = [sys.executable, "-m", "ptxconf.cli.main", "run", "--backend", backend_name, "--seed", str(seed),
+                   "--quiet", "--out", str(run_dir), *sel]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+            out[label] = {"exit": proc.returncode, "process_wall_s": round(wall, 3), "run_wall_s": summary.get("wall_s"),
+                          "counts": summary.get("counts"), "cases": summary.get("cases"),
+                          "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats")}
+            if proc.returncode not in (0, 1):
+                out[label]["stderr_tail"] = proc.stderr[-2000:]
+    cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
+    out["command"] = "ptxconf run --backend " + backend_name + "".join(f" --select '{g}'" for g in select or ())
+    out["cold_over_warm"] = round(cold / warm, 2) if cold and warm else None
+    return out
+
+
+def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22) -> dict:
+    """Dot products per second of the arithmetic model on each main float path: NumPy here, CuPy on a GPU."""
+    from ptxconf.tools.numerics import gpu
+    from ptxconf.tools.numerics.harness import k_of, numeric_variants, path_of
+    from ptxconf.tools.numerics.model import Types, dot_bits
+    from ptxconf.tools.numerics.spec import numerics_spec
+
+    spec = numerics_spec(specs)
+    on_gpu, why = gpu.available()
+    rng = np.random.default_rng(0)
+    rows = []
+    for v in numeric_variants(specs, families=("mma.sync",)):
+        if not v.id.startswith("mma.sync.aligned.m16n8k16.row.col.f32.") or ".f8" in v.id or ".e" in v.id:
+            continue
+        p, t, k = path_of(spec, v), Types.of(v), k_of(v)
+
+        def draw(n: int, k: int = k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # Finite inputs of moderate magnitude (sign, exponent near the bias, random fraction): rates, not edges.
+            ab = (rng.integers(0x3000, 0x4400, size=(2, n, k)) | (rng.integers(0, 2, size=(2, n, k)) << 15))
+            return ab[0].astype(np.uint64), ab[1].astype(np.uint64), np.zeros(n, dtype=np.uint64)
+
+        a, b, c = draw(host_dots)
+        t0 = time.perf_counter()
+        want = dot_bits(p, t, a, b, c)
+        row = {"variant": v.id, "k": k, "host_dots_per_s": round(host_dots / (time.perf_counter() - t0))}
+        if on_gpu:
+            got = gpu.dot_bits_gpu(p, t, a, b, c)  # also builds the kernel: timed below on a larger batch
+            row["gpu_equals_host"] = bool(np.array_equal(want, got))
+            a, b, c = draw(gpu_dots)
+            t0 = time.perf_counter()
+            gpu.dot_bits_gpu(p, t, a, b, c)
+            row["gpu_dots_per_s_with_transfers"] = round(gpu_dots / (time.perf_counter() - t0))
+        rows.append(row)
+    return {"paths": rows, "gpu": on_gpu or why,
+            "note": "the model alone; model-vs-hardware on the GPU end to end: ptxconf fuzz numerics --on gpu"}
+
+
+def main(args) -> int:
+    from ptxconf.backends import get_backend
+    from ptxconf.oracle import mma
+    from ptxconf.spec import load_specs
+
+    specs = load_specs(args.specs)
+    variants = specs.select(args.select) if args.select else list(specs.variants.values())
+    backend = get_backend(args.backend, semantics=mma)
+    try:
+        result = bench(backend, specs, variants, args.seed, args.baseline_variants)
+    finally:
+        backend.close()
+    result["numerics"] = numerics_rates(specs)
+    if args.suite:
+        result["suite"] = suite(backend.name, args.select, args.seed)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.output:
+        with open(args.output, "w") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+def add_parser(sub) -> None:
+    b = sub.add_parser("bench", help="measure verified cases/second: batched vs one case per launch")
+    b.add_argument("--specs", metavar="DIR")
+    b.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
+    b.add_argument("--select", action="append", metavar="GLOB")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--baseline-variants", type=int, default=8, metavar="N",
+                   help="variants in the one-case-per-launch baseline (it is slow)")
+    b.add_argument("--suite", action="store_true",
+                   help="also time `ptxconf run` of the selection (default: every family) cold and warm")
+    b.add_argument("-o", "--output", metavar="FILE", help="also write the JSON here")
+    b.set_defaults(func=main)

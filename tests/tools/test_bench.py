@@ -1,0 +1,29 @@
+"""``ptxconf bench``: every figure it reports comes from the run's own path, cold and warm, in one invocation.
+
+Speeds are never asserted (they are measured, not tested); the structure and the verdicts behind them are.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ptxconf.cli.main import main
+
+M16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+
+
+def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1", "-o", str(out)])
+    capsys.readouterr()
+    assert rc == 0
+    b = json.loads(out.read_text())
+    cold, warm = b["suite"]["cold"], b["suite"]["warm"]
+    for r in (cold, warm):  # the whole `ptxconf run`, in its own process, every check passing
+        assert r["exit"] == 0 and r["counts"] == {"pass": 4} and r["run_wall_s"] > 0
+        assert {"plan", "launch", "compare", "report"} <= set(r["stages_s"])
+    assert b["suite"]["command"] == f"ptxconf run --backend emulator --select '{M16}'"
+    assert b["batched_all_variants"]["non_passing_checks"] == 0 and b["baseline_one_case_per_launch"]["launches"] > 0
+    paths = {p["variant"]: p for p in b["numerics"]["paths"]}
+    assert M16 in paths and paths[M16]["host_dots_per_s"] > 0
+    assert isinstance(b["numerics"]["gpu"], str)  # the device's name, or why there is no GPU model here
