@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 
-def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
+def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU machines only
     import signal
 
     import numpy as np
@@ -22,7 +22,7 @@ def serve(conn) -> None:  # pragma: no cover - runs on GPU machines only
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     cuda.init()
-    dev = cuda.Device(0)
+    dev = cuda.Device(device)
     ctx = dev.make_context()
     modules: dict[str, object] = {}
     try:

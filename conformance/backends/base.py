@@ -42,6 +42,7 @@ class LaunchResult:
 
 class Backend(ABC):
     name: str = "?"
+    parallel: int = 1  # modules the run may have in flight at once (``run`` called from that many threads)
 
     @abstractmethod
     def info(self) -> dict:

@@ -44,6 +44,17 @@ def gpu_available() -> tuple[bool, str]:
     return True, f"{n} CUDA device(s); using PyCUDA"
 
 
+def device_count() -> int:
+    """CUDA devices this process sees (0 without PyCUDA or a driver)."""
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        return cuda.Device.count()
+    except Exception:  # noqa: BLE001 - no binding, no driver: no devices
+        return 0
+
+
 def ptxas_version(exe: str | None = None) -> str:
     """The ``--version`` line of ``exe`` (default: the ptxas on PATH) that names its release."""
     exe = exe or shutil.which("ptxas")
@@ -58,8 +69,10 @@ class PyCudaBackend(Backend):
     name = "pycuda"
 
     def __init__(self, timeout_s: float = 20.0, auto_reason: str | None = None, jit_timeout_s: float = 300.0,
-                 build: str = "auto", use_cache: bool = True, ptxas: str | None = None):
+                 build: str = "auto", use_cache: bool = True, ptxas: str | None = None, device: int = 0,
+                 builds_from: PyCudaBackend | None = None):
         self.build = build
+        self.device = device  # the CUDA ordinal the worker opens
         self.use_cache = use_cache
         if ptxas and build == "jit":
             raise BackendError("--ptxas builds cubins: give --build auto or ptxas, not jit")
@@ -67,7 +80,8 @@ class PyCudaBackend(Backend):
         if build == "ptxas" and not self._ptxas:
             raise BackendError("--build ptxas: no ptxas on PATH")
         self._pool: ThreadPoolExecutor | None = None
-        self._builds: dict[str, Future] = {}
+        # Backends of one run on several GPUs share the builds: a module is assembled once, for whichever runs it.
+        self._builds: dict[str, Future] = builds_from._builds if builds_from is not None else {}
         self._images: dict[str, str | bytes] = {}
         self.built_by: dict[str, int] = {}
         self.compile_seconds = 0.0
@@ -86,7 +100,7 @@ class PyCudaBackend(Backend):
         from . import _cuda_worker
 
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_cuda_worker.serve, args=(child,), daemon=True)
+        self._proc = self._ctx.Process(target=_cuda_worker.serve, args=(child, self.device), daemon=True)
         self._proc.start()
         self._conn = parent
 
@@ -130,7 +144,7 @@ class PyCudaBackend(Backend):
             reply = self._call(("info",), 120)
             if reply[0] != "ok":
                 raise BackendError(f"cannot query the GPU: {reply[1]}")
-            self._info = {"backend": self.name, **reply[1], "ptxas": ptxas_version(self._ptxas),
+            self._info = {"backend": self.name, **reply[1], "device": self.device, "ptxas": ptxas_version(self._ptxas),
                           "build": "ptxas -arch=<GPU> (parallel, cached)" if self._ptxas else reply[1]["jit"]}
             if self.auto_reason:
                 self._info["auto"] = self.auto_reason

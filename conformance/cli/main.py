@@ -151,8 +151,30 @@ def cmd_specs_figure(args) -> int:
 # --- run / replay -------------------------------------------------------------
 
 
+def _run_backend(args, semantics):
+    """The run's backend: one device, or with ``--devices`` one backend per GPU behind one interface."""
+    from ptxconf.backends import get_backend
+
+    kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
+    if not getattr(args, "devices", None):
+        return get_backend(args.backend, **kw)
+    if args.backend == "emulator":
+        raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
+    from ptxconf.backends.devices import DeviceSet, parse_devices
+    from ptxconf.backends.pycuda_backend import device_count
+
+    try:
+        ids = parse_devices(args.devices, device_count())
+    except ValueError as exc:
+        raise SystemExit(f"ptxconf run: --devices {exc}") from None
+    first = get_backend("pycuda", device=ids[0], **kw)
+    if len(ids) == 1:
+        return first
+    return DeviceSet([first] + [get_backend("pycuda", device=i, builds_from=first, **kw) for i in ids[1:]])
+
+
 def cmd_run(args) -> int:
-    from ptxconf.backends import BackendError, get_backend
+    from ptxconf.backends import BackendError
     from ptxconf.core.family import family_of, run_variants_of, select_checks
     from ptxconf.oracle import mma
     from ptxconf.run.report import RunLog, git_revision, specs_hash
@@ -188,8 +210,7 @@ def cmd_run(args) -> int:
     try:
         done = recorded_done(out_dir, args.seed) if args.resume else set()
         try:
-            backend = get_backend(args.backend, semantics=mma, build=args.build, use_cache=not args.no_cache,
-                                  ptxas=_run_ptxas(args))
+            backend = _run_backend(args, mma)
             info = backend.info()
         except BackendError as exc:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
@@ -301,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPU: the ptxas that builds the cubins: a release (13.5, 12.4.131; see ptxconf toolchains) "
                         "or a path (default: the one on PATH); summary.json names it")
     r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
+    r.add_argument("--devices", metavar="all|N|I,J",
+                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): modules go to whichever "
+                        "device is free; the same verdicts, in the same order, as on one")
     r.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="processes that plan variants (default: every core where there are 4 or more, else 1)")
     r.add_argument("--force", action="store_true", help="replace the run already in --out")

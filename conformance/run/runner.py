@@ -18,6 +18,7 @@ import time
 import zipfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,10 +162,7 @@ class _Comparisons:
         self.pool = pool
         self.pending: deque[tuple[VariantOutcome, object, float]] = deque()
 
-    def submit(self, backend: Backend, plans: list[Plan], module: str) -> None:
-        t0 = time.perf_counter()
-        launched = _launch_module(backend, plans, module)
-        share = (time.perf_counter() - t0) / max(1, len(plans))
+    def submit(self, plans: list[Plan], launched: list, share: float) -> None:
         for plan, (out, errs) in zip(plans, launched):
             outcome = VariantOutcome(plan, out_words=None if errs else out, seconds=share)
             if errs:
@@ -296,31 +294,61 @@ def run_variants(
 
         pool = ComparePool(jobs, compare_plan, {v.id: v for v in variants})
     comparisons = _Comparisons(pool) if pool else None
+    # With several devices, that many modules are in flight at once (each launch call blocks on its own device).
+    slots = max(1, getattr(backend, "parallel", 1))
+    launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch") if slots > 1 else None
+
+    def launch(plans: list[Plan], source: str) -> tuple[list, float]:
+        t0 = time.perf_counter()
+        launched = _launch_module(backend, plans, source)
+        return launched, (time.perf_counter() - t0) / max(1, len(plans))
+
+    def finish(plans: list[Plan], launched: list, share: float) -> None:
+        if comparisons is None:
+            for plan, (out, errs) in zip(plans, launched):
+                t3 = time.perf_counter()
+                outcome = VariantOutcome(plan, out_words=None if errs else out)
+                outcome.verdicts = _after_failed_launches(plan, out, errs) if errs else compare_plan(plan, out)
+                _stage("compare", time.perf_counter() - t3)
+                outcome.seconds = share + time.perf_counter() - t3
+                emit(outcome)
+        else:
+            comparisons.submit(plans, launched, share)
+            for outcome in comparisons.ready():
+                emit(outcome)
+
     try:
         modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
         ahead: deque[tuple[list[Plan], str]] = deque()
+        inflight: deque[tuple[list[Plan], Future]] = deque()
         while True:
             # Keep the next modules built in the background (ptxas pool) while this one runs.
-            while len(ahead) < LOOKAHEAD and (plans := next(modules, None)) is not None:
+            while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
                 t0 = time.perf_counter()
                 source = module_of(plans)
                 backend.prefetch(source)
                 _stage("module", time.perf_counter() - t0)
                 ahead.append((plans, source))
-            if not ahead or (stop and stop()):
+            stopping = bool(stop and stop())
+            if launcher is None:
+                if not ahead or stopping:
+                    break
+                plans, source = ahead.popleft()
+                finish(plans, *launch(plans, source))
+                continue
+            while ahead and not stopping and len(inflight) < slots:
+                plans, source = ahead.popleft()
+                inflight.append((plans, launcher.submit(launch, plans, source)))
+            if not inflight:
                 break
-            plans, source = ahead.popleft()
-            if comparisons is None:
-                for outcome in _run_module(backend, plans, source):
-                    emit(outcome)
-            else:
-                comparisons.submit(backend, plans, source)
-                for outcome in comparisons.ready():
-                    emit(outcome)
+            plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
+            finish(plans, *running.result())
         if comparisons is not None:  # every launched module's verdicts, also when stopping early
             for outcome in comparisons.ready(wait=True):
                 emit(outcome)
     finally:
+        if launcher is not None:
+            launcher.shutdown(wait=True)
         if pool is not None:
             pool.close()
 

@@ -1,0 +1,98 @@
+"""Several GPUs as one backend: a module runs on whichever device is free, as many at once as there are devices.
+
+Each member is a backend of its own (its own worker process and CUDA context, so a fault costs one launch on one
+device); they share the builds, so a module is assembled once.  The run loop asks ``parallel`` how many modules
+to keep in flight and otherwise sees one backend: the same plans, verdicts and reports as on one GPU, in the
+same order.  Devices of different compute capability would plan differently, so they are refused.
+"""
+
+from __future__ import annotations
+
+import queue
+
+from ptxconf.spec.targets import PtxVersion
+
+from .base import Backend, BackendError, Launch, LaunchResult
+
+__all__ = ["DeviceSet", "parse_devices"]
+
+
+def parse_devices(text: str, count: int) -> list[int]:
+    """``all``, ``N`` (the first N) or ``0,2`` -> CUDA ordinals; ValueError naming what is wrong."""
+    text = text.strip()
+    if count <= 0:
+        raise ValueError("no CUDA device is visible")
+    if text == "all":
+        return list(range(count))
+    if text.isdigit() and "," not in text and int(text) > 1:
+        ids = list(range(int(text)))
+    else:
+        try:
+            ids = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"{text!r}: give all, a count, or device ordinals such as 0,1") from None
+    bad = [i for i in ids if not 0 <= i < count]
+    if not ids or bad:
+        raise ValueError(f"{text!r}: {count} device(s) visible (ordinals 0..{count - 1})")
+    return ids
+
+
+class DeviceSet(Backend):
+    """Backends of one kind, one per device, behind the one-backend interface."""
+
+    def __init__(self, members: list[Backend]):
+        if not members:
+            raise BackendError("no devices")
+        self.members = members
+        self.name = members[0].name
+        self.parallel = len(members)
+        self._free: queue.Queue[Backend] = queue.Queue()
+        for m in members:
+            self._free.put(m)
+        self._info: dict | None = None
+
+    def info(self) -> dict:
+        if self._info is None:
+            infos = [m.info() for m in self.members]
+            ccs = {i.get("compute_capability") for i in infos}
+            if len(ccs) > 1:
+                raise BackendError(f"the devices differ in compute capability ({', '.join(sorted(map(str, ccs)))}); "
+                                   "run each kind with its own --devices")
+            self._info = {**infos[0], "devices": [{"device": i.get("device"), "gpu": i.get("gpu")} for i in infos]}
+            self._info.pop("device", None)
+        return self._info
+
+    def compute_capability(self) -> tuple[int, int]:
+        self.info()
+        return self.members[0].compute_capability()
+
+    def max_ptx(self) -> PtxVersion:
+        return min(m.max_ptx() for m in self.members)
+
+    def prefetch(self, module: str) -> None:
+        self.members[0].prefetch(module)  # the builds are shared
+
+    def run(self, module, launches: list[Launch]) -> list[LaunchResult]:
+        """On the first free device (callers run up to ``parallel`` modules at once, from threads)."""
+        member = self._free.get()
+        try:
+            return member.run(module, launches)
+        finally:
+            self._free.put(member)
+
+    def stats(self) -> dict:
+        per = [m.stats() for m in self.members]
+        out: dict = {"devices": len(per), "per_device": per}
+        for s in per:
+            for k, v in s.items():
+                if isinstance(v, (int, float)):
+                    out[k] = round(out.get(k, 0) + v, 3)
+                elif isinstance(v, dict):
+                    acc = out.setdefault(k, {})
+                    for kk, vv in v.items():
+                        acc[kk] = acc.get(kk, 0) + vv
+        return out
+
+    def close(self) -> None:
+        for m in self.members:
+            m.close()

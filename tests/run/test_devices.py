@@ -1,0 +1,119 @@
+"""``--devices``: several GPUs as one backend give the same verdicts, in the same order, as one.
+
+The device set is tested here with emulator members standing in for GPUs (each answers from its own thread);
+the real two-GPU run is recorded under results/ when a machine with two GPUs is at hand.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from ptxconf.backends.devices import DeviceSet, parse_devices
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.cli.main import main
+from ptxconf.core.family import run_variants_of
+from ptxconf.oracle import mma
+from ptxconf.run import runner
+from ptxconf.spec import load_specs
+
+SPECS = load_specs()
+run_variants_of(SPECS)
+
+
+class _Device(EmulatorBackend):
+    """An emulator that records which thread ran what, and at what overlap: a stand-in GPU."""
+
+    def __init__(self, ordinal: int, busy: list):
+        super().__init__(mma)
+        self.ordinal, self.busy, self.modules = ordinal, busy, 0
+
+    def run(self, module, launches):
+        self.busy.append(+1)
+        self.modules += 1
+        try:
+            time.sleep(0.01)  # long enough for the other device to take the next module meanwhile
+            return super().run(module, launches)
+        finally:
+            self.busy.append(-1)
+
+    def info(self) -> dict:
+        return {**super().info(), "device": self.ordinal}
+
+
+def _variants():
+    return [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix")][:24]
+
+
+def _verdicts(backend, jobs=1):
+    got = []
+    runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS  # several modules, so both devices get some
+    try:
+        runner.run_variants(backend, _variants(), 7, value_cases=2, jobs=jobs,
+                            on_outcome=lambda o: got.extend((d.variant, d.check, d.status, d.message)
+                                                            for d in o.verdicts))
+    finally:
+        runner.MODULE_PLANS = saved
+    return got
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_two_devices_give_the_verdicts_of_one_in_the_same_order(jobs):
+    one = _verdicts(EmulatorBackend(mma))
+    busy: list = []
+    devices = [_Device(0, busy), _Device(1, busy)]
+    two = DeviceSet(devices)
+    assert two.parallel == 2
+    assert _verdicts(two, jobs) == one and {s for *_, s, _ in one} == {"pass"}
+    assert all(d.modules > 0 for d in devices)  # both devices worked
+    running = [sum(busy[: i + 1]) for i in range(len(busy))]
+    assert max(running) == 2  # and at the same time
+    assert [d["device"] for d in two.info()["devices"]] == [0, 1]
+
+
+def test_devices_of_different_compute_capability_are_refused():
+    class Other(EmulatorBackend):
+        def info(self):
+            return {**super().info(), "compute_capability": "8.0"}
+
+    with pytest.raises(Exception, match="differ in compute capability"):
+        DeviceSet([EmulatorBackend(mma), Other(mma)]).info()
+
+
+def test_a_device_is_used_by_one_module_at_a_time():
+    lock, seen = threading.Lock(), []
+
+    class Exclusive(EmulatorBackend):
+        inside = 0
+
+        def run(self, module, launches):
+            with lock:
+                self.inside += 1
+                seen.append(self.inside)
+            try:
+                time.sleep(0.005)
+                return super().run(module, launches)
+            finally:
+                with lock:
+                    self.inside -= 1
+
+    _verdicts(DeviceSet([Exclusive(mma), Exclusive(mma)]))
+    assert seen and max(seen) == 1
+
+
+@pytest.mark.parametrize("text, count, want", [("all", 3, [0, 1, 2]), ("2", 4, [0, 1]), ("0,2", 3, [0, 2]),
+                                               ("1", 2, [1]), ("0", 1, [0])])
+def test_parse_devices(text, count, want):
+    assert parse_devices(text, count) == want
+
+
+@pytest.mark.parametrize("text, count, why", [("0,5", 2, "2 device"), ("x", 2, "ordinals"), ("all", 0, "no CUDA")])
+def test_parse_devices_refuses(text, count, why):
+    with pytest.raises(ValueError, match=why):
+        parse_devices(text, count)
+
+
+def test_devices_with_the_emulator_is_a_usage_error(tmp_path, capsys):
+    rc = main(["run", "--backend", "emulator", "--devices", "all", "--select", "mma.sync*", "--out", str(tmp_path / "r")])
+    assert rc == 2 and "--devices" in capsys.readouterr().err
