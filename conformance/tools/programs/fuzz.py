@@ -159,7 +159,7 @@ class PtxasRunner(Runner):
         self.options += (["--arch", arch] if arch != "sm_90a" else []) + (["--ptxas", ptxas] if ptxas else [])
 
     def info(self) -> dict:
-        return {**super().info(), "ptxas": ptxas_info(self.exe)["ptxas"], "ptxas_path": self.exe}
+        return {**super().info(), "ptxas": ptxas_info(self.exe)["ptxas"]}  # the release, not the path: artifacts hold no machine paths
 
     def _one(self, item: tuple[Program, int]) -> Outcome:
         p, seed = item
@@ -252,7 +252,7 @@ class GpuRunner(Runner):
         self.options += ["--cases", str(cases)] + (["--ptxas", ptxas] if ptxas else [])
 
     def info(self) -> dict:
-        return {**super().info(), **self.backend.info(), "ptxas": ptxas_info(self.exe)["ptxas"], "ptxas_path": self.exe}
+        return {**super().info(), **self.backend.info(), "ptxas": ptxas_info(self.exe)["ptxas"]}  # the release, not the path: artifacts hold no machine paths
 
     def _build(self, prep: _Prepared) -> tuple[bytes | None, str]:
         return compile_cubin(prep.ptx, self.arch, self.exe, use_cache=False)
