@@ -12,19 +12,19 @@ import numpy as np
 
 
 def _setup(args):
-    from conformance.spec import load_specs
-    from conformance.tools.numerics.harness import numeric_variants
-    from conformance.tools.numerics.spec import numerics_spec
+    from ptxconf.spec import load_specs
+    from ptxconf.tools.numerics.harness import numeric_variants
+    from ptxconf.tools.numerics.spec import numerics_spec
 
     specs = load_specs(args.specs)
     return specs, numerics_spec(specs), numeric_variants(specs)
 
 
 def _backend(name: str):
-    from conformance.backends import BackendError, get_backend
-    from conformance.tools.numerics.harness import path_of, wgmma_semantics
-    from conformance.tools.numerics.model import mma_semantics
-    from conformance.tools.numerics.spec import numerics_spec
+    from ptxconf.backends import BackendError, get_backend
+    from ptxconf.tools.numerics.harness import path_of, wgmma_semantics
+    from ptxconf.tools.numerics.model import mma_semantics
+    from ptxconf.tools.numerics.spec import numerics_spec
 
     spec = numerics_spec()
     try:
@@ -41,23 +41,41 @@ def _ints(text: str | None) -> list[int]:
     return [int(x, 0) for x in text.split(",")] if text else []
 
 
+def _variant(specs, vid: str):
+    from ptxconf.tools.numerics.harness import variant_of
+
+    try:
+        return variant_of(specs, vid)
+    except (KeyError, ValueError) as exc:
+        raise SystemExit(f"ptxconf: {exc.args[0]}") from None
+
+
 def cmd_dot(args) -> int:
-    from conformance.tools.numerics.harness import k_of, path_of
-    from conformance.tools.numerics.model import Types, dot_bits, explain
+    from ptxconf.spec.sparse import is_sparse
+    from ptxconf.tools.numerics.harness import k_of, path_of
+    from ptxconf.tools.numerics.model import Types, dot_bits, explain
 
     specs, spec, _ = _setup(args)
-    v = specs.get(args.variant)
+    v = _variant(specs, args.variant)
     p = path_of(spec, v)
     k = k_of(v)
+    ka = k // 2 if is_sparse(v) else k
     a, b = _ints(args.a), _ints(args.b)
-    a, b = a + [0] * (k - len(a)), b + [0] * (k - len(b))
-    if len(a) != k or len(b) != k:
-        raise SystemExit(f"ptxconf: {v.id} has K={k}: give at most {k} values to --a and --b")
+    a, b = a + [0] * (ka - len(a)), b + [0] * (k - len(b))
+    if len(a) != ka or len(b) != k:
+        raise SystemExit(f"ptxconf: {v.id} takes {ka} values in --a and {k} in --b")
     c = int(args.c, 0)
+    pos = None
+    if is_sparse(v):
+        pos = _ints(args.pos)
+        if len(pos) != ka:
+            raise SystemExit(f"ptxconf: --pos: {v.id} stores {ka} A elements; give their {ka} dense positions")
+        if args.explain:
+            raise SystemExit("ptxconf: --explain takes dense forms only")
     if args.explain:
         print(explain(p, Types.of(v), a, b, c))
     else:
-        d = int(dot_bits(p, Types.of(v), [a], [b], [c])[0])
+        d = int(dot_bits(p, Types.of(v), [a], [b], [c], sparse_pos=None if pos is None else [pos])[0])
         print(f"{d:#x}")
     return 0
 
@@ -69,10 +87,10 @@ def _select(variants, globs):
 
 
 def cmd_measure(args) -> int:
-    from conformance.tools.numerics.campaign import measure
+    from ptxconf.tools.numerics.campaign import measure
 
     specs, spec, _ = _setup(args)
-    v = specs.get(args.variant)
+    v = _variant(specs, args.variant)
     backend = _backend(args.backend)
     try:
         m = measure(backend, spec, v)
@@ -92,13 +110,17 @@ def cmd_measure(args) -> int:
 
 
 def cmd_fuzz(args) -> int:
-    from conformance.tools.numerics.fuzz import fuzz_variant
-    from conformance.tools.numerics.harness import path_of
+    from ptxconf.tools.numerics.fuzz import fuzz_variant
+    from ptxconf.tools.numerics.harness import path_of
 
     specs, spec, variants = _setup(args)
     chosen = _select(variants, args.select)
     if not chosen:
         raise SystemExit("ptxconf: --select matches no variant with a numerics path")
+    if args.on == "gpu":  # draw, mma, model and compare on the device (tools/numerics/gpu_fuzz.py)
+        from ptxconf.tools.numerics.gpu_fuzz import fuzz_on_gpu
+
+        return fuzz_on_gpu(spec, chosen, args)
     backend = _backend(args.backend)
     per = args.budget / len(chosen)
     total = 0
@@ -116,9 +138,9 @@ def cmd_fuzz(args) -> int:
 
 
 def cmd_campaign(args) -> int:
-    from conformance.tools.numerics.campaign import findings, measure, report_text, representatives, save_observations
-    from conformance.tools.numerics.fuzz import fuzz_variant
-    from conformance.tools.numerics.harness import path_of
+    from ptxconf.tools.numerics.campaign import findings, measure, report_text, representatives, save_observations
+    from ptxconf.tools.numerics.fuzz import fuzz_variant
+    from ptxconf.tools.numerics.harness import path_of
 
     specs, spec, variants = _setup(args)
     chosen = representatives(_select(variants, args.select), spec)
@@ -153,11 +175,11 @@ def cmd_campaign(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from conformance.tools.numerics.campaign import report_text
+    from ptxconf.tools.numerics.campaign import report_text
 
     directory = Path(args.directory)
     if args.write_open or args.refresh:
-        from conformance.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
+        from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
 
         specs, spec, _ = _setup(args)
         run = RecordedRun(directory, specs, spec)
@@ -178,14 +200,130 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_edges(args) -> int:
+    from ptxconf.tools.numerics.campaign import edge_variants, edges_campaign
+
+    specs, spec, _ = _setup(args)
+    try:
+        extra = tuple(int(x) for x in args.wgmma_n.split(",") if x)
+    except ValueError:
+        raise SystemExit(f"ptxconf: --wgmma-n {args.wgmma_n!r}: give comma-separated widths, e.g. 8,256") from None
+    chosen = edge_variants(specs, spec, extra_n=extra)
+    if args.select:
+        chosen = _select(chosen, args.select)
+    if not chosen:
+        raise SystemExit("ptxconf: --select matches no variant with a numerics path")
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()) and not args.force:
+        raise SystemExit(f"ptxconf: --out {out} is not empty (pass --force to write into it)")
+    backend = _backend(args.backend)
+    try:
+        doc = edges_campaign(backend, spec, chosen, out, args.budget, args.cases, args.seed, fuzz=not args.no_fuzz)
+    finally:
+        backend.close()
+    print(f"\n{len(doc['variants'])} variants: {doc['designed_cases']} designed cases in {doc['measure_s']} s; "
+          f"{doc['fuzzed_dots']} edge-fuzzed dot products ({doc['mismatching_dots']} differ from the model); "
+          f"coverage {'complete' if doc['coverage_complete'] else 'INCOMPLETE (see coverage.md)'}; {doc['wall_s']} s -> {out}")
+    if doc["failed"]:
+        print(f"{len(doc['failed'])} variant(s) failed: {', '.join(doc['failed'])}")
+    print(f"analyse offline: ptxconf numerics pin {out} results/h100-numerics results/h100-numerics-wgmma --write-spec --write-open")
+    return 1 if doc["failed"] else 0
+
+
+def _sources_for(spec, runs, key: str, command: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Source key of each run (the spec's source naming results/<run>, else ``key``), and the sources to add."""
+    sources, new = {}, {}
+    for r in runs:
+        known = next((k for k, text in spec.sources.items() if f"results/{r.dir.name}:" in text or f"results/{r.dir.name} " in text), None)
+        sources[r.dir.name] = known or key
+        if not known:
+            i = r.info
+            dev = ", ".join(str(i[k]) for k in ("gpu", "compute_capability", "driver", "ptxas") if i.get(k))
+            new[key] = (new.get(key, "") + "; " if key in new else "") + f"results/{r.dir.name}: {command} on {dev or 'a GPU'}"
+    return sources, new
+
+
+def cmd_pin(args) -> int:
+    import shutil
+    import tempfile
+
+    from ptxconf.spec import load_specs
+    from ptxconf.tools.numerics.campaign import report_text
+    from ptxconf.tools.numerics.pins import SpecEditError, pin, pins_markdown, write_spec
+    from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
+    from ptxconf.tools.numerics.spec import numerics_spec
+
+    specs, spec, _ = _setup(args)
+    runs = []
+    for d in args.directories:
+        if not (Path(d) / "measure.json").is_file() or not (Path(d) / "observations.npz").is_file():
+            raise SystemExit(f"ptxconf: {d}: not a recorded numerics run (no measure.json / observations.npz)")
+        runs.append(RecordedRun(Path(d), specs, spec))
+    sources, new = _sources_for(spec, runs, args.source, "ptxconf numerics edges --backend pycuda")
+    log = print if args.verbose else (lambda *_: None)
+    doc = pin(runs, spec, sources, set(args.path) if args.path else None, log=log)
+    out = Path(args.out) if args.out else runs[0].dir
+    (out / "pins.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    (out / "pins.md").write_text(pins_markdown(doc))
+    counts: dict[str, int] = {}
+    for d in doc["decisions"]:
+        counts[d["decision"]] = counts.get(d["decision"], 0) + 1
+    print(f"{len(doc['decisions'])} parameters: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + f" -> {out / 'pins.md'}")
+    for f in doc["findings"]:
+        print(f"  FINDING {f}")
+    if args.write_spec:
+        spec_file = Path(spec.file)
+
+        def check(text: str) -> None:
+            with tempfile.TemporaryDirectory(prefix="ptxconf-pin-") as tmp:
+                shutil.copytree(spec_file.parent, tmp, dirs_exist_ok=True)
+                (Path(tmp) / spec_file.name).write_text(text)
+                numerics_spec(load_specs(tmp))
+
+        written, found = [], list(doc["findings"])
+        for _ in range(3):  # a value written can unlock another (f64: the NaN bits, then the NaN rule)
+            try:
+                changed = write_spec(doc, spec_file, new, check)
+                written += changed
+            except SpecEditError as exc:
+                raise SystemExit(f"ptxconf: {spec_file}: {exc}") from None
+            new = {}
+            print(f"{spec_file}: {len(changed)} parameter(s) written")
+            for line in changed:
+                print(f"  {line}")
+            specs = load_specs(args.specs)
+            spec = numerics_spec(specs)
+            runs = [RecordedRun(r.dir, specs, spec) for r in runs]
+            doc = pin(runs, spec, sources, set(args.path) if args.path else None, log=log)
+            found += [x for x in doc["findings"] if x not in found]
+            if not changed:
+                break
+        doc["written"] = written  # what the spec got, every round; the findings of every round (the first saw the old spec)
+        doc["findings"] = found
+        (out / "pins.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        (out / "pins.md").write_text(pins_markdown(doc))
+    if args.write_open:
+        for r in runs:
+            run = RecordedRun(r.dir, specs, spec)
+            old = json.loads((run.dir / "findings.json").read_text())
+            fdoc = refresh_findings(run, old)
+            (run.dir / "findings.json").write_text(json.dumps(fdoc, indent=1, default=str) + "\n")
+            (run.dir / "findings.txt").write_text(report_text(fdoc) + "\n")
+            of = open_findings(run, old.get("backend"))
+            (run.dir / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
+            n_open = sum(e["open"]["designed"] + e["open"]["replay"] for e in of["paths"].values())
+            print(f"{run.dir}: findings regenerated; {n_open} recorded case(s) open")
+    return 0
+
+
 def cmd_bench(args) -> int:
-    from conformance.tools.numerics.harness import k_of, path_of
-    from conformance.tools.numerics.model import Types, dot_bits
+    from ptxconf.tools.numerics.harness import k_of, path_of
+    from ptxconf.tools.numerics.model import Types, dot_bits
 
     specs, spec, _ = _setup(args)
     v = specs.get(args.variant)
     p = path_of(spec, v)
-    from conformance.tools.numerics.fuzz import _values
+    from ptxconf.tools.numerics.fuzz import _values
 
     rng = np.random.default_rng(0)
     k = k_of(v)
@@ -212,6 +350,7 @@ def add_parser(sub) -> None:
     s.add_argument("--a", required=True, help="comma-separated A bits along K (missing ones are 0)")
     s.add_argument("--b", required=True)
     s.add_argument("--c", default="0")
+    s.add_argument("--pos", help="mma.sp: comma-separated dense positions of the stored A elements given in --a")
     s.add_argument("--explain", action="store_true", help="print the aligned terms")
     s.set_defaults(func=cmd_dot)
     s = ns.add_parser("measure", help="run the designed experiments of one variant (one launch) and infer parameters")
@@ -237,6 +376,28 @@ def add_parser(sub) -> None:
                    help="write open_findings.json: every recorded case (designed and replays) the current model does not reproduce")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_report)
+    s = ns.add_parser("edges", help="GPU: every designed group of every path (raw), then the coverage-driven edge fuzzer")
+    specs_arg(s)
+    s.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
+    s.add_argument("--select", action="append", metavar="GLOB")
+    s.add_argument("--budget", type=float, default=240.0, metavar="SECONDS", help="the whole run (designed groups first)")
+    s.add_argument("--cases", type=int, default=512, help="MMAs per edge-fuzz launch")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--wgmma-n", default="8,256", metavar="N,N", help="wgmma widths measured besides 64 (one form per path)")
+    s.add_argument("--no-fuzz", action="store_true", help="the designed groups only")
+    s.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    s.add_argument("--out", default="results/numerics-edges")
+    s.set_defaults(func=cmd_edges)
+    s = ns.add_parser("pin", help="offline: pin every parameter from recorded runs (pins.json/.md); update the spec and findings")
+    specs_arg(s)
+    s.add_argument("directories", nargs="+", metavar="DIR", help="recorded runs (numerics edges / campaign --out)")
+    s.add_argument("--source", default="H100EDGE", help="source key for runs the spec's sources do not name yet")
+    s.add_argument("--path", action="append", metavar="PATH", help="only these paths (e.g. f16.f16)")
+    s.add_argument("--out", metavar="DIR", help="where pins.json/.md go (default: the first DIR)")
+    s.add_argument("--write-spec", action="store_true", help="write the decisions into specs/numerics.yaml")
+    s.add_argument("--write-open", action="store_true", help="regenerate findings.json/.txt and open_findings.json of every DIR")
+    s.add_argument("-v", "--verbose", action="store_true")
+    s.set_defaults(func=cmd_pin)
     s = ns.add_parser("bench", help="model throughput: dot products per second")
     specs_arg(s)
     s.add_argument("variant")
@@ -246,7 +407,7 @@ def add_parser(sub) -> None:
 
 
 def add_fuzz_numerics(fs) -> None:
-    """``ptxconf fuzz numerics`` (the ``fuzz`` verb itself is conformance.cli.fuzz's)."""
+    """``ptxconf fuzz numerics`` (the ``fuzz`` verb itself is ptxconf.cli.fuzz's)."""
     s = fs.add_parser("numerics", help="compare hardware with the numerics model bit for bit")
     s.add_argument("--specs", metavar="DIR")
     s.add_argument("--select", action="append", metavar="GLOB")
@@ -255,4 +416,7 @@ def add_fuzz_numerics(fs) -> None:
     s.add_argument("--cases", type=int, default=4096)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="results/numerics-fuzz")
+    s.add_argument("--on", default="host", choices=["host", "gpu"],
+                   help="gpu: everything on the device through CuPy (--cases MMAs per launch; --backend unused); "
+                        "writes OUT/gpu-fuzz.json")
     s.set_defaults(func=cmd_fuzz)

@@ -13,22 +13,22 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from conformance.spec.model import Variant
-from conformance.spec.ptxtypes import ptx_type
+from ptxconf.spec.model import Variant
+from ptxconf.spec.ptxtypes import ptx_type
 
 from .harness import diagonal, dims, model_mma, place, run_mma
 from .model import FORMATS, PathParams, Types, dot_bits
 
 
-def _values(rng, t: str, shape, spread: int, sub_rate: float, special_rate: float) -> np.ndarray:
-    """Random bits of type ``t``: significands random, exponents within ``spread`` binades of 0."""
+def _values(rng, t: str, shape, spread: int, sub_rate: float, special_rate: float, center: int = 0) -> np.ndarray:
+    """Random bits of type ``t``: significands random, exponents within ``spread`` binades of ``center``."""
     pt = ptx_type(t)
     if pt.kind != "float":
         lo, hi = pt.int_range() if pt.kind != "bits" else (0, 1)
         return pt.encode(rng.integers(lo, hi + 1, shape))
     f = FORMATS[t]
-    e = rng.integers(max(f.emin, -spread), min(f.emax, spread) + 1, shape)
+    lo, hi = max(f.emin, center - spread), min(f.emax, center + spread)
+    e = rng.integers(min(lo, hi), max(lo, hi) + 1, shape)
     m = 1.0 + rng.integers(0, 2 ** (f.p - 1), shape) / 2.0 ** (f.p - 1)
     vals = np.where(rng.random(shape) < 0.5, -1.0, 1.0) * m * 2.0**e
     sub = rng.random(shape) < sub_rate
@@ -43,13 +43,13 @@ def _values(rng, t: str, shape, spread: int, sub_rate: float, special_rate: floa
     return bits.astype(np.uint64)
 
 
-def batch(v: Variant, seed: int, cases: int, spread=20, cancel=0.3, c_scale=0, sub_rate=0.02, special_rate=0.0):
-    """Operand bits of ``cases`` random MMAs."""
+def batch(v: Variant, seed: int, cases: int, spread=20, cancel=0.3, c_scale=0, sub_rate=0.02, special_rate=0.0, center=0):
+    """Operand bits of ``cases`` random MMAs (A and B exponents around ``center``: the product around 2^(2 center))."""
     rng = np.random.default_rng(seed)
     t = Types.of(v)
     mats, m, k, n = dims(v)
-    A = _values(rng, t.a, (cases, mats, m, k), spread, sub_rate, special_rate)
-    B = _values(rng, t.b, (cases, mats, k, n), spread, sub_rate, special_rate)
+    A = _values(rng, t.a, (cases, mats, m, k), spread, sub_rate, special_rate, center)
+    B = _values(rng, t.b, (cases, mats, k, n), spread, sub_rate, special_rate, center)
     C = _values(rng, t.c, (cases, mats, m, n), spread + abs(c_scale), sub_rate, special_rate)
     if ptx_type(t.a).kind == "float" and cancel:
         # cancellation: column j+1 of A repeats column j negated (B rows j and j+1 equal)
@@ -157,11 +157,11 @@ def fuzz_variant(backend, p: PathParams, v: Variant, budget: float, cases: int =
     @settings(max_examples=10**6, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck), phases=[__import__("hypothesis").Phase.generate])
     @given(st.integers(0, 2**31 - 1), st.integers(1, 60), st.floats(0, 0.9), st.integers(-40, 40),
-           st.sampled_from([0.0, 0.01, 0.1]), st.sampled_from([0.0, 0.0, 0.001, 0.02]))
-    def one(s, spread, cancel, c_scale, sub_rate, special_rate):
+           st.sampled_from([0.0, 0.01, 0.1]), st.sampled_from([0.0, 0.0, 0.001, 0.02]), st.integers(-70, 70))
+    def one(s, spread, cancel, c_scale, sub_rate, special_rate, center):
         if time.time() > t_end:
             raise _Stop
-        bits = batch(v, seed * 1_000_003 + s, cases, spread, cancel, c_scale, sub_rate, special_rate)
+        bits = batch(v, seed * 1_000_003 + s, cases, spread, cancel, c_scale, sub_rate, special_rate, center)
         obs = run_mma(backend, v, bits)
         stats["launches"] += 1
         stats["dots"] += int(obs.size)

@@ -3,27 +3,62 @@
 
 Operand bits are ``A [case, mat, M, K]``, ``B [case, mat, K, N]``, ``C/D [case, mat, M, N]`` for both
 families; a wgmma case (one warpgroup) is one matrix (``mat`` = 1, M = 64), its A and B placed
-in shared memory (or A in registers) through the wgmma spec's layouts by generators/wgmma.py."""
+in shared memory (or A in registers) through the wgmma spec's layouts by generators/wgmma.py.
+An mma.sp dot is its stored A elements (``K/2``) with their dense positions (``pos``), which become
+the row's metadata fields; the rows no dot uses take the first legal pattern.  The f64 forms with a
+rounding modifier (``.rn/.rz/.rm/.rp``) are the spec's f64 variants with the modifier in the string."""
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import replace
 
-from conformance.backends.base import Backend, Launch, native_build, support_reason
-from conformance.families.mma.probe import Probe, buffer_layout, module_source
-from conformance.spec.model import Variant
-from conformance.spec.packing import pack, unpack
-from conformance.spec.targets import PtxVersion, parse_target
+import numpy as np
+from ptxconf.backends.base import Backend, Launch, native_build, support_reason
+from ptxconf.families.mma.probe import Probe, buffer_layout, module_source
+from ptxconf.spec.model import Variant
+from ptxconf.spec.packing import pack, unpack
+from ptxconf.spec.sparse import is_sparse, sparsity
+from ptxconf.spec.targets import PtxVersion, parse_target
 
 from .model import PathParams, Types, dot_bits
 from .spec import NumericsSpec
 
 WGMMA_N = 64  # the wgmma width measured: 64 rows x 64 columns, 64 diagonal dots per warpgroup
+F64_ROUNDING = ("rn", "rz", "rm", "rp")  # PTX ISA 9.2 §9.7.14.5.14: .rnd of the .f64 forms
+_SELECTOR = {"selector": 0}  # mma.sp: the quad lanes of selector 0 carry the metadata
+
+
+def shape_key(v: Variant) -> str:
+    """``"m16n8k16"``: the shape the spec's per-shape overrides are keyed by."""
+    m, n, k = v.shape
+    return f"m{m}n{n}k{k}"
 
 
 def path_of(spec: NumericsSpec, v: Variant) -> PathParams:
     t = Types.of(v)
-    return spec.path_for(t.a, t.d, v.family)
+    return spec.path_for(t.a, t.d, v.family, shape_key(v))
+
+
+def rounding_variant(v: Variant, rnd: str) -> Variant:
+    """The f64 mma form ``v`` with the rounding modifier ``rnd`` (.rn/.rz/.rm/.rp) before its types."""
+    if rnd not in F64_ROUNDING or Types.of(v).a != "f64":
+        raise ValueError(f"{v.id}: only .f64 mma forms take a rounding modifier (.rn/.rz/.rm/.rp), not .{rnd}")
+    head, types = v.id.split(".f64.f64.f64.f64")[0], ".f64.f64.f64.f64"
+    return replace(v, id=f"{head}.{rnd}{types}")
+
+
+def rounding_variants(specs, cc=(9, 0)) -> list[Variant]:
+    """Every runnable dense .f64 mma form with each of .rn/.rz/.rm/.rp."""
+    return [rounding_variant(v, r) for v in numeric_variants(specs, cc, ("mma.sync",)) if Types.of(v).a == "f64"
+            for r in F64_ROUNDING]
+
+
+def variant_of(specs, vid: str) -> Variant:
+    """A variant by id, the f64 rounding-modifier forms (not spec variants of their own) included."""
+    for r in F64_ROUNDING:
+        if f".{r}.f64." in vid:
+            return rounding_variant(specs.get(vid.replace(f".{r}.f64.", ".f64.")), r)
+    return specs.get(vid)
 
 
 def dims(v: Variant) -> tuple[int, int, int, int]:
@@ -31,24 +66,25 @@ def dims(v: Variant) -> tuple[int, int, int, int]:
     if v.family == "wgmma":
         return 1, 64, v.K, v.N
     la, lb = v.operands["A"].layout, v.operands["B"].layout
-    return la.matrices, la.rows, la.cols, lb.cols
+    return la.matrices, la.rows, lb.rows if is_sparse(v) else la.cols, lb.cols  # mma.sp: A holds K/2 columns
 
 
 def k_of(v: Variant) -> int:
     return dims(v)[2]
 
 
-def numeric_variants(specs, cc=(9, 0), families=("mma.sync", "wgmma")) -> list[Variant]:
-    """Dense mma.sync variants and wgmma forms of N = WGMMA_N that run on ``cc`` and have a numerics path."""
+def numeric_variants(specs, cc=(9, 0), families=("mma.sync", "wgmma"), wgmma_n=(WGMMA_N,)) -> list[Variant]:
+    """mma.sync (and mma.sp, when in ``families``) variants without block scaling, and wgmma forms of N in
+    ``wgmma_n``, that run on ``cc`` and have a numerics path."""
     spec = next(d for d in specs.documents.values() if isinstance(d, NumericsSpec))
     out = []
     for v in specs.variants.values():
         if v.family not in families:
             continue
         if v.family == "wgmma":
-            if v.N != WGMMA_N:
+            if v.N not in wgmma_n:
                 continue
-        elif any(n.startswith("scale_") or n == "metadata" for n in v.operands):
+        elif any(n.startswith("scale_") for n in v.operands) or (is_sparse(v) and v.family != "mma.sp"):
             continue
         if support_reason(v, cc, PtxVersion(9, 9)):
             continue
@@ -65,14 +101,18 @@ def capacity(v: Variant) -> int:
     return mats * min(m, n)
 
 
-def place(v: Variant, a: np.ndarray, b: np.ndarray, c: np.ndarray, fill: dict | None = None):
-    """Dot-product bits (``a, b [N, K]``, ``c [N]``) -> operand bits of ``ceil(N / capacity)`` cases."""
+def place(v: Variant, a: np.ndarray, b: np.ndarray, c: np.ndarray, fill: dict | None = None, pos: np.ndarray | None = None):
+    """Dot-product bits (``a, b [N, K]``, ``c [N]``) -> operand bits of ``ceil(N / capacity)`` cases.
+
+    mma.sp: ``a [N, K/2]`` are the stored elements and ``pos [N, K/2]`` their dense columns."""
     mats, m, k, n = dims(v)
     cap = capacity(v)
     count = len(c)
     cases = max(1, -(-count // cap))
     fill = fill or {}
-    A = fill.get("A", np.zeros((cases, mats, m, k), dtype=np.uint64)).copy()
+    sparse = is_sparse(v)
+    ka = v.operands["A"].layout.cols if sparse else k
+    A = fill.get("A", np.zeros((cases, mats, m, ka), dtype=np.uint64)).copy()
     B = fill.get("B", np.zeros((cases, mats, k, n), dtype=np.uint64)).copy()
     C = fill.get("C", np.zeros((cases, mats, m, n), dtype=np.uint64)).copy()
     idx = np.arange(count)
@@ -81,7 +121,43 @@ def place(v: Variant, a: np.ndarray, b: np.ndarray, c: np.ndarray, fill: dict | 
     A[cs, mat, i, :] = a
     B[cs, mat, :, i] = b
     C[cs, mat, i, i] = c
-    return {"A": A, "B": B, "C": C}, (cs, mat, i)
+    out = {"A": A, "B": B, "C": C}
+    if sparse:
+        if pos is None:
+            raise ValueError(f"{v.id}: a sparse dot needs the dense positions of its stored A elements")
+        meta = fill.get("metadata", np.broadcast_to(metadata_fields(v, first_positions(v)), (cases, 1, m, 2 * sparsity(v).chunks))).copy()
+        meta[cs, 0, i, :] = metadata_fields(v, np.asarray(pos, dtype=np.int64))
+        out["metadata"] = meta
+    return out, (cs, mat, i)
+
+
+def first_positions(v: Variant) -> np.ndarray:
+    """The dense positions of the first legal pattern in every chunk (``[K/2]``)."""
+    sp = sparsity(v)
+    base = {1: [0], 2: [0, 1], 4: [0, 1, 2, 3]}[sp.nz]
+    return np.array([ch * sp.width + x for ch in range(sp.chunks) for x in base], dtype=np.int64)
+
+
+def metadata_fields(v: Variant, pos: np.ndarray) -> np.ndarray:
+    """Dense positions of the stored elements ``[..., K/2]`` -> the metadata fields ``[..., 2 * chunks]`` naming them
+    (the inverse of :func:`ptxconf.spec.sparse.positions`); refuses positions no legal pattern gives."""
+    sp = sparsity(v)
+    pos = np.asarray(pos, dtype=np.int64)
+    local = pos.reshape(*pos.shape[:-1], sp.chunks, sp.nz) - (np.arange(sp.chunks) * sp.width)[:, None]
+    if sp.nz == 1:
+        fields = np.concatenate([2 * local, 2 * local + 1], axis=-1)
+    elif sp.nz == 2:
+        fields = local
+    else:  # 4:8 in pairs: slots (0, 1) and (2, 3) are two-element sub-chunks
+        fields = local[..., ::2] // 2
+        if np.any(local[..., 1::2] != local[..., ::2] + 1) or np.any(local[..., ::2] % 2):
+            raise ValueError(f"{v.id}: positions {pos.tolist()} are not pairs of a 4:8 pattern")
+    pats = set(sp.patterns)
+    flat = fields.reshape(-1, 2)
+    bad = [tuple(int(x) for x in f) for f in flat if tuple(int(x) for x in f) not in pats]
+    if bad or np.any(local < 0) or np.any(local >= sp.width):
+        raise ValueError(f"{v.id}: positions {pos.tolist()} need metadata {bad[:1]} no legal pattern has")
+    return fields.reshape(*pos.shape[:-1], 2 * sp.chunks).astype(np.uint64)
 
 
 def diagonal(d: np.ndarray, where) -> np.ndarray:
@@ -94,14 +170,15 @@ def run_mma(backend: Backend, v: Variant, bits: dict[str, np.ndarray]) -> np.nda
     if v.family == "wgmma":
         return run_wgmma(backend, v, bits)
     target, ptx = native_build(v, backend)
-    probe = Probe(v)
+    params = {"metadata": dict(_SELECTOR)} if is_sparse(v) else {}
+    probe = Probe(v, params)
     module = module_source([probe], ptx, parse_target(target.name))
     layout = buffer_layout(v)
     cases = len(bits["A"])
     words = np.zeros((cases, 32, layout.in_words), dtype=np.uint32)
     for name, off in layout.inputs.items():
         op = v.operands[name]
-        words[:, :, off : off + op.words] = pack(op, bits[name])
+        words[:, :, off : off + op.words] = pack(op, bits[name], params.get(name))
     res = backend.run(module, [Launch(probe, words, layout.out_words, np.arange(cases, dtype=np.uint32), 8)])[0]
     if res.error:
         raise RuntimeError(f"{v.id}: launch failed: {res.error}")
@@ -118,8 +195,8 @@ def wgmma_imm(v) -> dict:
 
 def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Operand bits -> wgmma probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C)."""
-    from conformance.families.wgmma import probe as wg
-    from conformance.families.wgmma.desc import Desc
+    from ptxconf.families.wgmma import probe as wg
+    from ptxconf.families.wgmma.desc import Desc
 
     model = wg.model_of(v)
     smem = model.smem
@@ -159,7 +236,7 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
 
 def run_wgmma(backend: Backend, v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """One launch of wgmma form ``v`` (one warpgroup per case); D bits ``[case, 1, 64, N]``."""
-    from conformance.families.wgmma import probe as wg
+    from ptxconf.families.wgmma import probe as wg
 
     target, ptx = native_build(v, backend)
     probe = wg.WgProbe(v, tuple(sorted(wgmma_imm(v).items())))
@@ -174,7 +251,7 @@ def run_wgmma(backend: Backend, v, bits: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def wgmma_semantics(spec: NumericsSpec):
-    """``conformance.families.wgmma.probe.apply`` numerics hook (the emulator): D = A*B (+ C) under the path's model."""
+    """``ptxconf.families.wgmma.probe.apply`` numerics hook (the emulator): D = A*B (+ C) under the path's model."""
 
     def numerics(v, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
         m, n = a_bits.shape[0], b_bits.shape[1]
@@ -192,5 +269,12 @@ def model_mma(p: PathParams, v: Variant, bits: dict[str, np.ndarray]) -> np.ndar
     return mma_semantics(lambda _v: p)(v, bits)
 
 
-def model_dots(p: PathParams, v: Variant, a, b, c) -> np.ndarray:
-    return dot_bits(p, Types.of(v), a, b, c)
+def model_dots(p: PathParams, v: Variant, a, b, c, pos=None) -> np.ndarray:
+    return dot_bits(p, Types.of(v), a, b, c, sparse_pos=pos)
+
+
+def alternatives(spec: NumericsSpec, v: Variant) -> dict[str, PathParams]:
+    """Every path of ``v``'s A and D types whatever its family (its shape's parameters): what the sparse
+    ``sp.path`` group tries when more than one path shares the types."""
+    t = Types.of(v)
+    return {name: q.for_shape(shape_key(v)) for name, q in spec.paths.items() if t.a in q.a_types and t.d in q.d_types}

@@ -5,23 +5,35 @@ Float paths follow the block-FMA model stated in specs/numerics.yaml:
 
 1. inputs decode from their bits (``.tf32``: the low 13 bits dropped, or rounded when
    ``input_conversion`` says so); ``in_subnormals: flush`` zeroes subnormal inputs;
-2. NaN, Inf*0 and Inf-Inf give the canonical NaN; otherwise an Inf gives Inf;
+2. a NaN operand, Inf*0 or Inf-Inf give a NaN (``nan_propagation``: the D type's ``nan_bits``, or
+   the first NaN operand's payload, quieted); otherwise an Inf gives Inf;
 3. per block of ``block`` products: each product is exact in float64 (at most 22
    significand bits); its raw exponent is e(a)+e(b); C's is e(C).  The anchor E is
    the largest raw exponent of a non-zero term (at least ``exp_floor``); each term is
-   scaled onto the grid ``2^(E - frac_bits)`` and truncated (or rounded) there; the
-   integers are summed exactly (float64 holds them: fewer than 2^53);
-4. the exact sum is rounded once to ``out_precision`` bits with ``final_rounding``,
-   with the D type's exponent range, subnormals and overflow rule;
-5. the next block starts from that D as its C.
+   scaled onto the grid ``2^(E - frac_bits)`` and truncated there (``align: rne`` rounds it;
+   ``align: sticky`` keeps one more bit, the OR of everything below); the integers are summed
+   exactly (float64 holds them: fewer than 2^53);
+4. the exact sum is rounded once to ``out_precision`` bits with ``final_rounding``, within the
+   D type's exponent range (so a sum in D's subnormal range is cut at ``2^(emin_D - out_precision + 1)``),
+   subnormals and overflow rule;
+5. the next block starts from that result as its C; where ``out_precision`` exceeds D's precision the
+   last block's result is converted to D with round-to-nearest-even (two roundings: the first one cuts
+   everything below its grid before the second sees a tie).
 
 ``k_order: pairs`` splits the K products into two halves (k mod 4 in {0,1}, then {2,3}),
 each done as its own run of blocks, the second starting from the first's D;
 ``c_entry: add_rne`` starts the blocks from 0 and adds C at the end with one
 round-to-nearest-even addition in the D type (two f16 mma's and an FADD/HADD).
 
-``f64`` is IEEE: a chain of fused multiply-adds (or one exactly rounded dot);
-integer and ``.b1`` paths are exact.  Everything returns D container bits.
+Sparse (``mma.sp``) dot products pass the stored A elements with their dense positions
+(``sparse_pos``): ``sparse_zeros: skip`` multiplies only the B rows the metadata selects,
+``multiply`` multiplies the zeroed positions too (so an Inf or NaN there gives NaN);
+``sparse_order`` is the order the blocks take the products in: by dense position, or by stored slot.
+
+``f64`` is IEEE: a chain of fused multiply-adds in ascending k from C (``reverse_fma``: descending;
+``exact_dot``: one rounding), each rounded as the instruction's ``.rn/.rz/.rm/.rp`` says
+(``f64_rnd: ignored``: always to nearest); integer and ``.b1`` paths are exact.
+A path may override parameters per shape (``PathParams.for_shape``).  Everything returns D container bits.
 """
 
 from __future__ import annotations
@@ -30,10 +42,10 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
+from ptxconf.spec.ptxtypes import ptx_type
 
-from conformance.spec.ptxtypes import ptx_type
-
-__all__ = ["PathParams", "Types", "FORMATS", "dot_bits", "explain", "round_to_format", "mma_semantics"]
+__all__ = ["PathParams", "Types", "FORMATS", "dot_bits", "explain", "round_to_format", "mma_semantics", "sparse_dots",
+           "stored_positions", "f64_round", "nan_convert"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,8 @@ FORMATS = {
     "e5m2": Fmt(3, -14, 15),
 }
 
+ROUNDING_MODIFIERS = {"rn": "rne", "rz": "rz", "rm": "rd", "rp": "ru"}  # PTX .rnd -> the model's rounding names
+
 
 @dataclass(frozen=True)
 class PathParams:
@@ -63,25 +77,42 @@ class PathParams:
     block: int = 16
     frac_bits: int = 25
     out_precision: int = 24
-    final_rounding: str = "rz"  # rz | rne | ru | rd
+    final_rounding: str = "rz"  # rz | rne | rna | ru | rd
     input_conversion: str = "truncate"  # tf32: truncate | rna | rne
-    f64_mode: str = "sequential_fma"  # or exact_dot
-    align: str = "truncate"  # truncate | rne
+    f64_mode: str = "sequential_fma"  # sequential_fma | reverse_fma | exact_dot
+    align: str = "truncate"  # truncate | rne | sticky
     c_entry: str = "fused"  # fused | late | add_rne (products from 0, then one RNE add of C in the D type)
     k_order: str = "natural"  # natural | pairs (k mod 4 in {0,1}, then {2,3}: two halves, each its own blocks)
     exp_floor: int | None = None
     in_subnormals: str = "keep"
     out_subnormals: str = "keep"
-    overflow: str = "inf"  # inf | saturate
+    overflow: str = "inf"  # inf | saturate | ieee
     neg_zero: str = "ieee"  # ieee | positive
-    nan_propagation: str = "canonical"  # canonical | first
+    nan_propagation: str = "canonical"  # canonical | payload_c_first | payload_a_first
     nan_bits: dict = field(default_factory=dict, hash=False, compare=False)
     families: tuple[str, ...] = ()  # instruction families the path is for (empty: every family)
+    f64_rnd: str = "each_fma"  # each_fma | ignored: what an f64 .rz/.rm/.rp modifier rounds
+    sparse_zeros: str = "skip"  # skip | multiply: mma.sp's zeroed A elements
+    sparse_order: str = "position"  # position | slot: the order mma.sp's products enter the blocks
+    integer: str = "exact"  # exact: the sum is exact, wrapped to s32 (clamped with .satfinite)
+    shapes: tuple = field(default=(), hash=False, compare=False)  # ((shape, ((param, value), ...)), ...)
 
     def describe(self) -> dict:
         keys = ("kind", "block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation")
+                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation",
+                "f64_rnd", "sparse_zeros", "sparse_order", "integer")
         return {k: getattr(self, k) for k in keys}
+
+    def for_shape(self, shape: str | None) -> PathParams:
+        """The parameters of one instruction shape (``"m8n8k4"``): the path's, with that shape's overrides."""
+        for s, over in self.shapes:
+            if s == shape:
+                return replace(self, **dict(over))
+        return self
+
+    def overridden(self, shape: str | None) -> set[str]:
+        """Parameters ``shape`` overrides."""
+        return {k for s, over in self.shapes if s == shape for k, _ in over}
 
 
 # ---------------------------------------------------------------------------
@@ -160,6 +191,57 @@ def _encode(d_type: str, vals: np.ndarray) -> np.ndarray:
     return ptx_type(d_type).encode(vals, exact=False)
 
 
+def _to_d(p: PathParams, acc: np.ndarray, d_fmt: Fmt) -> np.ndarray:
+    """The last block's result (held to out_precision bits) converted to D with RNE where out_precision exceeds D's precision."""
+    if p.out_precision <= d_fmt.p:
+        return acc
+    with np.errstate(invalid="ignore"):
+        finite = np.where(np.isfinite(acc), acc, 0.0)
+        return np.where(np.isfinite(acc), round_to_format(finite, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow), acc)
+
+
+# ---------------------------------------------------------------------------
+# NaN payloads
+# ---------------------------------------------------------------------------
+
+
+def _container(t: str) -> str:
+    return "f32" if t == "tf32" else t
+
+
+def nan_convert(bits: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """A NaN of type ``src`` -> the quiet NaN of type ``dst`` with its sign and payload (shifted to fit)."""
+    src, dst = _container(src), _container(dst)
+    sb, db = ptx_type(src).bits, ptx_type(dst).bits
+    sm, dm = FORMATS[src].p - 1, FORMATS[dst].p - 1
+    bits = np.asarray(bits, dtype=np.uint64)
+    sign = (bits >> np.uint64(sb - 1)) & np.uint64(1)
+    mant = bits & np.uint64((1 << sm) - 1)
+    mant = mant << np.uint64(dm - sm) if dm >= sm else mant >> np.uint64(sm - dm)
+    exp = np.uint64(((1 << (db - 1 - dm)) - 1) << dm)
+    return (sign << np.uint64(db - 1)) | exp | mant | np.uint64(1 << (dm - 1))
+
+
+def _first_nan(p: PathParams, d_t: str, ops: list[tuple[str, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(has a NaN operand, its D-type NaN bits) for operands in the order ``nan_propagation`` gives.
+
+    ``ops``: (type, bits [N, n], is-NaN [N, n]) in the order C, then a0, b0, a1, b1, ..."""
+    if p.nan_propagation == "payload_a_first":
+        ops = ops[1:] + ops[:1]
+    elif p.nan_propagation != "payload_c_first":
+        raise ValueError(f"unknown nan_propagation {p.nan_propagation!r}")
+    n = ops[0][1].shape[0]
+    found = np.zeros(n, dtype=bool)
+    out = np.zeros(n, dtype=np.uint64)
+    for t, bits, isnan in ops:
+        for j in range(bits.shape[1]):
+            take = isnan[:, j] & ~found
+            if take.any():
+                out = np.where(take, nan_convert(bits[:, j], t, d_t), out)
+                found |= take
+    return found, out
+
+
 # ---------------------------------------------------------------------------
 # float paths
 # ---------------------------------------------------------------------------
@@ -170,13 +252,24 @@ class BlockTrace:
     anchor: np.ndarray
     grid: np.ndarray  # exponent of one grid unit
     terms: np.ndarray  # float64 exact terms [N, T]
-    aligned: np.ndarray  # integers [N, T]
+    aligned: np.ndarray  # integers [N, T] (with sticky: on the grid one bit finer)
     total: np.ndarray  # exact sum (float64)
     rounded: np.ndarray
+    exps: np.ndarray | None = None  # raw exponents of the terms [N, T] (products e(a)+e(b), C e(C))
+    mask: np.ndarray | None = None  # [N, T]: the terms this block holds
+    labels: np.ndarray | None = None  # [N, T]: the k of each product (-1 for C)
 
 
-def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_fmt: Fmt, d_fmt: Fmt, trace=None):
-    """One block: aligned sum of products (and C when fused), rounded to D.  Returns float64 D values."""
+def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_fmt: Fmt, d_fmt: Fmt, trace=None,
+           mask: np.ndarray | None = None, labels: np.ndarray | None = None):
+    """One block: aligned sum of products (and C when fused), rounded to D.  Returns float64 D values.
+
+    ``mask [N, T]`` picks the block's products out of ``prods`` (the other columns are not in this block)."""
+    if mask is not None:
+        neg_prods = np.where(mask, np.signbit(prods), True).all(axis=-1)
+        prods = np.where(mask, prods, 0.0)
+    else:
+        neg_prods = np.signbit(prods).all(axis=-1)
     nz = prods != 0
     cnz = c != 0
     cexp = raw_exponent(np.where(cnz, c, 1.0), c_fmt.emin)
@@ -187,56 +280,80 @@ def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_
     if p.exp_floor is not None:
         anchor = np.maximum(anchor, p.exp_floor)
     anchor = np.where(anchor == lo, 0, anchor)
-    shift = (p.frac_bits - anchor)[:, None]
+    extra = 1 if p.align == "sticky" else 0
+    shift = (p.frac_bits + extra - anchor)[:, None]
     terms = np.concatenate([prods, c[:, None]], axis=1) if fused else prods
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = np.ldexp(terms, shift)
-    aligned = np.trunc(scaled) if p.align == "truncate" else np.rint(scaled)
+    if p.align == "truncate":
+        aligned = np.trunc(scaled)
+    elif p.align == "rne":
+        aligned = np.rint(scaled)
+    elif p.align == "sticky":  # one more bit, set where anything below it was cut
+        cut = np.trunc(np.ldexp(scaled, -1))
+        lost = np.ldexp(cut, 1) != scaled
+        aligned = np.ldexp(cut, 1) + np.copysign(lost.astype(np.float64), scaled)
+    else:
+        raise ValueError(f"unknown align {p.align!r}")
     total_int = aligned.sum(axis=-1)
-    total = np.ldexp(total_int, anchor - p.frac_bits)
+    total = np.ldexp(total_int, anchor - p.frac_bits - extra)
     if not fused:
         total = total + c  # exact in float64 only when the exponents are close; late entry is a hypothesis to test
     rounded = round_to_format(total, d_fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow)
     # signed zeros
     allzero = ~nz.any(axis=-1) & ~cnz
-    all_neg = np.signbit(prods).all(axis=-1) & np.signbit(c)
+    all_neg = neg_prods & np.signbit(c)
     zero_sign = allzero & all_neg & (p.neg_zero == "ieee")
     rounded = np.where(total_int == 0, np.where(zero_sign, -0.0, 0.0), rounded) if fused else np.where(
         total == 0, np.where(zero_sign, -0.0, 0.0), rounded)
     if trace is not None:
-        trace.append(BlockTrace(anchor, anchor - p.frac_bits, terms, aligned, total, rounded))
+        exps = np.concatenate([pexp, cexp[:, None]], axis=1) if fused else pexp
+        trace.append(BlockTrace(anchor, anchor - p.frac_bits, terms, aligned, total, rounded, exps, mask, labels))
     return rounded
 
 
-def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_bits, c_bits, trace=None) -> np.ndarray:
+def _schedule(p: PathParams, labels: np.ndarray, width: int) -> list[np.ndarray]:
+    """The blocks, in order, as masks over the term columns: halves by ``k_order``, then runs of ``block``."""
+    if p.k_order == "pairs":
+        halves = [labels % 4 < 2, labels % 4 >= 2]
+    elif p.k_order == "natural":
+        halves = [np.ones(labels.shape, dtype=bool)]
+    else:
+        raise ValueError(f"unknown k_order {p.k_order!r}")
+    out = []
+    for half in halves:
+        rank = np.cumsum(half, axis=-1) - 1
+        count = int(half.sum(axis=-1).max(initial=0)) if width else 0
+        for j in range(max(-(-count // p.block), 1)):
+            out.append(half & (rank // p.block == j))
+    return out
+
+
+def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_bits, c_bits, trace=None,
+               labels: np.ndarray | None = None) -> np.ndarray:
     a = decode(a_t, a_bits, p)
     b = decode(b_t, b_bits, p)
     c = decode(c_t, c_bits, p if c_t != "tf32" else None)
     a_fmt, b_fmt, c_fmt, d_fmt = FORMATS[a_t], FORMATS[b_t], FORMATS[c_t], FORMATS[d_t]
     with np.errstate(invalid="ignore", over="ignore"):
         prods = a * b
-    nan = np.isnan(prods).any(axis=-1) | np.isnan(c)
+    nan_in = np.isnan(prods).any(axis=-1) | np.isnan(c)
     pinf = (prods == np.inf).any(axis=-1) | (c == np.inf)
     ninf = (prods == -np.inf).any(axis=-1) | (c == -np.inf)
-    nan |= pinf & ninf
+    nan = nan_in | (pinf & ninf)
     finite_p = np.where(np.isfinite(prods), prods, 0.0)
     finite_c = np.where(np.isfinite(c), c, 0.0)
     pexp = raw_exponent(np.where(a == 0, 1.0, a), a_fmt.emin) + raw_exponent(np.where(b == 0, 1.0, b), b_fmt.emin)
-    k = prods.shape[-1]
-    order = list(range(k))
-    halves = [order]
-    if p.k_order == "pairs":
-        halves = [[j for j in order if j % 4 < 2], [j for j in order if j % 4 >= 2]]
-    elif p.k_order != "natural":
-        raise ValueError(f"unknown k_order {p.k_order!r}")
+    n, k = prods.shape
+    if labels is None:
+        labels = np.broadcast_to(np.arange(k), (n, k))
     late = p.c_entry == "add_rne"
     acc, acc_fmt = (np.zeros_like(finite_c), d_fmt) if late else (finite_c, c_fmt)
     bp = replace(p, c_entry="fused") if late else p
-    for half in halves:
-        for j in range(0, max(len(half), 1), p.block):
-            idx = half[j : j + p.block]
-            acc = _block(bp, finite_p[:, idx], pexp[:, idx], acc, acc_fmt, d_fmt, trace)
-            acc_fmt = d_fmt
+    for m in _schedule(p, labels, k):
+        acc = _block(bp, finite_p, pexp, acc, acc_fmt, d_fmt, trace, m, labels)
+        acc_fmt = d_fmt
+    acc = np.where(acc == 0, acc, _to_d(p, acc, d_fmt))  # keeps the sign of a zero
     if late:  # a half that overflowed is an Inf the final add meets (Inf + -Inf C gives NaN)
         pinf, ninf = pinf | (acc == np.inf), ninf | (acc == -np.inf)
         nan |= pinf & ninf
@@ -248,55 +365,130 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
     out = _encode(d_t, acc)
     out = np.where(pinf, _encode(d_t, np.array(np.inf)), out)
     out = np.where(ninf, _encode(d_t, np.array(-np.inf)), out)
-    return np.where(nan, np.uint64(p.nan_bits.get(d_t, ptx_type(d_t).mask >> 1)), out).astype(np.uint64)
+    default = np.uint64(p.nan_bits.get(d_t, ptx_type(d_t).mask >> 1))
+    if p.nan_propagation == "canonical" or not nan_in.any():
+        return np.where(nan, default, out).astype(np.uint64)
+    a_nan, b_nan = np.isnan(a), np.isnan(b)
+    ops = [(c_t, np.asarray(c_bits, dtype=np.uint64)[:, None], np.isnan(c)[:, None])]
+    for j in range(k):
+        ops += [(a_t, np.asarray(a_bits, dtype=np.uint64)[:, j : j + 1], a_nan[:, j : j + 1]),
+                (b_t, np.asarray(b_bits, dtype=np.uint64)[:, j : j + 1], b_nan[:, j : j + 1])]
+    found, payload = _first_nan(p, d_t, ops)
+    return np.where(nan, np.where(found, payload, default), out).astype(np.uint64)
 
 
 # ---------------------------------------------------------------------------
 # f64, integer, b1
 # ---------------------------------------------------------------------------
 
+_F64_MAX = float(np.finfo(np.float64).max)
 
-def _f64_round(x: Fraction) -> float:
+
+def f64_round(x: Fraction, mode: str = "rne") -> float:
+    """``x`` correctly rounded to binary64 under ``mode`` (rne | rz | ru | rd), subnormals and IEEE overflow included."""
     try:
-        return float(x)  # correctly rounded (ties to even), subnormals included
+        f = float(x)  # correctly rounded, ties to even
     except OverflowError:
-        return float("inf") if x > 0 else float("-inf")
+        f = float("inf") if x > 0 else float("-inf")
+    if mode == "rne":
+        return f
+    if np.isinf(f):
+        up = (mode == "ru" and x > 0) or (mode == "rd" and x < 0)
+        return f if up else float(np.copysign(_F64_MAX, f))
+    fx = Fraction(f)
+    if mode == "rz" and abs(fx) > abs(x):
+        return float(np.nextafter(f, 0.0))
+    if mode == "ru" and fx < x:
+        return float(np.nextafter(f, np.inf))
+    if mode == "rd" and fx > x:
+        return float(np.nextafter(f, -np.inf))
+    if mode not in ("rz", "ru", "rd"):
+        raise ValueError(f"unknown rounding {mode!r}")
+    return f
 
 
-def _f64_dot(p: PathParams, a_bits, b_bits, c_bits) -> np.ndarray:
+_f64_round = f64_round  # the name earlier callers used
+
+
+def _f64_bits(x: float) -> int:
+    return int(np.array([x], dtype=np.float64).view(np.uint64)[0])
+
+
+def _f64_dot(p: PathParams, t: Types, a_bits, b_bits, c_bits) -> np.ndarray:
+    a_bits = np.asarray(a_bits, dtype=np.uint64)
+    b_bits = np.asarray(b_bits, dtype=np.uint64)
+    c_bits = np.asarray(c_bits, dtype=np.uint64)
     a = ptx_type("f64").decode(a_bits)
     b = ptx_type("f64").decode(b_bits)
     c = ptx_type("f64").decode(c_bits)
-    out = np.zeros(len(c), dtype=np.float64)
-    nan = np.zeros(len(c), dtype=bool)
+    mode = ROUNDING_MODIFIERS.get(t.rnd or "rn", "rne") if p.f64_rnd == "each_fma" else "rne"
+    if p.f64_rnd not in ("each_fma", "ignored"):
+        raise ValueError(f"unknown f64_rnd {p.f64_rnd!r}")
+    default_nan = int(p.nan_bits.get("f64", 0x7FFFFFFFFFFFFFFF))
+    quiet = 1 << 51
+    out = np.zeros(len(c), dtype=np.uint64)
     for i in range(len(c)):
-        if not (np.isfinite(a[i]).all() and np.isfinite(b[i]).all() and np.isfinite(c[i])):
-            with np.errstate(invalid="ignore"):
-                v = float(np.sum(a[i] * b[i]) + c[i])
-            nan[i] = np.isnan(v)
-            out[i] = v
-            continue
+        k = len(a[i])
+        order = range(k - 1, -1, -1) if p.f64_mode == "reverse_fma" else range(k)
+        if p.f64_mode not in ("sequential_fma", "reverse_fma", "exact_dot"):
+            raise ValueError(f"unknown f64_mode {p.f64_mode!r}")
         if p.f64_mode == "exact_dot":
-            exact = sum((Fraction(x) * Fraction(y) for x, y in zip(a[i], b[i])), Fraction(c[i]))
-            zeros = [np.signbit(x) ^ np.signbit(y) for x, y in zip(a[i], b[i]) if x * y == 0]
-            v = _f64_round(exact)
-            if exact == 0:
-                v = -0.0 if (all(zeros) and len(zeros) == len(a[i]) and np.signbit(c[i])) else 0.0
-        else:
-            v = float(c[i])
-            for x, y in zip(a[i], b[i]):
-                if not np.isfinite(v):
-                    v = float(v + x * y)
-                    continue
-                exact = Fraction(x) * Fraction(y) + Fraction(v)
-                if exact == 0:
-                    prod_neg = bool(np.signbit(x) ^ np.signbit(y))
-                    v = -0.0 if (x * y == 0 and prod_neg and np.signbit(v) and v == 0) else 0.0
+            out[i] = _f64_exact(p, a[i], b[i], c[i], a_bits[i], b_bits[i], int(c_bits[i]), mode, default_nan)
+            continue
+        v, v_nan = float(c[i]), (int(c_bits[i]) if np.isnan(c[i]) else None)
+        for j in order:
+            x, y = float(a[i][j]), float(b[i][j])
+            if v_nan is not None or np.isnan(x) or np.isnan(y):
+                if p.nan_propagation == "canonical":
+                    v_nan = default_nan
                 else:
-                    v = _f64_round(exact)
-        out[i] = v
-    bits = out.view(np.uint64).astype(np.uint64)
-    return np.where(nan, np.uint64(p.nan_bits.get("f64", 0x7FFFFFFFFFFFFFFF)), bits)
+                    cands = [(v_nan, v_nan is not None), (int(a_bits[i][j]), np.isnan(x)), (int(b_bits[i][j]), np.isnan(y))]
+                    if p.nan_propagation == "payload_a_first":
+                        cands = cands[1:] + cands[:1]
+                    v_nan = next(bits for bits, isnan in cands if isnan) | quiet
+                continue
+            prod_inf = np.isinf(x) or np.isinf(y)
+            if (prod_inf and (x == 0 or y == 0)) or (prod_inf and np.isinf(v) and np.sign(x) * np.sign(y) != np.sign(v)):
+                v_nan = default_nan
+                continue
+            if prod_inf or np.isinf(v):
+                v = float(np.sign(x) * np.sign(y) * np.inf) if prod_inf else v
+                continue
+            exact = Fraction(x) * Fraction(y) + Fraction(v)
+            if exact == 0:
+                v = _zero_sum([bool(np.signbit(x) ^ np.signbit(y))] + [bool(np.signbit(v))], x * y == 0 and v == 0, mode)
+            else:
+                v = f64_round(exact, mode)
+        out[i] = v_nan if v_nan is not None else _f64_bits(v)
+    return out
+
+
+def _f64_exact(p: PathParams, a, b, c, a_bits, b_bits, c_bits: int, mode: str, default_nan: int) -> int:
+    """One exactly rounded dot (``f64_mode: exact_dot``)."""
+    ops = [(c_bits, np.isnan(c))] + [x for j in range(len(a)) for x in ((int(a_bits[j]), np.isnan(a[j])),
+                                                                         (int(b_bits[j]), np.isnan(b[j])))]
+    if any(isnan for _, isnan in ops):
+        if p.nan_propagation == "canonical":
+            return default_nan
+        if p.nan_propagation == "payload_a_first":
+            ops = ops[1:] + ops[:1]
+        return next(bits for bits, isnan in ops if isnan) | (1 << 51)
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(c)):
+        with np.errstate(invalid="ignore"):
+            v = float(np.sum(a * b) + c)
+        return default_nan if np.isnan(v) else _f64_bits(v)
+    exact = sum((Fraction(x) * Fraction(y) for x, y in zip(a, b)), Fraction(c))
+    if exact == 0:
+        signs = [bool(np.signbit(x) ^ np.signbit(y)) for x, y in zip(a, b)] + [bool(np.signbit(c))]
+        return _f64_bits(_zero_sum(signs, all(x * y == 0 for x, y in zip(a, b)) and c == 0, mode))
+    return _f64_bits(f64_round(exact, mode))
+
+
+def _zero_sum(signs: list[bool], zeros_only: bool, mode: str) -> float:
+    """IEEE's sign of an exact zero sum: zeros of one sign keep it; otherwise -0 only when rounding toward -Inf."""
+    if zeros_only and len(set(signs)) == 1:
+        return -0.0 if signs[0] else 0.0
+    return -0.0 if mode == "rd" else 0.0
 
 
 def _int_dot(a_t, b_t, a_bits, b_bits, c_bits, satfinite: bool, bitop: str | None) -> np.ndarray:
@@ -328,25 +520,56 @@ class Types:
     d: str
     satfinite: bool = False
     bitop: str | None = None
+    rnd: str | None = None  # the instruction's rounding modifier (f64: rn | rz | rm | rp), None when it has none
 
     @classmethod
     def of(cls, v) -> Types:
-        if v.family == "wgmma":  # C is D's registers
+        if v.family in ("wgmma", "wgmma.sp"):  # C is D's registers
             return cls(v.atype, v.btype, v.dtype, v.dtype, bool(v.satfinite), v.bitop)
         ops = v.operands
+        rnd = next((x for x in v.instruction.parts if x in ROUNDING_MODIFIERS), None)
         return cls(ops["A"].type.name, ops["B"].type.name, ops["C"].type.name, ops["D"].type.name,
-                   bool(v.instruction.satfinite), v.instruction.bitop)
+                   bool(v.instruction.satfinite), v.instruction.bitop, rnd)
 
 
-def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None) -> np.ndarray:
-    """D bits ``uint64[N]`` of N dot products: ``a_bits, b_bits [N, K]``, ``c_bits [N]``."""
+def sparse_dots(p: PathParams, a_bits, b_bits, positions) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Stored A ``[N, S]`` at dense ``positions`` ``[N, S]`` and B ``[N, K]`` -> the (a, b, k labels) the blocks take."""
+    a_bits = np.asarray(a_bits, dtype=np.uint64)
+    b_bits = np.asarray(b_bits, dtype=np.uint64)
+    pos = np.asarray(positions, dtype=np.int64)
+    n, k = b_bits.shape
+    rows = np.arange(n)[:, None]
+    if p.sparse_zeros == "multiply":
+        dense = np.zeros((n, k), dtype=np.uint64)
+        dense[rows, pos] = a_bits
+        return dense, b_bits, None
+    if p.sparse_zeros != "skip":
+        raise ValueError(f"unknown sparse_zeros {p.sparse_zeros!r}")
+    if p.sparse_order == "position":
+        order = np.argsort(pos, axis=-1, kind="stable")
+    elif p.sparse_order == "slot":
+        order = np.broadcast_to(np.arange(pos.shape[1]), pos.shape)
+    else:
+        raise ValueError(f"unknown sparse_order {p.sparse_order!r}")
+    pos = np.take_along_axis(pos, order, axis=-1)
+    return np.take_along_axis(a_bits, order, axis=-1), b_bits[rows, pos], pos
+
+
+def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, sparse_pos=None) -> np.ndarray:
+    """D bits ``uint64[N]`` of N dot products: ``a_bits, b_bits [N, K]``, ``c_bits [N]``.
+
+    ``sparse_pos [N, S]`` (mma.sp): ``a_bits [N, S]`` are the stored A elements at those dense
+    positions and ``b_bits [N, K]`` the whole B column."""
     a_bits = np.atleast_2d(np.asarray(a_bits, dtype=np.uint64))
     b_bits = np.atleast_2d(np.asarray(b_bits, dtype=np.uint64))
     c_bits = np.atleast_1d(np.asarray(c_bits, dtype=np.uint64))
+    labels = None
+    if sparse_pos is not None:
+        a_bits, b_bits, labels = sparse_dots(p, a_bits, b_bits, np.atleast_2d(sparse_pos))
     if p.kind == "float":
-        return _float_dot(p, t.a, t.b, t.c, t.d, a_bits, b_bits, c_bits, trace)
+        return _float_dot(p, t.a, t.b, t.c, t.d, a_bits, b_bits, c_bits, trace, labels)
     if p.kind == "f64":
-        return _f64_dot(p, a_bits, b_bits, c_bits)
+        return _f64_dot(p, t, a_bits, b_bits, c_bits)
     return _int_dot(t.a, t.b, a_bits, b_bits, c_bits, t.satfinite, t.bitop)
 
 
@@ -359,10 +582,15 @@ def explain(p: PathParams, t: Types, a_bits, b_bits, c_bit) -> str:
     b = decode(t.b, np.asarray(b_bits, dtype=np.uint64), p)
     lines.append("inputs: " + ", ".join(f"a{k}={x!r} b{k}={y!r}" for k, (x, y) in enumerate(zip(a, b))))
     for j, bt in enumerate(trace):
-        g = int(bt.grid[0])
+        extra = 1 if p.align == "sticky" else 0
+        g = int(bt.grid[0]) - extra
         lines.append(f"block {j}: anchor exponent E={int(bt.anchor[0])}, grid 2^{g} ({p.frac_bits} bits below E, {p.align})")
+        n_prod = bt.labels.shape[1] if bt.labels is not None else bt.terms.shape[1]
         for i, (term, al) in enumerate(zip(bt.terms[0], bt.aligned[0])):
-            name = f"p{j * p.block + i}" if i < bt.terms.shape[1] - (p.c_entry != "late") else "C"
+            held = i >= n_prod or bt.mask is None or bool(bt.mask[0, i])
+            if not held:
+                continue
+            name = f"p{int(bt.labels[0, i])}" if i < n_prod and bt.labels is not None else "C"
             lost = float(term) - float(al) * 2.0**g
             lines.append(f"  {name:>4}: {float(term)!r:>26}  aligned {int(al):+d} x 2^{g}  lost {lost!r}")
         lines.append(f"  sum {float(bt.total[0])!r} -> {p.final_rounding} to {p.out_precision} bits: {float(bt.rounded[0])!r}")
@@ -371,8 +599,22 @@ def explain(p: PathParams, t: Types, a_bits, b_bits, c_bit) -> str:
     return "\n".join(lines)
 
 
+def stored_positions(v, meta_bits: np.ndarray) -> np.ndarray:
+    """mma.sp metadata fields ``[case, 1, M, F]`` -> the dense column of each stored A element ``[case, 1, M, K/2]``."""
+    from ptxconf.spec.sparse import positions, sparsity
+
+    sp = sparsity(v)
+    cases = meta_bits.shape[0]
+    idx = np.asarray(meta_bits, dtype=np.int64).reshape(cases, 1, sp.m, sp.chunks, 2)
+    pos = positions(sp, idx) + (np.arange(sp.chunks) * sp.width)[:, None]
+    return pos.reshape(cases, 1, sp.m, sp.chunks * sp.nz)
+
+
 def mma_semantics(p_for):
-    """Emulator semantics computing each D element with the model: ``p_for(variant) -> PathParams``."""
+    """Emulator semantics computing each D element with the model: ``p_for(variant) -> PathParams``.
+
+    mma.sp: A comes compressed with its ``metadata`` fields; each dot takes the stored elements at
+    the dense positions the fields name."""
 
     def semantics(v, bits: dict[str, np.ndarray]) -> np.ndarray:
         t = Types.of(v)
@@ -380,9 +622,13 @@ def mma_semantics(p_for):
         a, b, c = bits["A"], bits["B"], bits["C"]  # [case, mat, M, K], [case, mat, K, N], [case, mat, M, N]
         cs, mats, m, k = a.shape
         n = b.shape[-1]
+        bd = np.broadcast_to(np.swapaxes(b, -1, -2)[:, :, None, :, :], (cs, mats, m, n, b.shape[-2])).reshape(-1, b.shape[-2])
         ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, k)).reshape(-1, k)
-        bd = np.broadcast_to(np.swapaxes(b, -1, -2)[:, :, None, :, :], (cs, mats, m, n, k)).reshape(-1, k)
-        d = dot_bits(p, t, ad, bd, c.reshape(-1))
+        pos = None
+        if "metadata" in bits:
+            pd = stored_positions(v, bits["metadata"])  # [case, 1, M, S]
+            pos = np.broadcast_to(pd[:, :, :, None, :], (cs, mats, m, n, k)).reshape(-1, k)
+        d = dot_bits(p, t, ad, bd, c.reshape(-1), sparse_pos=pos)
         return d.reshape(cs, mats, m, n)
 
     return semantics

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import path_of
+from .harness import path_of, variant_of
 from .model import PathParams, Types, dot_bits
 from .spec import NumericsSpec
 
@@ -35,6 +35,7 @@ class Case:
     b: list[int]
     c: int
     observed: int
+    pos: list[int] | None = None  # mma.sp: dense positions of the stored A elements
 
 
 class RecordedRun:
@@ -45,6 +46,8 @@ class RecordedRun:
         measured = json.loads((self.dir / "measure.json").read_text())
         data = np.load(self.dir / "observations.npz")
         self.designed: list[tuple[str, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.positions: list[np.ndarray | None] = []  # parallel to designed: mma.sp positions, else None
+        self.measured = measured
         for i, vid in enumerate(index["measured"]):
             m = measured[i]
             assert m["variant"] == vid, (i, vid, m["variant"])
@@ -52,31 +55,37 @@ class RecordedRun:
             a, b, c, d = (np.asarray(data[f"m{i}_{x}"], dtype=np.uint64) for x in "abcd")
             assert len(groups) == len(c), vid
             self.designed.append((vid, groups, a, b, c, d))
+            self.positions.append(np.asarray(data[f"m{i}_pos"], dtype=np.int64) if f"m{i}_pos" in data else None)
         self.replays: list[Case] = []
         for f in sorted((self.dir / "mismatches").glob("*.json")) if (self.dir / "mismatches").exists() else []:
             rec = json.loads(f.read_text())
             self.replays.append(Case(rec["variant"], rec["path"], "replay", f.name, "fuzz", [int(x, 16) for x in rec["a"]],
-                                     [int(x, 16) for x in rec["b"]], int(rec["c"], 16), int(rec["observed"], 16)))
+                                     [int(x, 16) for x in rec["b"]], int(rec["c"], 16), int(rec["observed"], 16), rec.get("pos")))
+        self.info = json.loads((self.dir / "findings.json").read_text()).get("backend", {}) if (self.dir / "findings.json").exists() else {}
+
+    def variant(self, vid: str):
+        return variant_of(self.specs, vid)
 
     def params(self, vid: str, override: dict[str, PathParams] | None = None) -> PathParams:
-        p = path_of(self.spec, self.specs.get(vid))
+        p = path_of(self.spec, self.variant(vid))
         return (override or {}).get(p.name, p)
 
     def departures(self, override: dict[str, PathParams] | None = None, paths: set[str] | None = None) -> list[dict]:
         """Every recorded case the model (or ``override[path]``) does not reproduce."""
         out = []
-        for vid, groups, a, b, c, d in self.designed:
+        for (vid, groups, a, b, c, d), pos in zip(self.designed, self.positions):
             p = self.params(vid, override)
             if paths is not None and p.name not in paths:
                 continue
-            pred = dot_bits(p, Types.of(self.specs.get(vid)), a, b, c)
+            pred = dot_bits(p, Types.of(self.variant(vid)), a, b, c, sparse_pos=pos)
             for i in np.nonzero(pred != d)[0]:
                 out.append(_row(vid, p.name, "designed", f"{groups[i]}#{int(i)}", groups[i], a[i], b[i], c[i], d[i], pred[i]))
         for r in self.replays:
             p = self.params(r.variant, override)
             if paths is not None and p.name not in paths:
                 continue
-            pred = dot_bits(p, Types.of(self.specs.get(r.variant)), [r.a], [r.b], [r.c])[0]
+            pos = None if r.pos is None else [r.pos]
+            pred = dot_bits(p, Types.of(self.variant(r.variant)), [r.a], [r.b], [r.c], sparse_pos=pos)[0]
             if int(pred) != r.observed:
                 out.append(_row(r.variant, p.name, "replay", r.key, "fuzz", r.a, r.b, r.c, r.observed, pred))
         return out
@@ -142,24 +151,25 @@ def refresh_findings(run: RecordedRun, old: dict) -> dict:
 
     from .campaign import findings
     from .experiments import design, group_bits, infer
+    from .harness import alternatives
 
     names = {f.name for f in fields(PathParams)}
     measured_doc = json.loads((run.dir / "measure.json").read_text())
     measured = []
-    for m, (vid, _groups, a, b, c, d) in zip(measured_doc, run.designed):
-        v = run.specs.get(vid)
+    for m, (vid, _groups, a, b, c, d), sp in zip(measured_doc, run.designed, run.positions):
+        v = run.variant(vid)
         p = run.params(vid)
         recorded_p = replace(p, **{k: x for k, x in m["model"].items() if k in names and k != "kind"})
         out = {"variant": vid, "path": p.name, "model": p.describe(), "groups": []}
         pos = 0
-        for g, gm in zip(design(v, recorded_p), m["groups"]):
-
+        for g, gm in zip(design(v, recorded_p, alternatives(run.spec, v)), m["groups"]):
             group_bits(v, g)  # drops rows the types cannot hold, as the run did
             assert g.name == gm["group"] and len(g.rows) == gm["cases"], (vid, g.name)
             n = gm["cases"]
-            r = infer(v, p, g, a[pos : pos + n], b[pos : pos + n], c[pos : pos + n], d[pos : pos + n])
+            r = infer(v, p, g, a[pos : pos + n], b[pos : pos + n], c[pos : pos + n], d[pos : pos + n],
+                      None if sp is None else sp[pos : pos + n])
             pos += n
-            out["groups"].append({"group": r.group, "params": list(r.params), "model": r.model, "consistent": r.consistent[:12],
+            out["groups"].append({"group": r.group, "params": list(r.params), "model": r.model, "consistent": r.consistent[:48],
                                   "n_consistent": len(r.consistent), "agrees": r.agrees, "cases": r.cases, "mismatches": r.mismatches})
         measured.append(out)
     replay_bad = {(x["variant"], x["case"]) for x in run.departures() if x["source"] == "replay"}
