@@ -1,0 +1,340 @@
+"""``ptxconf toolchains list|install|path|matrix|differential``: many ptxas releases side by side.
+
+Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
+disagreement or failure found, 2 a usage or environment error (one line naming the argument).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_parser"]
+
+DEFAULT_ARCHS = "sm_80,sm_89,sm_90a,sm_100a,sm_103a,sm_110a,sm_120a"
+
+
+def _fail(msg: str) -> SystemExit:
+    return SystemExit(f"ptxconf toolchains: {msg}")
+
+
+def _command(args) -> str:
+    return "ptxconf " + shlex.join(getattr(args, "argv", None) or sys.argv[1:])
+
+
+def _releases(values: list[str]):
+    from ptxconf.tools.toolchains.releases import select
+
+    try:
+        return select(",".join(values))
+    except ValueError as exc:
+        raise _fail(f"VERSION: {exc}") from None
+
+
+def cmd_list(args) -> int:
+    from ptxconf.backends.ptxas import installed_toolchains
+    from ptxconf.tools.toolchains.install import installed_record
+    from ptxconf.tools.toolchains.releases import RELEASES
+
+    installed = installed_toolchains()
+    rows = [{"release": r.version, "package": r.package, "installed": r.version in installed,
+             "max_ptx": str(r.max_ptx), "targets": list(r.targets)} for r in RELEASES]
+    mismatches = []
+    if args.check:  # what each installed binary says now, against the table
+        from ptxconf.tools.toolchains.facts import learn
+
+        for row in rows:
+            if row["installed"]:
+                facts = learn(installed[row["release"]])
+                if str(facts.max_ptx) != row["max_ptx"] or list(facts.targets) != row["targets"]:
+                    mismatches.append(f"{row['release']}: the binary takes .version up to {facts.max_ptx} and knows "
+                                      f"{' '.join(facts.targets)}; the table says {row['max_ptx']}, "
+                                      f"{' '.join(row['targets'])}")
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"{'release':<10} {'installed':<9} {'max PTX':<7} targets")
+        for row in rows:
+            rec = installed_record(row["release"]) if row["installed"] else None
+            mark = "yes" if rec else ("yes*" if row["installed"] else "no")
+            print(f"{row['release']:<10} {mark:<9} {row['max_ptx']:<7} {' '.join(row['targets'])}")
+        n = sum(r["installed"] for r in rows)
+        print(f"{len(rows)} releases, {n} installed (ptxconf toolchains install VERSION...|all)", file=sys.stderr)
+    for line in mismatches:
+        print(f"mismatch: {line}", file=sys.stderr)
+    return 1 if mismatches else 0
+
+
+def cmd_install(args) -> int:
+    from ptxconf.backends.ptxas import toolchains_dir
+    from ptxconf.tools.toolchains.install import InstallError, install
+
+    if args.wheel_dir and not Path(args.wheel_dir).is_dir():
+        raise _fail(f"--wheel-dir {args.wheel_dir}: not a directory")
+    releases = _releases(args.versions)
+    failed = 0
+    for rel in releases:
+        t0 = time.monotonic()
+        try:
+            record, warnings = install(rel, wheel_dir=Path(args.wheel_dir) if args.wheel_dir else None,
+                                       force=args.force)
+        except InstallError as exc:
+            print(f"ptxconf toolchains install: {rel.version}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{rel.version}: {record['ptxas']} (.version up to {record['max_ptx']}) "
+              f"[{time.monotonic() - t0:.1f} s]", flush=True)
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    print(f"{len(releases) - failed} of {len(releases)} installed in {toolchains_dir()}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_path(args) -> int:
+    from ptxconf.backends.ptxas import PtxasNotFound, installed_ptxas
+    from ptxconf.tools.toolchains.releases import lookup
+
+    try:
+        print(installed_ptxas(lookup(args.version).version))
+    except (ValueError, PtxasNotFound) as exc:
+        raise _fail(f"VERSION: {exc}") from None
+    return 0
+
+
+def _toolchains(values: list[str] | None):
+    from ptxconf.backends.ptxas import PtxasNotFound
+    from ptxconf.tools.toolchains.resolve import resolve_all
+
+    try:
+        return resolve_all(values)
+    except (PtxasNotFound, ValueError) as exc:
+        raise _fail(f"--ptxas: {exc}") from None
+
+
+def _targets(text: str):
+    from ptxconf.spec.targets import parse_target
+
+    names = [a.strip() for a in (text or "").split(",") if a.strip()]
+    if not names:
+        raise _fail("--arch names no target")
+    try:
+        return [parse_target(a) for a in names]
+    except ValueError as exc:
+        raise _fail(f"--arch: {exc}") from None
+
+
+def _forms(args):
+    from ptxconf.core.family import family_of
+    from ptxconf.spec import SpecError, load_specs
+
+    try:
+        specs = load_specs(args.specs)
+    except SpecError as exc:
+        raise _fail(f"--specs: {exc}") from None
+    forms = [v for v in specs.select(args.select) if family_of(v).assembly_probe(v) is not None]
+    if not forms:
+        raise _fail(f"--select {' '.join(args.select or [])} matches no form")
+    return specs, forms
+
+
+def cmd_matrix(args) -> int:
+    from ptxconf.tools.toolchains.matrix import build_matrix
+    from ptxconf.tools.toolchains.report import write_outputs
+
+    if args.jobs < 1:
+        raise _fail("--jobs must be at least 1")
+    if args.chunk < 1:
+        raise _fail("--chunk must be at least 1")
+    targets = _targets(args.arch)
+    toolchains = _toolchains(args.ptxas)
+    _, forms = _forms(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory")
+    print(f"{len(forms)} forms x {len(targets)} targets x {len(toolchains)} releases "
+          f"({', '.join(tc.name for tc in toolchains)})", flush=True)
+    t0 = time.monotonic()
+    last = [t0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 10 or done == total:
+            last[0] = now
+            print(f"  {done}/{total} modules settled, {now - t0:.0f} s", flush=True)
+
+    mat, stats = build_matrix(forms, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
+                              use_cache=not args.no_cache, on_progress=progress)
+    doc = write_outputs(out, mat, forms, targets, toolchains, command=_command(args),
+                        wall_s=time.monotonic() - t0, stats=stats, jobs=args.jobs)
+    codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
+    print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
+    for kind, n in doc["findings"].items():
+        print(f"{kind}: {n}")
+    print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'matrix.csv.gz'))}")
+    return 1 if doc["findings"] else 0
+
+
+def cmd_prepare(args) -> int:
+    from ptxconf.core.plan import support_reason
+    from ptxconf.run.report import specs_hash
+    from ptxconf.spec.targets import PtxVersion
+    from ptxconf.tools.toolchains.differential import CC, prepare, representative
+
+    try:
+        opts = sorted({int(x) for x in args.opt.split(",") if x.strip()})
+    except ValueError:
+        raise _fail(f"--opt {args.opt}: expected ptxas -O levels such as 0,3") from None
+    if not opts or any(o not in (0, 1, 2, 3) for o in opts):
+        raise _fail(f"--opt {args.opt}: expected ptxas -O levels 0 to 3, such as 0,3")
+    if args.cases < 1 or args.jobs < 1:
+        raise _fail("--cases and --jobs must be at least 1")
+    if not args.out.endswith(".tar.xz"):
+        raise _fail(f"--out {args.out}: the bundle is one .tar.xz file")
+    toolchains = _toolchains(args.ptxas or ["all"])
+    specs, forms = _forms(args)
+    forms = [v for v in forms if support_reason(v, CC, PtxVersion(9, 0)) is None]  # what an sm_90a GPU runs
+    if args.forms == "representative":
+        forms = representative(forms)
+    if not forms:
+        raise _fail(f"--select {' '.join(args.select or [])} matches no form an sm_90a GPU runs")
+    t0 = time.monotonic()
+    last = [t0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 10 or done == total:
+            last[0] = now
+            print(f"  {done}/{total} builds, {now - t0:.0f} s", flush=True)
+
+    print(f"{len(forms)} forms x {len(toolchains)} releases x -O{',-O'.join(map(str, opts))}", flush=True)
+    manifest = prepare(forms, toolchains, opts, Path(args.out), seed=args.seed, value_cases=args.cases,
+                       jobs=args.jobs, command=_command(args), specs_hash=specs_hash(specs),
+                       use_cache=not args.no_cache, on_progress=progress)
+    failed = sum(isinstance(b, dict) for m in manifest["modules"] for b in m["builds"].values())
+    size = Path(args.out).stat().st_size
+    print(f"{args.out}: {manifest['forms']} forms in {len(manifest['modules'])} modules, {manifest['cubins']} distinct "
+          f"cubins ({manifest['cubin_bytes'] / 1e6:.1f} MB), {failed} builds refused; {size / 1e6:.1f} MB "
+          f"[{time.monotonic() - t0:.0f} s]")
+    return 0
+
+
+def cmd_run_bundle(args) -> int:
+    from ptxconf.backends import BackendError, get_backend
+    from ptxconf.oracle import mma
+    from ptxconf.spec import SpecError, load_specs
+    from ptxconf.tools.toolchains.differential import run_bundle
+
+    bundle = Path(args.bundle)
+    if not bundle.is_file():
+        raise _fail(f"BUNDLE {bundle}: no such file (make one with: ptxconf toolchains differential prepare)")
+    try:
+        specs = load_specs(args.specs)
+    except SpecError as exc:
+        raise _fail(f"--specs: {exc}") from None
+    try:
+        backend = get_backend(args.backend, semantics=mma, build="jit", use_cache=False)
+        info = backend.info()
+    except BackendError as exc:
+        raise _fail(f"--backend {args.backend}: {exc}") from None
+    if info.get("auto"):
+        print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
+    last = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:
+        if time.monotonic() - last[0] >= 10 or done == total:
+            last[0] = time.monotonic()
+            print(f"  module {done}/{total}", flush=True)
+
+    try:
+        doc = run_bundle(bundle, backend, specs, Path(args.out), select=args.select, builds=args.build,
+                         bundle_name=args.bundle, on_module=progress)
+    except (ValueError, OSError, EOFError) as exc:  # not a bundle, a damaged one, another format
+        raise _fail(f"BUNDLE {bundle}: {exc}") from None
+    finally:
+        backend.close()
+    found = ", ".join(f"{k} {n}" for k, n in doc["findings"].items()) or "none"
+    print(f"{doc['forms']} forms x up to {doc['builds_per_form']} builds on {doc['device'].get('gpu', '?')}: "
+          f"{doc['forms_with_one_output']} with one output for every build; findings: {found} [{doc['wall_s']} s]")
+    print(f"wrote {Path(args.out) / 'differential.json'}")
+    if doc["forms"] == 0 and doc["stale_modules"]:
+        raise _fail(f"BUNDLE {bundle}: every selected module is stale (specs changed since prepare)")
+    return 1 if doc["findings"] else 0
+
+
+def add_differential(ts) -> None:
+    d = ts.add_parser("differential", help="the same probes built by every release at -O0/-O3 and the JIT: "
+                                           "bit-identical results that pass the spec")
+    ds = d.add_subparsers(dest="differential_command", required=True)
+    s = ds.add_parser("prepare", help="build the bundle (needs the releases installed; no GPU)")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases (default: all)")
+    s.add_argument("--opt", default="0,3", metavar="LEVELS", help="ptxas -O levels (default 0,3)")
+    s.add_argument("--select", action="append", metavar="GLOB", help="form id, prefix or glob (repeatable)")
+    s.add_argument("--forms", default="representative", choices=["representative", "all"],
+                   help="representative: of forms differing only in N, the smallest, middle and largest (default)")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--seed", type=int, default=0, metavar="S")
+    s.add_argument("--cases", type=int, default=8, metavar="N", help="random cases per form for the value check")
+    s.add_argument("--jobs", type=int, default=2, metavar="N", help="ptxas processes at a time (default 2)")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the cubin cache")
+    s.add_argument("--out", required=True, metavar="BUNDLE.tar.xz")
+    s.set_defaults(func=cmd_prepare)
+    s = ds.add_parser("run", help="run a bundle on the GPU (or the emulator): compare every build's results")
+    s.add_argument("bundle", metavar="BUNDLE")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
+    s.add_argument("--select", action="append", metavar="GLOB", help="only these forms of the bundle")
+    s.add_argument("--build", action="append", metavar="NAME", help="only these builds (jit, 13.0.88-O3, ...)")
+    s.add_argument("--specs", metavar="DIR")
+    s.set_defaults(func=cmd_run_bundle)
+
+
+def add_parser(sub) -> None:
+    from ptxconf.tools.toolchains.matrix import DEFAULT_CHUNK
+
+    p = sub.add_parser("toolchains", help="ptxas releases side by side: install them, the acceptance matrix, "
+                                          "differential execution")
+    ts = p.add_subparsers(dest="toolchains_command", required=True)
+
+    s = ts.add_parser("list", help="every known release: installed or not, highest .version, targets")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--check", action="store_true", help="ask each installed binary again; exit 1 on a mismatch")
+    s.set_defaults(func=cmd_list)
+
+    s = ts.add_parser("install", help="pip download a release's wheel into the toolchains cache and unpack its ptxas")
+    s.add_argument("versions", nargs="+", metavar="VERSION", help="13.5, 13.5.37, ... or all")
+    s.add_argument("--wheel-dir", metavar="DIR", help="take the wheels from DIR (no index)")
+    s.add_argument("--force", action="store_true", help="install again even where present")
+    s.set_defaults(func=cmd_install)
+
+    s = ts.add_parser("path", help="the ptxas of an installed release")
+    s.add_argument("version", metavar="VERSION")
+    s.set_defaults(func=cmd_path)
+
+    s = ts.add_parser("matrix", help="every form x target x release: assembled or refused, against the spec")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
+    s.add_argument("--select", action="append", metavar="GLOB", help="form id, prefix or glob (repeatable)")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--jobs", type=int, default=2, metavar="N", help="ptxas processes at a time (default 2)")
+    s.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, metavar="N",
+                   help=f"kernels per module (default {DEFAULT_CHUNK})")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_matrix)
+
+    add_differential(ts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m ptxconf.cli.toolchains``)."""
+    parser = argparse.ArgumentParser(prog="ptxconf")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args.func(args)
