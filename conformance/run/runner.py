@@ -32,7 +32,7 @@ from ptxconf.spec.targets import PtxVersion
 
 from .files import atomic_write
 
-__all__ = ["Plan", "plan_variant", "run_variants", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups", "iter_modules"]
+__all__ = ["Plan", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups", "iter_modules"]
 
 
 def plan_variant(
@@ -75,7 +75,7 @@ def _stage(name: str, seconds: float) -> None:
     STAGES[name] = STAGES.get(name, 0.0) + seconds
 
 
-def _launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
+def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
     """Every launch of every plan in one call to the backend: per plan, its out words and the failed launches
     (their cases and why)."""
     launches, owner = [], []
@@ -139,7 +139,7 @@ def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) 
     """Every launch of every plan in one call to the backend, then each plan's comparisons, here."""
     t0 = time.perf_counter()
     module = module if module is not None else module_of(plans)
-    launched = _launch_module(backend, plans, module)
+    launched = launch_module(backend, plans, module)
     share = (time.perf_counter() - t0) / max(1, len(plans))
     outcomes = []
     for plan, (out, errs) in zip(plans, launched):
@@ -300,7 +300,7 @@ def run_variants(
 
     def launch(plans: list[Plan], source: str) -> tuple[list, float]:
         t0 = time.perf_counter()
-        launched = _launch_module(backend, plans, source)
+        launched = launch_module(backend, plans, source)
         return launched, (time.perf_counter() - t0) / max(1, len(plans))
 
     def finish(plans: list[Plan], launched: list, share: float) -> None:

@@ -366,7 +366,7 @@ def test_a_run_killed_half_way_keeps_what_it_did(tmp_path, monkeypatch):
         if len(groups) >= 2:
             break
     assert len(groups) >= 2
-    real = runner._launch_module
+    real = runner.launch_module
     done: list[str] = []
 
     def dies_after_the_first_module(backend, plans, *rest):
@@ -376,7 +376,7 @@ def test_a_run_killed_half_way_keeps_what_it_did(tmp_path, monkeypatch):
         done.extend(p.variant.id for p in plans)
         return outcomes
 
-    monkeypatch.setattr(runner, "_launch_module", dies_after_the_first_module)
+    monkeypatch.setattr(runner, "launch_module", dies_after_the_first_module)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         emulator_run(out, seed, variants, "--check", "value")

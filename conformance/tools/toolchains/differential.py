@@ -213,7 +213,7 @@ def _launch(backend: Backend, plans: list[Plan], image: str | bytes) -> list[tup
     """The run loop's own launch path (one backend call per module; a fault fails its launches, not the run):
     per plan, its out words and why launches failed (an error is a message, or the cases and the message)."""
     return [(words, [e if isinstance(e, str) else e[-1] for e in errs])
-            for words, errs in runner._launch_module(backend, plans, image)]
+            for words, errs in runner.launch_module(backend, plans, image)]
 
 
 def _first_difference(plan: Plan, a: np.ndarray, b: np.ndarray) -> str:
