@@ -12,7 +12,11 @@ from ptxconf.cli.main import main
 M16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
 
-def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys):
+def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monkeypatch):
+    import ptxconf.tools.bench as bench
+
+    real = bench.suite
+    monkeypatch.setattr(bench, "suite", lambda name, select, seed: real(name, [M16], seed))  # the whole suite: minutes
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1", "-o", str(out)])
     capsys.readouterr()
