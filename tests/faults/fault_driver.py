@@ -25,13 +25,13 @@ def main() -> int:
     module_plans = int(os.environ.get("PTXCONF_FAULT_MODULE_PLANS", "0"))
     module_delay = float(os.environ.get("PTXCONF_FAULT_MODULE_DELAY", "0"))
     if module_delay:
-        real_module = runner._run_module
+        real_module = runner.launch_module
 
         def slow_module(*args, **kwargs):
             time.sleep(module_delay)
             return real_module(*args, **kwargs)
 
-        runner._run_module = slow_module
+        runner.launch_module = slow_module
     if plan_delay:
         real_plan = runner.plan_variant
 
