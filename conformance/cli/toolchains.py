@@ -158,13 +158,7 @@ def cmd_matrix(args) -> int:
     print(f"{len(forms)} forms x {len(targets)} targets x {len(toolchains)} releases "
           f"({', '.join(tc.name for tc in toolchains)})", flush=True)
     t0 = time.monotonic()
-    last = [t0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 10 or done == total:
-            last[0] = now
-            print(f"  {done}/{total} modules settled, {now - t0:.0f} s", flush=True)
+    progress = _progress(t0, "modules settled")
 
     mat, stats = build_matrix(forms, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
                               use_cache=not args.no_cache, on_progress=progress)
@@ -176,6 +170,19 @@ def cmd_matrix(args) -> int:
         print(f"{kind}: {n}")
     print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'matrix.csv.gz'))}")
     return 1 if doc["findings"] else 0
+
+
+def _progress(t0: float, what: str):
+    """A progress callback ``(done, total)`` that prints a line every 10 s and at the end (CI logs, no terminal)."""
+    last = [t0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 10 or done == total:
+            last[0] = now
+            print(f"  {done}/{total} {what}, {now - t0:.0f} s", flush=True)
+
+    return progress
 
 
 def cmd_prepare(args) -> int:
@@ -202,13 +209,7 @@ def cmd_prepare(args) -> int:
     if not forms:
         raise _fail(f"--select {' '.join(args.select or [])} matches no form an sm_90a GPU runs")
     t0 = time.monotonic()
-    last = [t0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 10 or done == total:
-            last[0] = now
-            print(f"  {done}/{total} builds, {now - t0:.0f} s", flush=True)
+    progress = _progress(t0, "builds")
 
     print(f"{len(forms)} forms x {len(toolchains)} releases x -O{',-O'.join(map(str, opts))}", flush=True)
     manifest = prepare(forms, toolchains, opts, Path(args.out), seed=args.seed, value_cases=args.cases,

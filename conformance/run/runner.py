@@ -135,21 +135,22 @@ def _error_verdicts(plan: Plan, why: str) -> list[Verdict]:
     return [Verdict(plan.variant.id, cs.check, plan.seed, "error", message=why) for cs in plan.case_sets]
 
 
-def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
-    """Every launch of every plan in one call to the backend, then each plan's comparisons, here."""
-    t0 = time.perf_counter()
-    module = module if module is not None else module_of(plans)
-    launched = launch_module(backend, plans, module)
-    share = (time.perf_counter() - t0) / max(1, len(plans))
-    outcomes = []
+def _compared_here(plans: list[Plan], launched: list, share: float) -> Iterator[VariantOutcome]:
+    """Each launched plan's outcome, compared in this process."""
     for plan, (out, errs) in zip(plans, launched):
         t3 = time.perf_counter()
         outcome = VariantOutcome(plan, out_words=None if errs else out)
         outcome.verdicts = _after_failed_launches(plan, out, errs) if errs else compare_plan(plan, out)
         _stage("compare", time.perf_counter() - t3)
         outcome.seconds = share + time.perf_counter() - t3
-        outcomes.append(outcome)
-    return outcomes
+        yield outcome
+
+
+def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
+    """Every launch of every plan in one call to the backend, then each plan's comparisons, here."""
+    t0 = time.perf_counter()
+    launched = launch_module(backend, plans, module if module is not None else module_of(plans))
+    return list(_compared_here(plans, launched, (time.perf_counter() - t0) / max(1, len(plans))))
 
 
 COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a worker killed) its checks are errors
@@ -305,12 +306,7 @@ def run_variants(
 
     def finish(plans: list[Plan], launched: list, share: float) -> None:
         if comparisons is None:
-            for plan, (out, errs) in zip(plans, launched):
-                t3 = time.perf_counter()
-                outcome = VariantOutcome(plan, out_words=None if errs else out)
-                outcome.verdicts = _after_failed_launches(plan, out, errs) if errs else compare_plan(plan, out)
-                _stage("compare", time.perf_counter() - t3)
-                outcome.seconds = share + time.perf_counter() - t3
+            for outcome in _compared_here(plans, launched, share):
                 emit(outcome)
         else:
             comparisons.submit(plans, launched, share)

@@ -123,9 +123,10 @@ def _d_values(v, got) -> np.ndarray:
     return np.nan_to_num(vals, nan=0, posinf=0, neginf=0).astype(np.int64)
 
 
-def _observed_dense_a(v, vals: np.ndarray, shifts: int, groups: int, db: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _observed_dense_a(v, vals: np.ndarray, shifts: int, groups: int, db: int = 0,
+                      dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:
     """Cases ``[group * shifts + s]`` with B selecting dense col n + s N -> (A values [group, 64, K], seen)."""
-    A = np.zeros((groups, 64, v.K), dtype=np.int64)
+    A = np.zeros((groups, 64, v.K), dtype=dtype)
     seen = np.zeros((64, v.K), dtype=bool)
     for g in range(groups):
         for s in range(shifts):
@@ -233,14 +234,8 @@ def undefined_verdict(v, check: str, seed: int, in_words, out_words, imm: dict, 
         return verdict
     if meta.get("target") == "undefined.metadata":
         digits, shifts = meta["digits"], meta["shifts"]
-        dense = np.full((digits, 64, v.K), np.nan)
-        vals = _d_values(v, got).astype(np.float64)
-        for d in range(digits):
-            for s in range(shifts):
-                n = np.arange(v.N)
-                k = n + s * v.N
-                ok = k < v.K
-                dense[d][:, k[ok]] = vals[d * shifts + s][:, n[ok]]
+        dense, seen = _observed_dense_a(v, _d_values(v, got).astype(np.float64), shifts, digits, dtype=np.float64)
+        dense[:, ~seen] = np.nan
         model = sp.model_of(v)
         comp = sp.compressed_a(v, in_words[::shifts][:digits], imm, model)  # [digit, 64, K/2] bits
         slots = np.abs(TYPES[v.atype].decode(comp).astype(np.float64)).reshape(digits, 64, v.chunks, v.nz)
