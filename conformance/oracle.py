@@ -22,6 +22,7 @@ not modelled here; that is a separate, measured model.
 from __future__ import annotations
 
 import numpy as np
+from ptxconf.spec.arrays import decode, encode_exact, namespace
 from ptxconf.spec.model import Variant
 from ptxconf.spec.ptxtypes import ptx_type
 from ptxconf.spec.sparse import densify
@@ -30,11 +31,21 @@ __all__ = ["mma", "tcgen05_mma"]
 
 
 def _decode(v: Variant, name: str, bits: np.ndarray) -> np.ndarray:
-    return v.operands[name].type.decode(bits)
+    return decode(v.operands[name].type, bits)
+
+
+def _int_matmul(a, b):
+    """Exact integer products summed along K: int64 on the host; on the GPU through float64, exact for every
+    integer form (|sum| < 2**53) and on its fast path."""
+    xp = namespace(a)
+    if xp is np:
+        return a.astype(np.int64) @ b.astype(np.int64)
+    return xp.rint(a.astype(xp.float64) @ b.astype(xp.float64)).astype(xp.int64)
 
 
 def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
-    """Expected D container bits ``uint64[case, matrix, row, col]``."""
+    """Expected D container bits ``uint64[case, matrix, row, col]``, on the array module of ``bits``
+    (NumPy, or CuPy for the bulk fuzzer, which feeds only inputs whose D is exact)."""
     if v.family == "tcgen05.mma":
         return tcgen05_mma(v, bits)
     if "metadata" in bits:  # mma.sp: multiply the dense A that the stored half and the metadata describe
@@ -44,18 +55,21 @@ def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     c = _decode(v, "C", bits["C"])
     d_type = v.operands["D"].type
     ins = v.instruction
+    xp = namespace(a)
     if ins.bitop is not None:
-        a_i, b_i = a.astype(np.int64), b.astype(np.int64)
+        a_i, b_i = a.astype(xp.int64), b.astype(xp.int64)
         if ins.bitop == "and":
-            acc = a_i @ b_i
+            acc = _int_matmul(a_i, b_i)
         else:
-            acc = a_i.sum(-1, keepdims=True) + b_i.sum(-2, keepdims=True) - 2 * (a_i @ b_i)
-        return _integer_result(acc + c.astype(np.int64), saturate=False, d_type=d_type)
+            acc = a_i.sum(-1, keepdims=True) + b_i.sum(-2, keepdims=True) - 2 * _int_matmul(a_i, b_i)
+        return _integer_result(acc + c.astype(xp.int64), saturate=False, d_type=d_type)
     if v.operands["A"].type.kind in ("sint", "uint"):
-        acc = a.astype(np.int64) @ b.astype(np.int64) + c.astype(np.int64)
+        acc = _int_matmul(a, b) + c.astype(xp.int64)
         return _integer_result(acc, saturate=ins.satfinite, d_type=d_type)
     if "scale_A" in bits:
         a, b = _apply_scales(v, a, b, bits)
+    if xp is not np:
+        return encode_exact(d_type, a @ b + c)
     with np.errstate(all="ignore"):
         exact = a @ b + c
     return d_type.encode(exact, exact=False)
@@ -66,13 +80,15 @@ def _apply_scales(v: Variant, a: np.ndarray, b: np.ndarray, bits: dict[str, np.n
     sfb = _decode(v, "scale_B", bits["scale_B"])  # [case, 1, SF, N]
     k = a.shape[-1]
     chunk = k // sfa.shape[-1]
-    return a * np.repeat(sfa, chunk, axis=-1), b * np.repeat(sfb, chunk, axis=-2)
+    xp = namespace(a)
+    return a * xp.repeat(sfa, chunk, axis=-1), b * xp.repeat(sfb, chunk, axis=-2)
 
 
 def _integer_result(acc: np.ndarray, saturate: bool, d_type) -> np.ndarray:
+    xp = namespace(acc)
     if saturate:
-        acc = np.clip(acc, -(2**31), 2**31 - 1)
-    return (acc & 0xFFFFFFFF).astype(np.uint64)
+        acc = xp.clip(acc, -(2**31), 2**31 - 1)
+    return (acc & 0xFFFFFFFF).astype(xp.uint64)
 
 
 def tcgen05_mma(v, bits: dict) -> np.ndarray:

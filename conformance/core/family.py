@@ -70,6 +70,13 @@ class Family:
         """A kernel for assemble-only checks of ``v`` (``ptxconf assemble``), or None where the family has none."""
         return None
 
+    def bulk_cases(self, v: Any, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> Any:
+        """``v``'s fresh cases at ``seed`` for the bulk fuzzer (:class:`ptxconf.core.bulk.BulkCases`).
+
+        Raise ``NotImplementedError`` saying why where the family (or this variant) has no array-code
+        prediction of its probe's output; the fuzzer reports that and goes on."""
+        raise NotImplementedError(f"family {self.name} draws no bulk cases")
+
     # --- oracle ----------------------------------------------------------------------------
     def emulate(self, probe: Any, rows: np.ndarray, out_words: int, emulator: Any) -> np.ndarray:
         """What the kernel ``probe`` would write for input rows (in slot order), per the spec.

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .arrays import namespace
 from .model import Operand
 
 __all__ = ["pack", "unpack", "element_bits", "lane_words_to_registers"]
@@ -23,6 +24,31 @@ def _gather_index(op: Operand, params: Mapping[str, int] | None):
     m = op.layout.map(params)
     held = op.layout.held(params)
     return m, held
+
+
+_INDEX: dict[tuple, tuple] = {}  # (id(operand), selector values, id(array module)) -> (operand, index arrays)
+
+
+def _index_on(xp, op: Operand, params: Mapping[str, int] | None) -> tuple:
+    """The layout evaluated once per (operand, selector values, array module): gather indices, held mask,
+    slot shifts.  (Operands hold dicts, so they key by identity; the entry keeps the operand alive.)"""
+    pkey = tuple(sorted((params or {}).items()))
+    key = (id(op), pkey, id(xp))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    if xp is np:
+        m, held = _gather_index(op, params)
+        mm, rr, cc = (np.where(held, m[..., k], 0) for k in range(3))
+        frag = op.fragment
+        shift = ((np.arange(op.layout.elements) % frag.per_register) * frag.container_bits).astype(np.uint64)
+        arrays = (mm, rr, cc, held, shift)
+    else:
+        arrays = tuple(xp.asarray(a) for a in _index_on(np, op, params))
+    if len(_INDEX) > 8192:
+        _INDEX.clear()
+    _INDEX[key] = (op, arrays)
+    return arrays
 
 
 def pack(
@@ -35,28 +61,29 @@ def pack(
 
     ``filler[case, lane, element]`` gives the container bits of slots the layout
     leaves unheld (garbage there proves the hardware ignores them); default 0.
+    NumPy or CuPy arrays alike (the bulk fuzzer packs on the GPU).
     """
-    bits = np.asarray(bits, dtype=np.uint64)
+    xp = namespace(bits)
+    bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     lay, frag = op.layout, op.fragment
-    m, held = _gather_index(op, params)
-    mm, rr, cc = (np.where(held, m[..., k], 0) for k in range(3))
-    values = (bits[:, mm, rr, cc] & np.uint64(op.type.mask)) << np.uint64(frag.value_shift)
-    cmask = np.uint64((1 << frag.container_bits) - 1) if frag.container_bits < 64 else np.uint64(2**64 - 1)
-    garbage = np.uint64(0) if filler is None else np.asarray(filler, dtype=np.uint64) & cmask
-    slots = np.where(held[None], values, garbage)  # [case, lane, element] container bits
-    shift = ((np.arange(lay.elements) % frag.per_register) * frag.container_bits).astype(np.uint64)
+    mm, rr, cc, held, shift = _index_on(xp, op, params)
+    values = (bits[:, mm, rr, cc] & xp.uint64(op.type.mask)) << xp.uint64(frag.value_shift)
+    cmask = xp.uint64((1 << frag.container_bits) - 1) if frag.container_bits < 64 else xp.uint64(2**64 - 1)
+    garbage = xp.uint64(0) if filler is None else filler.astype(xp.uint64) & cmask
+    slots = xp.where(held[None], values, garbage)  # [case, lane, element] container bits
     slots = (slots << shift).reshape(slots.shape[0], lay.lanes, op.registers, frag.per_register)
-    regs = np.bitwise_or.reduce(slots, axis=-1)
+    regs = slots.sum(axis=-1, dtype=xp.uint64)  # disjoint bit fields: the sum is their OR
     return registers_to_words(op, regs)
 
 
 def registers_to_words(op: Operand, regs: np.ndarray) -> np.ndarray:
     """``uint64 regs[case, lane, register]`` -> ``uint32 words`` (64-bit registers as low, high)."""
+    xp = namespace(regs)
     if op.fragment.words_per_register == 1:
-        return regs.astype(np.uint32)
-    lo = (regs & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    hi = (regs >> np.uint64(32)).astype(np.uint32)
-    return np.stack([lo, hi], axis=-1).reshape(regs.shape[0], regs.shape[1], -1)
+        return regs.astype(xp.uint32)
+    lo = (regs & xp.uint64(0xFFFFFFFF)).astype(xp.uint32)
+    hi = (regs >> xp.uint64(32)).astype(xp.uint32)
+    return xp.stack([lo, hi], axis=-1).reshape(regs.shape[0], regs.shape[1], -1)
 
 
 def lane_words_to_registers(op: Operand, words: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import namespace
 from .model import Variant
 
 __all__ = ["Sparsity", "sparsity", "is_sparse", "densify", "compress", "positions", "dense_ranges"]
@@ -88,25 +89,27 @@ def dense_ranges(v: Variant) -> np.ndarray:
 
 def positions(sp: Sparsity, idx: np.ndarray) -> np.ndarray:
     """``idx[..., chunk, 2]`` index fields -> ``int64[..., chunk, nz]`` dense positions within the chunk."""
-    idx = np.asarray(idx, dtype=np.int64)
+    xp = namespace(idx)
+    idx = idx.astype(xp.int64) if xp is not np else np.asarray(idx, dtype=np.int64)
     if sp.nz == 1:
         return idx[..., :1] // 2
     if sp.nz == 2:
         return idx
     slot = np.arange(4)
-    return 2 * idx[..., slot // 2] + slot % 2
+    return 2 * idx[..., xp.asarray(slot // 2)] + xp.asarray(slot % 2)
 
 
 def densify(v: Variant, a_bits: np.ndarray, meta_bits: np.ndarray) -> np.ndarray:
     """Compressed A ``[case, 1, M, K/2]`` + fields ``[case, 1, M, F]`` -> dense A ``[case, 1, M, K]`` (container bits)."""
     sp = sparsity(v)
     cases = a_bits.shape[0]
-    idx = np.asarray(meta_bits, dtype=np.int64).reshape(cases, 1, sp.m, sp.chunks, 2)
+    xp = namespace(a_bits)
+    idx = meta_bits.astype(xp.int64).reshape(cases, 1, sp.m, sp.chunks, 2)
     pos = positions(sp, idx)  # [case, 1, M, chunk, nz]
-    cols = pos + (np.arange(sp.chunks) * sp.width)[:, None]
-    dense = np.zeros((cases, 1, sp.m, sp.k), dtype=np.uint64)
-    vals = np.asarray(a_bits, dtype=np.uint64).reshape(cases, 1, sp.m, sp.chunks, sp.nz)
-    c, q, r = np.meshgrid(np.arange(cases), np.arange(1), np.arange(sp.m), indexing="ij")
+    cols = pos + (xp.arange(sp.chunks) * sp.width)[:, None]
+    dense = xp.zeros((cases, 1, sp.m, sp.k), dtype=xp.uint64)
+    vals = a_bits.astype(xp.uint64).reshape(cases, 1, sp.m, sp.chunks, sp.nz)
+    c, q, r = xp.meshgrid(xp.arange(cases), xp.arange(1), xp.arange(sp.m), indexing="ij")
     for ch in range(sp.chunks):
         for s in range(sp.nz):
             # later slots win where two slots name one position (illegal metadata only)

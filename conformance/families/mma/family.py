@@ -12,6 +12,7 @@ from ptxconf.spec.packing import pack, unpack
 from ptxconf.spec.sparse import is_sparse, sparsity
 from ptxconf.spec.targets import PtxVersion, Target
 
+from . import bulk
 from . import checks as spec_checks
 from . import undefined as ud
 from .compare import compare
@@ -41,11 +42,7 @@ class MmaFamily(Family):
         case_sets = make_checks(v, seed, self.checks_for(tuple(checks)), value_cases=value_cases)
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
-        surroundings = Surroundings(
-            chain=bool(chainable(v) and rng.integers(2)),
-            extra_regs=int(rng.integers(0, 6)),
-            salt=int(rng.integers(0, 2**31)),
-        )
+        surroundings = _surroundings(v, rng)
         probe = Probe(v, case_sets[0].params, surroundings)
         layout = buffer_layout(v)
         blocks = []
@@ -91,6 +88,9 @@ class MmaFamily(Family):
         cs.meta["assembler"] = ud.assembled(source, version, cc)
         return bool(cs.meta["assembler"].get("accepted"))
 
+    def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
+        return bulk.bulk_cases(v, seed, cc, max_ptx, _surroundings)
+
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return module_source(probes, version, target)
 
@@ -129,6 +129,15 @@ class MmaFamily(Family):
 
     def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
         return compare(v, check, seed, in_words, out_words, params, surroundings, meta)
+
+
+def _surroundings(v, rng: np.random.Generator) -> Surroundings:
+    """A probe's surroundings: a chained zero-multiplicand mma where C and D match, extra live registers."""
+    return Surroundings(
+        chain=bool(chainable(v) and rng.integers(2)),
+        extra_regs=int(rng.integers(0, 6)),
+        salt=int(rng.integers(0, 2**31)),
+    )
 
 
 FAMILY = MmaFamily()

@@ -88,6 +88,8 @@ class PathParams:
     out_subnormals: str = "keep"
     overflow: str = "inf"  # inf | saturate | ieee
     neg_zero: str = "ieee"  # ieee | positive
+    underflow_sign: str = "keep"  # keep | positive: the sign of a zero D rounded from a non-zero sum
+    operand_cvt: str = "none"  # none | f16: A and B taken as (exactly converted) f16 values before the products
     nan_propagation: str = "canonical"  # canonical | payload_c_first | payload_a_first
     nan_bits: dict = field(default_factory=dict, hash=False, compare=False)
     families: tuple[str, ...] = ()  # instruction families the path is for (empty: every family)
@@ -99,8 +101,8 @@ class PathParams:
 
     def describe(self) -> dict:
         keys = ("kind", "block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "nan_propagation",
-                "f64_rnd", "sparse_zeros", "sparse_order", "integer")
+                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "underflow_sign",
+                "operand_cvt", "nan_propagation", "f64_rnd", "sparse_zeros", "sparse_order", "integer")
         return {k: getattr(self, k) for k in keys}
 
     def for_shape(self, shape: str | None) -> PathParams:
@@ -187,6 +189,18 @@ def round_to_format(x: np.ndarray, fmt: Fmt, p: int, mode: str, subnormals: str 
     return np.where(neg, -out, out)
 
 
+def underflow_zero(p: PathParams, rounded: np.ndarray) -> np.ndarray:
+    """The sign of a zero that rounding made from a non-zero sum (``underflow_sign``).
+
+    IEEE 754 keeps the exact sum's sign (``keep``: a negative sum below D's smallest subnormal gives -0);
+    ``positive``: the zero is +0, as a datapath that attaches the sign only to a non-zero magnitude gives it."""
+    if p.underflow_sign == "keep":
+        return rounded
+    if p.underflow_sign != "positive":
+        raise ValueError(f"unknown underflow_sign {p.underflow_sign!r}")
+    return np.where(rounded == 0, 0.0, rounded)
+
+
 def _encode(d_type: str, vals: np.ndarray) -> np.ndarray:
     return ptx_type(d_type).encode(vals, exact=False)
 
@@ -197,7 +211,8 @@ def _to_d(p: PathParams, acc: np.ndarray, d_fmt: Fmt) -> np.ndarray:
         return acc
     with np.errstate(invalid="ignore"):
         finite = np.where(np.isfinite(acc), acc, 0.0)
-        return np.where(np.isfinite(acc), round_to_format(finite, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow), acc)
+        return np.where(np.isfinite(acc), underflow_zero(p, round_to_format(finite, d_fmt, d_fmt.p, "rne", p.out_subnormals,
+                                                                              p.overflow)), acc)
 
 
 # ---------------------------------------------------------------------------
@@ -299,7 +314,7 @@ def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_
     total = np.ldexp(total_int, anchor - p.frac_bits - extra)
     if not fused:
         total = total + c  # exact in float64 only when the exponents are close; late entry is a hypothesis to test
-    rounded = round_to_format(total, d_fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow)
+    rounded = underflow_zero(p, round_to_format(total, d_fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow))
     # signed zeros
     allzero = ~nz.any(axis=-1) & ~cnz
     all_neg = neg_prods & np.signbit(c)
@@ -329,12 +344,27 @@ def _schedule(p: PathParams, labels: np.ndarray, width: int) -> list[np.ndarray]
     return out
 
 
+def operand_format(p: PathParams, t: str) -> Fmt:
+    """The format whose exponent field gives an A/B element its raw exponent (``operand_cvt``).
+
+    ``f16``: the element is first converted to f16 (exact for .e4m3/.e5m2, as ``cvt.rn.f16x2.e4m3x2`` does), so an
+    .e4m3 subnormal is a normal f16 with its own exponent, not one at .e4m3's emin."""
+    if p.operand_cvt == "none":
+        return FORMATS[t]
+    if p.operand_cvt != "f16":
+        raise ValueError(f"unknown operand_cvt {p.operand_cvt!r}")
+    if t not in ("e4m3", "e5m2", "f16"):
+        raise ValueError(f"operand_cvt f16 takes .e4m3/.e5m2/.f16 operands, not .{t}")
+    return FORMATS["f16"]
+
+
 def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_bits, c_bits, trace=None,
                labels: np.ndarray | None = None) -> np.ndarray:
     a = decode(a_t, a_bits, p)
     b = decode(b_t, b_bits, p)
     c = decode(c_t, c_bits, p if c_t != "tf32" else None)
-    a_fmt, b_fmt, c_fmt, d_fmt = FORMATS[a_t], FORMATS[b_t], FORMATS[c_t], FORMATS[d_t]
+    a_fmt, b_fmt = operand_format(p, a_t), operand_format(p, b_t)
+    c_fmt, d_fmt = FORMATS[c_t], FORMATS[d_t]
     with np.errstate(invalid="ignore", over="ignore"):
         prods = a * b
     nan_in = np.isnan(prods).any(axis=-1) | np.isnan(c)
@@ -359,7 +389,7 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
         nan |= pinf & ninf
         acc = np.where(np.isfinite(acc), acc, 0.0)
         total = acc + finite_c  # both hold few bits: exact in float64 unless far apart, where RNE lands the same
-        acc = round_to_format(total, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow)
+        acc = underflow_zero(p, round_to_format(total, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow))
         neg0 = (total == 0) & np.signbit(acc) & np.signbit(finite_c) & (p.neg_zero == "ieee")
         acc = np.where(total == 0, np.where(neg0, -0.0, 0.0), acc)
     out = _encode(d_t, acc)
@@ -552,7 +582,8 @@ def sparse_dots(p: PathParams, a_bits, b_bits, positions) -> tuple[np.ndarray, n
     else:
         raise ValueError(f"unknown sparse_order {p.sparse_order!r}")
     pos = np.take_along_axis(pos, order, axis=-1)
-    return np.take_along_axis(a_bits, order, axis=-1), b_bits[rows, pos], pos
+    labels = pos if p.sparse_order == "position" else np.broadcast_to(np.arange(pos.shape[1]), pos.shape)
+    return np.take_along_axis(a_bits, order, axis=-1), b_bits[rows, pos], labels
 
 
 def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, sparse_pos=None) -> np.ndarray:

@@ -1,0 +1,47 @@
+"""Bulk cases: a variant's fresh cases at one seed, drawn, packed and predicted on any array module.
+
+Why: a host-side round (plan, pickle, launch, compare) verifies a few thousand cases a second;
+the GPU runs a probe for millions.  A family that can say what its probe must write as array code
+(NumPy or CuPy alike) gives a :class:`BulkCases`; the bulk fuzzer then draws inputs on the device,
+launches the family's own probe kernel, and compares every defined output word there, bringing back
+only the cases that differ.  Case ``i`` is a function of (variant, seed, i) alone (counter-based
+randomness), so any case replays on its own, on the host or any device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ptxconf.spec.targets import PtxVersion, Target
+
+__all__ = ["BulkCases", "Drawn"]
+
+
+@dataclass
+class Drawn:
+    """Cases ``first .. first + n - 1``: what goes in, what must come out, and which output words the ISA defines."""
+
+    in_words: Any  # uint32[case, lane, in_words]
+    expected: Any  # uint32[case, lane, out_words]
+    defined: Any  # bool[lane, out_words]: words compared (padding is not)
+
+
+class BulkCases(Protocol):
+    """What the bulk fuzzer needs of one variant at one seed (the family builds it; nothing here is family-specific)."""
+
+    variant: Any
+    check: str  # the verdict name a failure is reported under (the family's comparator explains it)
+    seed: int
+    version: PtxVersion
+    target: Target
+    probe: Any  # the kernel: ``name``, ``surroundings``, what the family's emulate reads
+    lanes: int  # threads per case
+    out_words: int
+    warps_per_block: int
+    params: dict  # the selector immediates the probe was built with (what the comparator reads)
+    meta: dict
+
+    def draw(self, xp: Any, first: int, n: int) -> Drawn:
+        """Cases ``first .. first + n - 1`` on the array module ``xp``."""
+        ...

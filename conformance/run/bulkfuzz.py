@@ -1,0 +1,243 @@
+"""The bulk layout fuzzer: fresh cases drawn, run and compared on the device, seed after seed.
+
+Each device gets a worker process of its own.  The worker goes through the variants seed by seed:
+the family gives the variant's :class:`~ptxconf.core.bulk.BulkCases` at that seed, the probe module is
+built (ptxas, cached; the next modules build on other cores meanwhile), and batches of cases are drawn,
+launched and compared on the device.  Only counts and the few cases that differ come back; those are
+explained by the family's own comparator.  A worker that dies or hangs makes the (variant, seed) it
+was running one failure, and a fresh worker goes on after it.  Every failure carries the command
+that replays exactly that case, on any backend.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any
+
+import numpy as np
+from ptxconf.core.family import family_of
+
+__all__ = ["BulkResult", "fuzz_bulk", "replay_case_command", "STAGES"]
+
+STAGES = ("build", "draw", "launch", "compare")
+HANG_S = 120.0  # a worker silent this long is killed: the (variant, seed) it ran failed
+EXPLAINED = 4  # differing cases per (variant, seed) brought back and explained
+
+
+def replay_case_command(variant: str, seed: int, case: int, backend: str) -> str:
+    return f"ptxconf fuzz case '{variant}' --seed {seed} --case {case} --backend {backend}"
+
+
+@dataclass
+class BulkResult:
+    seeds: int = 0
+    runs: int = 0  # (variant, seed) pairs done
+    cases: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    unsupported: dict[str, str] = field(default_factory=dict)  # variant -> why it has no bulk cases
+    stages_s: dict[str, float] = field(default_factory=dict)  # summed over workers
+    by_family: dict[str, int] = field(default_factory=dict)  # cases per spec family
+    devices: list[dict] = field(default_factory=list)
+    restarts: int = 0
+    fatal: str | None = None  # why a device could not be opened at all
+
+    @property
+    def cases_per_s(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+
+def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
+    """The family comparator's account of cases the device found different."""
+    v = bc.variant
+    vd = family_of(v).compare(v, bc.check, bc.seed, in_rows, out_rows, bc.params, bc.probe.surroundings, bc.meta)
+    if vd.status == "pass":
+        return "the device found differing words that the comparator passes (the bulk prediction and the comparator disagree)"
+    return vd.message
+
+
+def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: dict[str, float],
+             backend_name: str) -> tuple[int, list[str]]:
+    """Every batch of one (variant, seed): (cases verified, failure lines)."""
+    xp = device.xp
+    failures: list[str] = []
+    done = 0
+    v = bc.variant
+    for first in range(0, cases, batch):
+        n = min(batch, cases - first)
+        t0 = time.perf_counter()
+        drawn = bc.draw(xp, first, n)
+        device.synchronize()
+        t1 = time.perf_counter()
+        order = xp.roll(xp.arange(n, dtype=xp.uint32), (bc.seed * 7919 + first) % n)
+        out = device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
+        device.synchronize()
+        t2 = time.perf_counter()
+        bad = ((out != drawn.expected) & drawn.defined[None]).reshape(n, -1).any(axis=1)
+        nbad = int(bad.sum())
+        if nbad:
+            idx = xp.nonzero(bad)[0][:EXPLAINED]
+            host = (lambda a: a.get()) if xp is not np else (lambda a: a)
+            in_rows, out_rows, cases_at = host(drawn.in_words[idx]), host(out[idx]), host(idx)
+            why = _explain(bc, in_rows, out_rows)
+            failures.append(f"{v.id}:{bc.check}:seed={bc.seed}: {nbad} of {n} cases differ (first: case "
+                            f"{first + int(cases_at[0])}): {why} | replay: "
+                            + replay_case_command(v.id, bc.seed, first + int(cases_at[0]), backend_name))
+        t3 = time.perf_counter()
+        stages["draw"] += t1 - t0
+        stages["launch"] += t2 - t1
+        stages["compare"] += t3 - t2
+        done += n
+    return done, failures
+
+
+def _prepare(device: Any, v: Any, seed: int, cc: tuple[int, int], max_ptx: Any) -> tuple[Any, Any, float]:
+    """(bulk cases, built module, seconds): runs in a build thread."""
+    t0 = time.perf_counter()
+    fam = family_of(v)
+    bc = fam.bulk_cases(v, seed, cc, max_ptx)
+    image = device.build(fam.module_source([bc.probe], bc.version, bc.target))
+    return bc, image, time.perf_counter() - t0
+
+
+def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: list[int], start: tuple[int, int],
+           deadline: float, cases: int, batch: int, backend_name: str) -> None:
+    """A worker: seed by seed, variant by variant, until the deadline; messages to the parent through ``conn``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        device = make_device()
+        conn.send(("info", device.info()))
+    except Exception as exc:  # noqa: BLE001 - no CuPy, no GPU, no ptxas: the run cannot go on, and says why
+        conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        return
+    cc, max_ptx = device.compute_capability(), device.max_ptx()
+    builder = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1))
+    order = [(si, vi) for si in range(len(seeds)) for vi in range(len(variants)) if (si, vi) >= start]
+    ahead: dict[int, Future] = {}
+    lookahead = 2 * (os.cpu_count() or 2)
+    try:
+        for pos, (si, vi) in enumerate(order):
+            for nxt in range(pos, min(len(order), pos + lookahead)):
+                if nxt not in ahead:
+                    s2, v2 = order[nxt]
+                    ahead[nxt] = builder.submit(_prepare, device, variants[v2], seeds[s2], cc, max_ptx)
+            if time.time() >= deadline:
+                break
+            v, seed = variants[vi], seeds[si]
+            conn.send(("start", v.id, seed, (si, vi)))
+            stages = dict.fromkeys(STAGES, 0.0)
+            try:
+                bc, image, built = ahead.pop(pos).result()
+            except NotImplementedError as exc:
+                conn.send(("unsupported", v.id, str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - a module that does not build is this variant's failure
+                conn.send(("done", v.id, seed, 0, stages, [f"{v.id}:value:seed={seed}: {type(exc).__name__}: {exc}"]))
+                continue
+            stages["build"] = built
+            module = device.load(image)
+            done, failures = _run_one(device, bc, module, cases, batch, stages, backend_name)
+            conn.send(("done", v.id, seed, done, stages, failures))
+        conn.send(("end",))
+    finally:
+        builder.shutdown(wait=False, cancel_futures=True)
+
+
+def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: list[Any], budget_s: float,
+              first_seed: int, cases: int = 65536, batch: int = 65536, backend_name: str = "pycuda",
+              on_progress: Callable[[BulkResult], None] | None = None) -> BulkResult:
+    """Fuzz ``variants`` on every device in ``devices`` (device ``j`` takes seeds ``first_seed + j``, ``+ len(devices)``
+    ...) for ``budget_s`` seconds; ``make_device(ordinal)`` opens a device inside its worker."""
+    res = BulkResult(stages_s=dict.fromkeys(STAGES, 0.0))
+    ctx = mp.get_context("fork")
+    t0 = time.time()
+    deadline = t0 + budget_s
+    rounds = 1 << 20
+    plan = {j: [first_seed + j + k * len(devices) for k in range(rounds)] for j in range(len(devices))}
+    workers: dict[Any, dict] = {}
+    family_name = {v.id: v.family for v in variants}
+    seeds_seen: set[int] = set()
+
+    def start(j: int, at: tuple[int, int]) -> None:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_serve, args=(child, lambda: make_device(devices[j]), variants, plan[j], at, deadline,
+                                                cases, batch, backend_name), daemon=True)
+        proc.start()
+        child.close()
+        workers[parent] = {"j": j, "proc": proc, "running": None, "last": time.time()}
+
+    def lost(conn: Any, why: str) -> None:
+        w = workers.pop(conn)
+        w["proc"].join(timeout=5)
+        if w["proc"].is_alive():
+            w["proc"].kill()
+            w["proc"].join(timeout=5)
+        if w["running"] is not None:
+            vid, seed, (si, vi) = w["running"]
+            res.failures.append(f"{vid}:value:seed={seed}: {why} | replay: "
+                                + replay_case_command(vid, seed, 0, backend_name))
+            res.restarts += 1
+            if time.time() < deadline:
+                nxt = (si, vi + 1) if vi + 1 < len(variants) else (si + 1, 0)
+                start(w["j"], nxt)
+
+    for j in range(len(devices)):
+        start(j, (0, 0))
+    last_progress = time.time()
+    while workers:
+        ready = wait(list(workers), timeout=1.0)
+        now = time.time()
+        for conn in ready:
+            w = workers[conn]
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                code = w["proc"].exitcode if not w["proc"].is_alive() else None
+                lost(conn, f"the device worker died (exit code {code}) while running it: the probe faulted or the "
+                           "driver failed")
+                continue
+            w["last"] = now
+            kind = msg[0]
+            if kind == "info":
+                res.devices.append(msg[1])
+            elif kind == "fatal":
+                res.fatal = msg[1]
+                workers.pop(conn)
+                w["proc"].join(timeout=10)
+            elif kind == "start":
+                w["running"] = msg[1:]
+                seeds_seen.add(msg[2])
+            elif kind == "unsupported":
+                res.unsupported[msg[1]] = msg[2]
+                w["running"] = None
+            elif kind == "done":
+                _, vid, seed, done, stages, failures = msg
+                w["running"] = None
+                res.runs += 1
+                res.cases += done
+                fam = family_name[vid]
+                res.by_family[fam] = res.by_family.get(fam, 0) + done
+                for k, s in stages.items():
+                    res.stages_s[k] = res.stages_s.get(k, 0.0) + s
+                res.failures.extend(failures)
+            elif kind == "end":
+                workers.pop(conn)
+                w["proc"].join(timeout=10)
+        for conn, w in list(workers.items()):
+            if now - w["last"] > HANG_S:
+                w["proc"].kill()
+                lost(conn, f"the device worker was silent for {HANG_S:g} s while running it (a hang?); killed")
+        res.seconds = time.time() - t0
+        if on_progress and now - last_progress >= 5.0:
+            last_progress = now
+            on_progress(res)
+    res.seeds = len(seeds_seen)
+    res.seconds = time.time() - t0
+    return res

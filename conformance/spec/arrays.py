@@ -1,0 +1,114 @@
+"""Element types on any array module: the same bits from NumPy on the host and CuPy on the GPU.
+
+Why: the bulk fuzzer draws, packs and computes expected results on the device, and its cases
+must be replayable on the host bit for bit.  Everything here takes the array module from its
+arguments (``__array_namespace__``), so one function serves both; the formats themselves stay
+defined once, by :mod:`ptxconf.spec.ptxtypes` (narrow formats decode through a table built
+from it).  Randomness is counter-based (a hash of key and index), so case ``i`` of a draw is
+the same wherever and in whatever batch it is made.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from .ptxtypes import PtxType
+
+__all__ = ["namespace", "uniform_bits", "below", "decode", "encode_exact", "key_of"]
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+
+
+def namespace(a: Any) -> Any:
+    """The array module of ``a`` (NumPy or CuPy), without importing CuPy here."""
+    get = getattr(a, "__array_namespace__", None)
+    return get() if get is not None else np
+
+
+def key_of(*parts: int | str) -> int:
+    """A 64-bit stream key from ints and strings (stable across processes: no ``hash()``)."""
+    acc = 0x243F6A8885A308D3
+    for p in parts:
+        data = p.encode() if isinstance(p, str) else int(p).to_bytes(16, "little", signed=True)
+        for byte in data:
+            acc = _splitmix_int(acc ^ byte)
+    return acc
+
+
+def _splitmix_int(x: int) -> int:
+    m = (1 << 64) - 1
+    x = (x + _GOLDEN) & m
+    x = ((x ^ (x >> 30)) * _MIX1) & m
+    x = ((x ^ (x >> 27)) * _MIX2) & m
+    return x ^ (x >> 31)
+
+
+def uniform_bits(xp: Any, key: int, index: Any) -> Any:
+    """``uint64`` random bits for each counter in ``index`` (splitmix64 of ``key + index * golden``)."""
+    x = xp.asarray(index, dtype=xp.uint64) * xp.uint64(_GOLDEN) + xp.uint64(key)
+    x = x + xp.uint64(_GOLDEN)
+    x = (x ^ (x >> xp.uint64(30))) * xp.uint64(_MIX1)
+    x = (x ^ (x >> xp.uint64(27))) * xp.uint64(_MIX2)
+    return x ^ (x >> xp.uint64(31))
+
+
+def below(xp: Any, key: int, index: Any, n: int) -> Any:
+    """``int64`` values uniform in ``[0, n)`` (the top 32 random bits, scaled: no modulo bias worth naming)."""
+    hi = uniform_bits(xp, key, index) >> xp.uint64(32)
+    return ((hi * xp.uint64(n)) >> xp.uint64(32)).astype(xp.int64)
+
+
+@cache
+def _table(t: PtxType) -> np.ndarray:
+    """Every container value of a narrow type, decoded once by the host's definition."""
+    return t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+
+
+_DEVICE_TABLES: dict[tuple[str, int], Any] = {}
+
+
+def decode(t: PtxType, bits: Any) -> Any:
+    """Container bits -> float64 / int64 values, as :meth:`PtxType.decode` gives them, on ``bits``'s module."""
+    xp = namespace(bits)
+    if xp is np:
+        return t.decode(bits)
+    bits = bits.astype(xp.uint64) & xp.uint64(t.mask)
+    if t.kind == "float" and t.bits <= 16:
+        key = (t.name, id(xp))
+        if key not in _DEVICE_TABLES:
+            _DEVICE_TABLES[key] = xp.asarray(_table(t))
+        return _DEVICE_TABLES[key][bits.astype(xp.int64)]
+    if t.kind == "float":
+        if t.ignored_low_bits:
+            bits = bits & xp.uint64(t.mask ^ ((1 << t.ignored_low_bits) - 1))
+        if t.bits == 32:
+            return bits.astype(xp.uint32).view(xp.float32).astype(xp.float64)
+        return bits.view(xp.float64)
+    v = bits.astype(xp.int64)
+    if t.kind == "sint":
+        return xp.where(v >= (1 << (t.bits - 1)), v - (1 << t.bits), v)
+    return v
+
+
+def encode_exact(t: PtxType, values: Any) -> Any:
+    """float64 / int64 values that ``t`` holds exactly -> container bits (uint64), on ``values``'s module.
+
+    Only the result types of matrix instructions (f16, bf16, f32, f64 and the integers): the bulk
+    fuzzer draws inputs whose results are exact, so no rounding is modelled here."""
+    xp = namespace(values)
+    if t.kind != "float":
+        return values.astype(xp.int64).astype(xp.uint64) & xp.uint64(t.mask)
+    if t.name == "f64":
+        return values.astype(xp.float64).view(xp.uint64)
+    if t.name in ("f32", "tf32"):
+        return values.astype(xp.float32).view(xp.uint32).astype(xp.uint64)
+    if t.name == "f16":
+        return values.astype(xp.float16).view(xp.uint16).astype(xp.uint64)
+    if t.name == "bf16":  # exact values: the float32 bits' high half
+        return (values.astype(xp.float32).view(xp.uint32) >> xp.uint32(16)).astype(xp.uint64)
+    raise ValueError(f".{t.name} is not a result type of the bulk path")
