@@ -8,13 +8,13 @@ loads, stacking the checks' cases, and splitting them into launches.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
-__all__ = ["Cases", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
+__all__ = ["Cases", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
@@ -55,6 +55,24 @@ class Plan:
     def kernels(self) -> list[Any]:
         """Every kernel this plan launches (for the module)."""
         return self.probes or [self.probe]
+
+
+@dataclass
+class CaseSummary:
+    """What comparing and recording need of a check's cases (no input bits: those are in ``Plan.in_words``)."""
+
+    check: str
+    cases: int
+    params: dict
+    meta: dict
+
+
+def slim(plan: Plan) -> Plan:
+    """The plan as it crosses processes: each check's cases summarised (a family's case sets may carry every
+    operand's bits again, several times the size of the words)."""
+    sets = [cs if isinstance(cs, CaseSummary) else CaseSummary(cs.check, cs.cases, cs.params, cs.meta)
+            for cs in plan.case_sets]
+    return replace(plan, case_sets=sets)
 
 
 def variant_rng(v: Any, seed: int, stream: str = "") -> np.random.Generator:

@@ -15,8 +15,9 @@ import multiprocessing as mp
 import os
 import signal
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
@@ -28,7 +29,6 @@ __all__ = ["BulkResult", "fuzz_bulk", "replay_case_command", "STAGES"]
 
 STAGES = ("build", "draw", "launch", "compare")
 HANG_S = 120.0  # a worker silent this long is killed: the (variant, seed) it ran failed
-EXPLAINED = 4  # differing cases per (variant, seed) brought back and explained
 
 
 def replay_case_command(variant: str, seed: int, case: int, backend: str) -> str:
@@ -60,7 +60,8 @@ def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
     vd = family_of(v).compare(v, bc.check, bc.seed, in_rows, out_rows, bc.params, bc.probe.surroundings, bc.meta)
     if vd.status == "pass":
         return "the device found differing words that the comparator passes (the bulk prediction and the comparator disagree)"
-    return vd.message
+    lines = vd.details(v).splitlines()  # the summary, then element by element: lane, register, row, col, bits
+    return "; ".join(lines[:4]) + (f"; ... ({len(lines) - 4} more lines)" if len(lines) > 4 else "")
 
 
 def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: dict[str, float],
@@ -83,7 +84,7 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
         bad = ((out != drawn.expected) & drawn.defined[None]).reshape(n, -1).any(axis=1)
         nbad = int(bad.sum())
         if nbad:
-            idx = xp.nonzero(bad)[0][:EXPLAINED]
+            idx = xp.nonzero(bad)[0][:1]  # the first differing case, explained alone (its "case 0")
             host = (lambda a: a.get()) if xp is not np else (lambda a: a)
             in_rows, out_rows, cases_at = host(drawn.in_words[idx]), host(out[idx]), host(idx)
             why = _explain(bc, in_rows, out_rows)
@@ -107,7 +108,7 @@ def _prepare(device: Any, v: Any, seed: int, cc: tuple[int, int], max_ptx: Any) 
     return bc, image, time.perf_counter() - t0
 
 
-def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: list[int], start: tuple[int, int],
+def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: range, start: tuple[int, int],
            deadline: float, cases: int, batch: int, backend_name: str) -> None:
     """A worker: seed by seed, variant by variant, until the deadline; messages to the parent through ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -119,22 +120,28 @@ def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds
         return
     cc, max_ptx = device.compute_capability(), device.max_ptx()
     builder = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1))
-    order = [(si, vi) for si in range(len(seeds)) for vi in range(len(variants)) if (si, vi) >= start]
-    ahead: dict[int, Future] = {}
+
+    def walk() -> Iterator[tuple[int, int]]:
+        si, vi = start
+        while si < len(seeds):
+            yield si, vi
+            si, vi = (si, vi + 1) if vi + 1 < len(variants) else (si + 1, 0)
+
+    todo, ahead = walk(), deque()
     lookahead = 2 * (os.cpu_count() or 2)
     try:
-        for pos, (si, vi) in enumerate(order):
-            for nxt in range(pos, min(len(order), pos + lookahead)):
-                if nxt not in ahead:
-                    s2, v2 = order[nxt]
-                    ahead[nxt] = builder.submit(_prepare, device, variants[v2], seeds[s2], cc, max_ptx)
-            if time.time() >= deadline:
+        while True:
+            while len(ahead) < lookahead and (nxt := next(todo, None)) is not None:
+                si, vi = nxt
+                ahead.append((si, vi, builder.submit(_prepare, device, variants[vi], seeds[si], cc, max_ptx)))
+            if not ahead or time.time() >= deadline:
                 break
+            si, vi, job = ahead.popleft()
             v, seed = variants[vi], seeds[si]
             conn.send(("start", v.id, seed, (si, vi)))
             stages = dict.fromkeys(STAGES, 0.0)
             try:
-                bc, image, built = ahead.pop(pos).result()
+                bc, image, built = job.result()
             except NotImplementedError as exc:
                 conn.send(("unsupported", v.id, str(exc)))
                 continue
@@ -159,8 +166,8 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
     ctx = mp.get_context("fork")
     t0 = time.time()
     deadline = t0 + budget_s
-    rounds = 1 << 20
-    plan = {j: [first_seed + j + k * len(devices) for k in range(rounds)] for j in range(len(devices))}
+    rounds = 1 << 20  # seeds per device: more than any budget reaches (ranges: nothing is materialised)
+    plan = {j: range(first_seed + j, first_seed + j + rounds * len(devices), len(devices)) for j in range(len(devices))}
     workers: dict[Any, dict] = {}
     family_name = {v.id: v.family for v in variants}
     seeds_seen: set[int] = set()

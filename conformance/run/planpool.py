@@ -15,11 +15,13 @@ import io
 import multiprocessing as mp
 import pickle
 import signal
-import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing.pool import AsyncResult
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
+
+from ptxconf.core.plan import slim
 
 __all__ = ["plan_in_parallel", "ComparePool"]
 
@@ -57,7 +59,7 @@ def _dumps(obj: Any) -> bytes:
 
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
     vid, cc = item
-    return _dumps(_STATE["plan"](_STATE["variants"][vid], cc))
+    return _dumps(slim(_STATE["plan"](_STATE["variants"][vid], cc)))
 
 
 def _compare(data: bytes) -> bytes:
@@ -67,33 +69,38 @@ def _compare(data: bytes) -> bytes:
     return _dumps((verdicts, time.perf_counter() - t0))
 
 
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    """``jobs`` forked workers, all started now (before the run starts threads of its own).
+
+    Why not ``multiprocessing.Pool``: its worker-handler thread wakes whenever results wait in the pipe and
+    polls every worker's exit status each time; under a run's result traffic that spun through about a
+    million polls, holding this process's GIL for a fifth of the run (profiled on the H100)."""
+    pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_quiet)
+    for job in [pool.submit(int) for _ in range(jobs)]:  # fork every worker now
+        job.result()
+    return pool
+
+
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
                      items: Iterable[tuple[str, tuple[int, int]]]) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled)."""
     _STATE.update(plan=plan, variants=variants)
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
-    # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-queue: a pool
-    # whose worker dies holding the task queue's lock cannot be shut down any more.)
-    window, abandoned = threading.Semaphore(8 * jobs), threading.Event()
-
-    def feed() -> Iterator[tuple[str, tuple[int, int]]]:
-        for item in items:
-            window.acquire()
-            if abandoned.is_set():
-                return
-            yield item
-
-    pool = mp.get_context("fork").Pool(jobs, initializer=_quiet)
+    # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
+    window = 8 * jobs
+    pool = _pool(jobs)
+    pending: deque[Future] = deque()
+    todo = iter(items)
     try:
-        for data in pool.imap(_plan, feed()):
-            window.release()
-            yield _Unpickler(data, variants).load()
+        while True:
+            while len(pending) < window and (item := next(todo, None)) is not None:
+                pending.append(pool.submit(_plan, item))
+            if not pending:
+                return
+            yield _Unpickler(pending.popleft().result(), variants).load()
     finally:
-        abandoned.set()
-        window.release()
-        pool.close()
-        pool.join()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class ComparePool:
@@ -105,16 +112,16 @@ class ComparePool:
 
     def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any]):
         _STATE.update(compare=compare, variants=variants)
-        self._pool = mp.get_context("fork").Pool(jobs, initializer=_quiet)
+        self._pool = _pool(jobs)
 
-    def submit(self, *args: Any) -> AsyncResult:
-        return self._pool.apply_async(_compare, (_dumps(args),))
+    def submit(self, *args: Any) -> Future:
+        """``compare(*args)`` in a worker (a plan among ``args`` travels slim)."""
+        return self._pool.submit(_compare, _dumps(tuple(slim(a) if hasattr(a, "case_sets") else a for a in args)))
 
-    def result(self, pending: AsyncResult, timeout: float | None = None) -> tuple[Any, float]:
+    def result(self, pending: Future, timeout: float | None = None) -> tuple[Any, float]:
         """(what ``compare`` returned, its seconds in the worker); raises what the worker raised."""
-        return _Unpickler(pending.get(timeout), _STATE["variants"]).load()
+        return _Unpickler(pending.result(timeout), _STATE["variants"]).load()
 
     def close(self) -> None:
         """The workers finish what was submitted (a module's comparisons: seconds at most) and leave."""
-        self._pool.close()
-        self._pool.join()
+        self._pool.shutdown(wait=True)

@@ -55,6 +55,7 @@ class VariantOutcome:
     verdicts: list[Verdict] = field(default_factory=list)
     out_words: np.ndarray | None = None
     seconds: float = 0.0
+    saved: bool = False  # the observation file is written (by the worker that compared it)
 
 
 def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
@@ -116,6 +117,19 @@ def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
     return verdicts
 
 
+def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None]:
+    """A worker's task: the verdicts and, with ``observations``, the observation file written there (the run's
+    process then compresses nothing); a write that failed comes back as its error text, for the run to stop on."""
+    verdicts = compare_plan(plan, out)
+    if observations is None:
+        return verdicts, None
+    try:
+        save_observation(observations, VariantOutcome(plan, out_words=out))
+    except OSError as exc:
+        return verdicts, f"{exc}"
+    return verdicts, None
+
+
 def _after_failed_launches(plan: Plan, out: np.ndarray, errs: list[tuple[np.ndarray, str]]) -> list[Verdict]:
     """A check with a case in a failed launch gets its family's verdict for that (an error, or for undefined
     inputs an observation); the others compare as usual."""
@@ -159,8 +173,9 @@ COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a wo
 class _Comparisons:
     """Comparisons running in worker processes while the GPU runs the next module; outcomes leave in order."""
 
-    def __init__(self, pool):
+    def __init__(self, pool, observations: Path | None = None):
         self.pool = pool
+        self.observations = observations
         self.pending: deque[tuple[VariantOutcome, object, float]] = deque()
 
     def submit(self, plans: list[Plan], launched: list, share: float) -> None:
@@ -170,21 +185,26 @@ class _Comparisons:
                 outcome.verdicts = _after_failed_launches(plan, out, errs)
                 self.pending.append((outcome, None, 0.0))
             else:
-                self.pending.append((outcome, self.pool.submit(plan, out), time.perf_counter()))
+                self.pending.append((outcome, self.pool.submit(plan, out, self.observations), time.perf_counter()))
 
     def ready(self, wait: bool = False) -> Iterator[VariantOutcome]:
         """The outcomes whose comparison is done, oldest first (``wait``: all of them)."""
         while self.pending:
             outcome, job, _ = self.pending[0]
-            if job is not None and not (wait or job.ready()):
+            if job is not None and not (wait or job.done()):
                 return
             self.pending.popleft()
             if job is not None:
                 t0 = time.perf_counter()
                 try:
-                    outcome.verdicts, seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
+                    (outcome.verdicts, unsaved), seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
                 except Exception as exc:  # noqa: BLE001 - a comparator that raised, or a worker that died
-                    outcome.verdicts, seconds = _error_verdicts(outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), 0.0
+                    (outcome.verdicts, unsaved), seconds = (_error_verdicts(
+                        outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), None), 0.0
+                else:
+                    if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
+                        raise OSError(unsaved)
+                    outcome.saved = self.observations is not None
                 _stage("compare", seconds)
                 _stage("compare_wait", time.perf_counter() - t0)
                 outcome.seconds += seconds
@@ -273,8 +293,12 @@ def run_variants(
     progress=None,
     stop: Callable[[], bool] | None = None,
     jobs: int = 1,
+    observations: Path | None = None,
 ) -> None:
-    """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules."""
+    """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules.
+
+    With workers (``jobs`` > 1) and ``observations``, each outcome's observation file is written there by the
+    worker that compared it (``outcome.saved``); otherwise saving is the caller's."""
 
     def skipped(v: Variant, why: str) -> None:
         if on_skip:
@@ -293,8 +317,8 @@ def run_variants(
     if jobs > 1 and len(variants) > 1:
         from .planpool import ComparePool
 
-        pool = ComparePool(jobs, compare_plan, {v.id: v for v in variants})
-    comparisons = _Comparisons(pool) if pool else None
+        pool = ComparePool(jobs, compare_and_save, {v.id: v for v in variants})
+    comparisons = _Comparisons(pool, observations) if pool else None
     # With several devices, that many modules are in flight at once (each launch call blocks on its own device).
     slots = max(1, getattr(backend, "parallel", 1))
     launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch") if slots > 1 else None

@@ -214,7 +214,7 @@ class RunSession:
                     op = v.operands[target]
                     self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
             self.cases_run += len(outcome.plan.in_words)
-            if outcome.out_words is not None and self.save_observations:
+            if outcome.out_words is not None and self.save_observations and not outcome.saved:
                 # Compressing in a thread overlaps with the next module's planning (zlib releases the GIL).
                 self._writes.append(self._writer.submit(save_observation, self.out_dir / "observations", outcome))
             self.variants_done.add(v.id)
@@ -233,7 +233,7 @@ class RunSession:
 
         try:
             run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested,
-                         jobs=self.jobs)
+                         jobs=self.jobs, observations=self.out_dir / "observations" if self.save_observations else None)
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
             try:
                 self._finish("interrupted")

@@ -48,7 +48,9 @@ FLOAT_CHANGES = ([{"frac_bits": f} for f in (0, 3, 13, 24, 30, 40)] + [{"final_r
                  + [{"k_order": k} for k in ("natural", "pairs")] + [{"exp_floor": e} for e in (None, -20, 5)]
                  + [{"in_subnormals": "flush"}, {"out_subnormals": "flush"}, {"overflow": "saturate"}, {"overflow": "ieee"},
                     {"neg_zero": "ieee"}, {"input_conversion": "rna"}, {"input_conversion": "rne"}]
-                 + [{"block": b} for b in (1, 2, 3, 5)] + [{"nan_propagation": n} for n in gpu._NAN]
+                 + [{"block": b} for b in (1, 2, 3, 5)] + [{"nan_propagation": n} for n in gpu._NAN if n not in gpu._NAN_F64_ONLY]
+                 + [{"underflow_sign": "positive"}, {"underflow_sign": "positive", "c_entry": "add_rne", "block": 1},
+                    {"underflow_sign": "positive", "out_precision": 30, "final_rounding": "rne"}]
                  + [{"block": 2, "c_entry": "late", "final_rounding": "ru", "out_precision": 25},
                     {"block": 3, "k_order": "pairs", "c_entry": "add_rne", "align": "rne", "overflow": "ieee",
                      "final_rounding": "rd", "neg_zero": "ieee"},
@@ -59,7 +61,7 @@ FLOAT_CHANGES = ([{"frac_bits": f} for f in (0, 3, 13, 24, 30, 40)] + [{"final_r
                     {"align": "sticky", "c_entry": "late", "exp_floor": None, "in_subnormals": "flush",
                      "nan_propagation": "payload_c_first", "out_precision": 40}])
 F64_CHANGES = [{}, {"f64_mode": "reverse_fma"}, {"f64_rnd": "ignored"}, {"nan_propagation": "payload_c_first"},
-               {"nan_propagation": "payload_a_first"}]
+               {"nan_propagation": "payload_a_first"}, {"nan_propagation": "payload_c_b_a"}, {"nan_propagation": "payload_b_c_a"}]
 
 _OK, _WHY = gpu.available()
 
@@ -246,8 +248,11 @@ def test_model_source_compiled_for_the_host_matches_model_py(specs, spec, tmp_pa
     v = specs.get(MAIN["fp8.f16"])
     p0, t0 = path_of(spec, v), Types.of(v)
     for change in ({"align": "sticky", "nan_propagation": "payload_a_first", "out_precision": 14, "block": 3},
+                   {"operand_cvt": "f16", "underflow_sign": "positive"}, {"operand_cvt": "f16", "in_subnormals": "flush"},
                    {"c_entry": "late", "k_order": "natural", "final_rounding": "ru", "overflow": "ieee", "neg_zero": "ieee"}):
         cases.append((replace(p0, **change), t0, k_of(v)))
+    v = specs.get(MAIN["f64"])
+    cases += [(replace(path_of(spec, v), **change), Types.of(v), k_of(v)) for change in F64_CHANGES]
     for i, (p, t, k) in enumerate(cases):
         a, b, c = _batch(t, k, 60 if p.kind == "f64" else 300, i)
         want = dot_bits(p, t, a, b, c)

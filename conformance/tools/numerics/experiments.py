@@ -47,6 +47,7 @@ from .model import FORMATS, PathParams, Types, dot_bits
 ROUNDINGS = ("rz", "rne", "rna", "ru", "rd")
 ALIGN = ("truncate", "rne", "sticky")
 NAN_RULES = ("canonical", "payload_c_first", "payload_a_first")
+F64_NAN_RULES = NAN_RULES + ("payload_c_b_a", "payload_b_c_a")  # f64: orders of one fused multiply-add's NaN operands
 F64_MODES = ("sequential_fma", "reverse_fma", "exact_dot")
 F64_NANS = (0x7FFFFFFFFFFFFFFF, 0xFFF8000000000000, 0x7FF8000000000000)
 # NaN patterns with payloads, per container type: quiet, signalling, negative quiet
@@ -597,11 +598,18 @@ def _design_f64_edges(v: Variant, p: PathParams) -> list[Group]:
     g.rows.append(([0x7FF0000000000000] + zero[1:], [0x8000000000000000] + ones[1:], 0, "Inf * -0"))
     g.rows.append(([0xFFF0000000000000] + zero[1:], ones, 0x7FF0000000000000, "-Inf + C=Inf"))
     groups.append(g)
+    # f64_nan_order: B and C NaN with different payloads.  f64_nan records C over A, B over A and an earlier step's NaN
+    # over a later A, which leaves the place of C against B open (payload_c_b_a vs payload_b_c_a); a group of its own,
+    # after every recorded one, so runs recorded before it re-infer unchanged
+    g = Group("f64_nan_order", ("nan_propagation", "nan_bits"), _nan_candidates(p, "f64"), raw=True)
+    g.rows.append(([one] + zero[1:], [nans[0]] + ones[1:], nans[2], "B and C NaN"))
+    g.rows.append(([one] + zero[1:], [nans[2]] + ones[1:], nans[0], "B and C NaN, payloads swapped"))
+    groups.append(g)
     return groups
 
 
 def _nan_candidates(p: PathParams, t: str) -> list[dict]:
-    return [{"nan_propagation": n, "nan_bits": {**p.nan_bits, t: b}} for n in NAN_RULES for b in F64_NANS]
+    return [{"nan_propagation": n, "nan_bits": {**p.nan_bits, t: b}} for n in F64_NAN_RULES for b in F64_NANS]
 
 
 def _design_int_edges(v: Variant, p: PathParams, n: int | None = None) -> list[Group]:

@@ -38,7 +38,8 @@ class NotOnGpu(ValueError):
 
 
 _ROUNDING = ("rz", "rne", "rna", "ru", "rd")  # the codes of the MODE argument of round_p below, in order
-_NAN = ("canonical", "payload_c_first", "payload_a_first")
+_NAN = ("canonical", "payload_c_first", "payload_a_first", "payload_c_b_a", "payload_b_c_a")
+_NAN_F64_ONLY = ("payload_c_b_a", "payload_b_c_a")  # model.py takes these orders on the f64 chain only
 _F64_MODES = ("sequential_fma", "reverse_fma")
 _FLOAT_IN = ("f16", "bf16", "tf32", "e4m3", "e5m2")
 _FLOAT_ACC = ("f16", "f32")
@@ -61,6 +62,8 @@ IMPLEMENTED: dict[str, object] = {
     "out_subnormals": ("keep", "flush"),
     "overflow": ("inf", "saturate", "ieee"),
     "neg_zero": ("ieee", "positive"),
+    "underflow_sign": ("keep", "positive"),
+    "operand_cvt": ("none", "f16"),
     "nan_propagation": _NAN,
     "f64_mode": _F64_MODES,
     "f64_rnd": ("each_fma", "ignored"),
@@ -94,6 +97,10 @@ def check(p: PathParams, t: Types, k: int) -> None:
         ok = IMPLEMENTED[f.name]
         if not (ok(value) if callable(ok) else value in ok):
             raise NotOnGpu(f"path {p.name}: {f.name}={value!r} is not implemented on the GPU")
+    if p.kind != "f64" and p.nan_propagation in _NAN_F64_ONLY:
+        raise NotOnGpu(f"path {p.name}: nan_propagation={p.nan_propagation!r} is an f64 rule (model.py refuses it here too)")
+    if p.kind == "float" and p.operand_cvt == "f16" and not {t.a, t.b} <= {"e4m3", "e5m2", "f16"}:
+        raise NotOnGpu(f"path {p.name}: operand_cvt f16 takes .e4m3/.e5m2/.f16 operands (model.py refuses the others too)")
     if p.kind == "float":
         bad = [x for x in (t.a, t.b) if x not in _FLOAT_IN] + [x for x in (t.c, t.d) if x not in _FLOAT_ACC]
     elif p.kind == "int":
@@ -160,9 +167,12 @@ def _defines(p: PathParams, t: Types, k: int) -> dict[str, object]:
                   "HAS_FLOOR": int(p.exp_floor is not None), "EXP_FLOOR": p.exp_floor or 0,
                   "IN_FLUSH": int(p.in_subnormals == "flush"), "OUT_FLUSH": int(p.out_subnormals == "flush"),
                   "OVF": ("inf", "saturate", "ieee").index(p.overflow), "NEGZ_IEEE": int(p.neg_zero == "ieee"),
+                  "UF_POS": int(p.underflow_sign == "positive"),
                   "NAN_BITS": f"{_nan_bits(p, t.d):#x}ull"})
         for prefix, name in (("A", t.a), ("B", t.b), ("C", t.c), ("D", t.d)):
             d.update(_fmt_defines(prefix, name))
+        for prefix, name in (("A", t.a), ("B", t.b)):  # operand_cvt f16: the exponent field an element reads as
+            d[f"{prefix}_XEMIN"] = FORMATS["f16"].emin if p.operand_cvt == "f16" else FORMATS[name].emin
         d["DEC_A"] = "dec_tf32" if t.a == "tf32" else "dec_a"
         d["DEC_B"] = "dec_tf32" if t.b == "tf32" else "dec_b"
     elif p.kind == "f64":
@@ -208,8 +218,17 @@ __device__ __forceinline__ Elem dec_ieee(u32 bits, int EB, int MB, int BIAS, int
 #endif
   return r;
 }
-__device__ __forceinline__ Elem dec_a(u32 x) { return dec_ieee(x, A_EB, A_MB, A_BIAS, A_FN); }
-__device__ __forceinline__ Elem dec_b(u32 x) { return dec_ieee(x, B_EB, B_MB, B_BIAS, B_FN); }
+/* operand_cvt f16 (model.operand_format): a subnormal of a narrower exponent range is a normal f16, its raw exponent
+   its own (down to XEMIN); the significand is shifted so that mag * 2^(raw - MB) stays the element's value */
+__device__ __forceinline__ Elem widen(Elem r, int MB, int EMIN, int XEMIN) {
+  if (r.cls == 1u && r.mag < (1u << MB)) {
+    int s = imin(MB - (bitlen((u64)r.mag) - 1), EMIN - XEMIN);
+    r.mag <<= s; r.raw -= s;
+  }
+  return r;
+}
+__device__ __forceinline__ Elem dec_a(u32 x) { return widen(dec_ieee(x, A_EB, A_MB, A_BIAS, A_FN), A_MB, A_EMIN, A_XEMIN); }
+__device__ __forceinline__ Elem dec_b(u32 x) { return widen(dec_ieee(x, B_EB, B_MB, B_BIAS, B_FN), B_MB, B_EMIN, B_XEMIN); }
 __device__ __forceinline__ Elem dec_c(u32 x) { return dec_ieee(x, C_EB, C_MB, C_BIAS, C_FN); }
 /* .tf32: the 32-bit container converted (input_conversion), then its top 19 bits */
 __device__ __forceinline__ Elem dec_tf32(u32 bits) {
@@ -261,14 +280,19 @@ __device__ Acc round_p(u32 neg, u64 mag, int exp, int P, int EMIN, int EMAX, int
   r.mag = v; r.exp = q;
   return r;
 }
+/* underflow_sign positive (model.underflow_zero): a zero rounded from a non-zero sum is +0 */
+__device__ __forceinline__ Acc uf_zero(Acc r) {
+  if (UF_POS && !r.inf && r.mag == 0) r.neg = 0u;
+  return r;
+}
 /* a block's exact sum: OUT_P bits by final_rounding within D's range (model._block) */
 __device__ __forceinline__ Acc block_round(u32 neg, u64 mag, int exp) {
-  return round_p(neg, mag, exp, OUT_P, D_EMIN, D_EMAX, FMODE, OUT_FLUSH, OVF);
+  return uf_zero(round_p(neg, mag, exp, OUT_P, D_EMIN, D_EMAX, FMODE, OUT_FLUSH, OVF));
 }
 /* model._to_d: the last block's result, when wider than D, to D's precision by round-to-nearest-even */
 __device__ __forceinline__ Acc to_d(Acc a) {
 #if OUT_P > D_P
-  if (!a.inf && a.mag != 0) return round_p(a.neg, a.mag, a.exp, D_P, D_EMIN, D_EMAX, 1, OUT_FLUSH, OVF);
+  if (!a.inf && a.mag != 0) return uf_zero(round_p(a.neg, a.mag, a.exp, D_P, D_EMIN, D_EMAX, 1, OUT_FLUSH, OVF));
 #endif
   return a;
 }
@@ -431,7 +455,7 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
   } else {
     u32 sn; u64 sm; int se;
     from_double(s, &sn, &sm, &se);
-    acc = round_p(sn, sm, se, D_P, D_EMIN, D_EMAX, 1, OUT_FLUSH, OVF);
+    acc = uf_zero(round_p(sn, sm, se, D_P, D_EMIN, D_EMAX, 1, OUT_FLUSH, OVF));
   }
 #endif
   u64 out = encode_d(acc);
@@ -496,8 +520,12 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
       vnan = NAN_BITS;
 #elif NANP == 1
       vnan = (has_nan ? vnan : (xn ? xb : yb)) | QUIET;
-#else
+#elif NANP == 2
       vnan = (xn ? xb : (yn ? yb : vnan)) | QUIET;
+#elif NANP == 3
+      vnan = (has_nan ? vnan : (yn ? yb : xb)) | QUIET;
+#else
+      vnan = (yn ? yb : (has_nan ? vnan : xb)) | QUIET;
 #endif
       has_nan = 1u;
       continue;

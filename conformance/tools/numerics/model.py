@@ -24,15 +24,20 @@ Float paths follow the block-FMA model stated in specs/numerics.yaml:
 each done as its own run of blocks, the second starting from the first's D;
 ``c_entry: add_rne`` starts the blocks from 0 and adds C at the end with one
 round-to-nearest-even addition in the D type (two f16 mma's and an FADD/HADD).
+``operand_cvt: f16`` takes .e4m3/.e5m2 elements as the f16 values they convert to exactly, so a subnormal
+.e4m3 element has its own raw exponent (fp8 mma.sync lowered to the f16 datapath).
+``underflow_sign: positive``: a non-zero sum that rounds to zero gives +0 (IEEE 754 keeps its sign).
 
 Sparse (``mma.sp``) dot products pass the stored A elements with their dense positions
 (``sparse_pos``): ``sparse_zeros: skip`` multiplies only the B rows the metadata selects,
 ``multiply`` multiplies the zeroed positions too (so an Inf or NaN there gives NaN);
-``sparse_order`` is the order the blocks take the products in: by dense position, or by stored slot.
+``sparse_order`` is the index the blocks (and ``k_order`` halves) take a product by: its dense position, or its
+stored slot in the compressed A (``slot``: halves by slot mod 4, as A's registers hold the slots).
 
 ``f64`` is IEEE: a chain of fused multiply-adds in ascending k from C (``reverse_fma``: descending;
 ``exact_dot``: one rounding), each rounded as the instruction's ``.rn/.rz/.rm/.rp`` says
-(``f64_rnd: ignored``: always to nearest); integer and ``.b1`` paths are exact.
+(``f64_rnd: ignored``: always to nearest); a NaN operand of a step wins in the order ``nan_propagation`` names
+(``payload_c_b_a``: the running value, then B's element, then A's); integer and ``.b1`` paths are exact.
 A path may override parameters per shape (``PathParams.for_shape``).  Everything returns D container bits.
 """
 
@@ -90,7 +95,7 @@ class PathParams:
     neg_zero: str = "ieee"  # ieee | positive
     underflow_sign: str = "keep"  # keep | positive: the sign of a zero D rounded from a non-zero sum
     operand_cvt: str = "none"  # none | f16: A and B taken as (exactly converted) f16 values before the products
-    nan_propagation: str = "canonical"  # canonical | payload_c_first | payload_a_first
+    nan_propagation: str = "canonical"  # canonical | payload_c_first | payload_a_first | (f64) payload_c_b_a | payload_b_c_a
     nan_bits: dict = field(default_factory=dict, hash=False, compare=False)
     families: tuple[str, ...] = ()  # instruction families the path is for (empty: every family)
     f64_rnd: str = "each_fma"  # each_fma | ignored: what an f64 .rz/.rm/.rp modifier rounds
@@ -243,8 +248,8 @@ def _first_nan(p: PathParams, d_t: str, ops: list[tuple[str, np.ndarray, np.ndar
     ``ops``: (type, bits [N, n], is-NaN [N, n]) in the order C, then a0, b0, a1, b1, ..."""
     if p.nan_propagation == "payload_a_first":
         ops = ops[1:] + ops[:1]
-    elif p.nan_propagation != "payload_c_first":
-        raise ValueError(f"unknown nan_propagation {p.nan_propagation!r}")
+    elif p.nan_propagation != "payload_c_first":  # payload_c_b_a / payload_b_c_a: orders of the f64 chain's steps only
+        raise ValueError(f"nan_propagation {p.nan_propagation!r} is not a rule of the block model (f64 paths only)")
     n = ops[0][1].shape[0]
     found = np.zeros(n, dtype=bool)
     out = np.zeros(n, dtype=np.uint64)
@@ -472,9 +477,9 @@ def _f64_dot(p: PathParams, t: Types, a_bits, b_bits, c_bits) -> np.ndarray:
                 if p.nan_propagation == "canonical":
                     v_nan = default_nan
                 else:
-                    cands = [(v_nan, v_nan is not None), (int(a_bits[i][j]), np.isnan(x)), (int(b_bits[i][j]), np.isnan(y))]
-                    if p.nan_propagation == "payload_a_first":
-                        cands = cands[1:] + cands[:1]
+                    acc_op, a_op, b_op = (v_nan, v_nan is not None), (int(a_bits[i][j]), np.isnan(x)), (int(b_bits[i][j]), np.isnan(y))
+                    cands = {"payload_c_first": (acc_op, a_op, b_op), "payload_a_first": (a_op, b_op, acc_op),
+                             "payload_c_b_a": (acc_op, b_op, a_op), "payload_b_c_a": (b_op, acc_op, a_op)}[p.nan_propagation]
                     v_nan = next(bits for bits, isnan in cands if isnan) | quiet
                 continue
             prod_inf = np.isinf(x) or np.isinf(y)
@@ -500,6 +505,9 @@ def _f64_exact(p: PathParams, a, b, c, a_bits, b_bits, c_bits: int, mode: str, d
     if any(isnan for _, isnan in ops):
         if p.nan_propagation == "canonical":
             return default_nan
+        if p.nan_propagation not in ("payload_c_first", "payload_a_first"):
+            raise ValueError(f"nan_propagation {p.nan_propagation!r} is an order of one fused multiply-add's operands: "
+                             "f64_mode exact_dot has no such step")
         if p.nan_propagation == "payload_a_first":
             ops = ops[1:] + ops[:1]
         return next(bits for bits, isnan in ops if isnan) | (1 << 51)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .experiments import ALIGN, F64_MODES, F64_NANS, NAN_RULES, ROUNDINGS
+from .experiments import ALIGN, F64_MODES, F64_NAN_RULES, F64_NANS, NAN_RULES, ROUNDINGS
 from .harness import k_of, shape_key
 from .model import FORMATS, PathParams, Types, dot_bits
 from .recorded import RecordedRun
@@ -85,6 +85,11 @@ def collect(runs: list[RecordedRun], sources: dict[str, str]) -> dict[str, list[
 # ---------------------------------------------------------------------------
 
 
+def _nan_rules(p: PathParams) -> tuple[str, ...]:
+    """The NaN rules of a path: the f64 chain has three operands per step to order, a block has the first NaN."""
+    return F64_NAN_RULES if p.kind == "f64" else NAN_RULES
+
+
 def _nan_bits_cands(p: PathParams, t: str) -> list[dict]:
     pats = {"f16": (0x7FFF, 0x7E00, 0xFE00, 0xFFFF), "f32": (0x7FFFFFFF, 0x7FC00000, 0xFFC00000, 0xFFFFFFFF), "f64": F64_NANS}[t]
     return [{"nan_bits": {**p.nan_bits, t: x}} for x in pats]
@@ -101,7 +106,9 @@ UNITS: list[tuple[tuple[str, ...], Callable[[PathParams], list[dict]]]] = [
                                                       for o in ("keep", "flush")]),
     (("overflow",), lambda p: [{"overflow": o} for o in ("inf", "saturate", "ieee")]),
     (("neg_zero",), lambda p: [{"neg_zero": z} for z in ("ieee", "positive")]),
-    (("nan_propagation",), lambda p: [{"nan_propagation": n} for n in NAN_RULES]),
+    (("underflow_sign",), lambda p: [{"underflow_sign": z} for z in ("keep", "positive")]),
+    (("operand_cvt",), lambda p: [{"operand_cvt": c} for c in ("none", "f16")]),
+    (("nan_propagation",), lambda p: [{"nan_propagation": n} for n in _nan_rules(p)]),
     (("input_conversion",), lambda p: [{"input_conversion": m} for m in ("truncate", "rna", "rne")]),
     (("sparse_zeros",), lambda p: [{"sparse_zeros": z} for z in ("skip", "multiply")]),
     (("sparse_order",), lambda p: [{"sparse_order": o} for o in ("position", "slot")]),
@@ -118,7 +125,7 @@ def units_for(p: PathParams) -> list[tuple[tuple[str, ...], list[dict]]]:
     for t in p.d_types:
         if t in ("f16", "f32", "f64"):
             out.append(((f"nan_bits.{t}", "nan_propagation"),
-                        [dict(c, nan_propagation=n) for c in _nan_bits_cands(p, t) for n in NAN_RULES]))
+                        [dict(c, nan_propagation=n) for c in _nan_bits_cands(p, t) for n in _nan_rules(p)]))
     return out
 
 

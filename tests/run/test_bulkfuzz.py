@@ -1,0 +1,162 @@
+"""The bulk layout fuzzer: cases drawn as array code agree with the emulator and the comparator, replay one
+by one, and the fuzzer reports differing cases, dead workers and devices it cannot open as such."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from ptxconf.backends.bulk_device import EmulatedDevice
+from ptxconf.cli.main import main as cli_main
+from ptxconf.core.family import family_of, run_variants_of
+from ptxconf.run.bulkfuzz import fuzz_bulk
+from ptxconf.spec import load_specs
+from ptxconf.spec.packing import unpack
+from ptxconf.spec.targets import PtxVersion
+
+SPECS = load_specs()
+run_variants_of(SPECS)
+MMA = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "mma.sp")]
+CC, MAX_PTX = (12, 0), PtxVersion(9, 2)
+
+
+def _sample() -> list:
+    """One variant per (family, A type, D type, shape): every kind of operand the bulk path draws."""
+    seen, out = set(), []
+    for v in MMA:
+        key = (v.family, v.operands["A"].type.name, v.operands["D"].type.name, v.shape, "scale_A" in v.operands)
+        if key not in seen:
+            seen.add(key)
+            out.append(v)
+    return out
+
+
+@pytest.mark.parametrize("v", _sample(), ids=lambda v: v.id)
+def test_drawn_cases_are_what_the_emulator_computes_and_the_comparator_passes(v):
+    fam = family_of(v)
+    bc = fam.bulk_cases(v, 11, CC, MAX_PTX)
+    drawn = bc.draw(np, 1000, 5)
+    out = fam.emulate(bc.probe, drawn.in_words, bc.out_words, EmulatedDevice(cc=CC)._emulator)
+    assert np.array_equal(np.where(drawn.defined[None], out, 0), np.where(drawn.defined[None], drawn.expected, 0))
+    assert fam.compare(v, bc.check, 11, drawn.in_words, out, bc.params, bc.probe.surroundings, bc.meta).status == "pass"
+    # Case i is a function of (variant, seed, i) alone: drawn alone, or in another batch, it is the same.
+    alone = bc.draw(np, 1003, 1)
+    assert np.array_equal(alone.in_words[0], drawn.in_words[3]) and np.array_equal(alone.expected[0], drawn.expected[3])
+    # The values differ from case to case and from element to element (a fixed pattern would hide a layout error).
+    a = unpack(v.operands["A"], drawn.in_words[:, :, : v.operands["A"].words], bc.params.get("A"))
+    assert len(np.unique(a)) >= 2 and not np.array_equal(a[0], a[1])
+
+
+def test_a_flipped_output_bit_is_explained_lane_by_lane():
+    v = SPECS.get("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+    fam = family_of(v)
+    bc = fam.bulk_cases(v, 2, CC, MAX_PTX)
+    drawn = bc.draw(np, 0, 3)
+    out = drawn.expected.copy()
+    out[1, 5, 2] ^= np.uint32(1 << 7)
+    vd = fam.compare(v, bc.check, 2, drawn.in_words, out, bc.params, bc.probe.surroundings, bc.meta)
+    assert vd.status == "fail" and "lane 5" in vd.details(v)
+
+
+class _Flipping(EmulatedDevice):
+    """Flips one bit of case 3's first word in every launch of one variant."""
+
+    def __init__(self, victim: str):
+        super().__init__(cc=CC, max_ptx=MAX_PTX)
+        self.victim = victim
+
+    def launch(self, module, probe, in_words, out_words, order, warps_per_block):
+        out = super().launch(module, probe, in_words, out_words, order, warps_per_block)
+        if probe.variant.id == self.victim and len(out) > 3:
+            out[3, 0, 0] ^= np.uint32(1)
+        return out
+
+
+class _Dying(EmulatedDevice):
+    """Dies (as a faulting kernel takes its process down) on one variant's first launch."""
+
+    def __init__(self, victim: str):
+        super().__init__(cc=CC, max_ptx=MAX_PTX)
+        self.victim = victim
+
+    def launch(self, module, probe, in_words, out_words, order, warps_per_block):
+        if probe.variant.id == self.victim:
+            os._exit(9)
+        return super().launch(module, probe, in_words, out_words, order, warps_per_block)
+
+
+def _variants():
+    return [v for v in MMA if v.family == "mma.sync" and v.shape == (16, 8, 16)][:4]
+
+
+def test_the_fuzzer_reports_each_differing_variant_seed_with_a_replay_command():
+    vs = _variants()
+    res = fuzz_bulk(lambda d: _Flipping(vs[1].id), [0], vs, budget_s=3.0, first_seed=5, cases=64, batch=32,
+                    backend_name="emulator")
+    assert res.fatal is None and res.runs >= len(vs) and res.cases >= 64 * len(vs)
+    assert res.failures and all(f.startswith(vs[1].id + ":value:seed=") for f in res.failures)
+    assert "case 3" in res.failures[0] and "lane 0" in res.failures[0]
+    assert "ptxconf fuzz case '" + vs[1].id + "' --seed 5 --case 3 --backend emulator" in res.failures[0]
+    assert set(res.stages_s) == {"build", "draw", "launch", "compare"}
+
+
+def test_a_worker_that_dies_is_one_failure_and_a_fresh_worker_goes_on():
+    vs = _variants()
+    res = fuzz_bulk(lambda d: _Dying(vs[0].id), [0], vs, budget_s=3.0, first_seed=1, cases=32, batch=32,
+                    backend_name="emulator")
+    died = [f for f in res.failures if "worker died" in f]
+    assert died and all(f.startswith(vs[0].id) for f in died) and res.restarts == len(died)
+    assert res.runs > 0 and res.by_family.get("mma.sync", 0) > 0  # the other variants ran
+
+
+def test_a_device_that_cannot_open_stops_the_run_with_the_reason():
+    def broken(ordinal):
+        raise RuntimeError("no such GPU")
+
+    res = fuzz_bulk(broken, [0], _variants(), budget_s=2.0, first_seed=1, cases=8, batch=8)
+    assert res.fatal and "no such GPU" in res.fatal and res.cases == 0
+
+
+def test_variants_without_bulk_cases_are_listed_with_the_reason():
+    vs = _variants()[:1] + SPECS.select(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/rs"])
+    res = fuzz_bulk(lambda d: EmulatedDevice(cc=CC, max_ptx=MAX_PTX), [0], vs, budget_s=1.5, first_seed=1, cases=8,
+                    batch=8, backend_name="emulator")
+    assert list(res.unsupported) == [vs[1].id] and "no bulk cases" in res.unsupported[vs[1].id]
+
+
+def test_the_cli_fuzzes_in_bulk_and_replays_a_case(capsys, tmp_path):
+    rc = cli_main(["fuzz", "layouts", "--bulk", "--backend", "emulator", "--budget", "2", "--cases", "64",
+                   "--select", "mma.sync.aligned.m16n8k16.row.col.f32.bf16*", "--json", str(tmp_path / "b.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "0 failed" in out and "verified cases/s" in out
+    assert (tmp_path / "b.json").is_file()
+    rc = cli_main(["fuzz", "case", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "--seed", "1", "--case", "9",
+                   "--backend", "emulator"])
+    assert rc == 0 and capsys.readouterr().out.startswith("PASS ")
+
+
+def _gpu() -> tuple[bool, str]:
+    """A CUDA device CuPy can open, asked of another process (this one must not start CUDA before forking)."""
+    code = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    if proc.returncode != 0 or not proc.stdout.strip().isdigit() or int(proc.stdout) < 1:
+        return False, "no CuPy or no CUDA device: " + (proc.stderr.strip().splitlines() or ["none"])[-1]
+    return True, ""
+
+
+@pytest.mark.gpu
+def test_bulk_fuzzing_on_the_gpu_verifies_cases():
+    ok, why = _gpu()
+    if not ok:
+        pytest.skip(f"no GPU for the bulk fuzzer: {why}")
+    proc = subprocess.run([sys.executable, "-m", "ptxconf.cli.main", "fuzz", "layouts", "--bulk", "--backend", "pycuda",
+                           "--budget", "10", "--select", "mma.sync.aligned.m16n8k16*"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert " 0 failed" in proc.stdout and "verified cases/s" in proc.stdout
