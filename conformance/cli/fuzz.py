@@ -59,12 +59,12 @@ def _bulk(args, variants: list) -> int:
         print(f"{len(res.unsupported)} variant(s) have no bulk cases (fuzz them without --bulk); e.g. "
               f"{next(iter(res.unsupported.values()))}")
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in res.stages_s.items())
-    print(f"{res.runs - len(res.failures)} passed, {len(res.failures)} failed over {res.seeds} seeds on "
+    print(f"{res.runs - res.failed_runs} passed, {res.failed_runs} failed over {res.seeds} seeds on "
           f"{len(res.devices)} device(s) ({res.cases} cases, {res.cases_per_s:.0f} verified cases/s, {res.seconds:.1f} s; "
           f"{stages})")
     if args.json:
         doc = {"schema": "bulk-fuzz/1", "devices": res.devices, "budget_s": args.budget, "first_seed": args.seed,
-               "cases_per_seed": cases, "batch": min(args.batch, cases), "seeds": res.seeds, "variant_seeds": res.runs,
+               "cases_per_seed": cases, "batch": min(args.batch, cases), "seeds": res.seeds, "variant_seeds": res.runs, "failed_variant_seeds": res.failed_runs,
                "cases": res.cases, "seconds": round(res.seconds, 3), "cases_per_s": round(res.cases_per_s),
                "stages_s": {k: round(v, 3) for k, v in res.stages_s.items()}, "cases_by_family": res.by_family,
                "failures": res.failures, "unsupported": res.unsupported, "restarts": res.restarts,

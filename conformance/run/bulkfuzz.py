@@ -39,6 +39,7 @@ def replay_case_command(variant: str, seed: int, case: int, backend: str) -> str
 class BulkResult:
     seeds: int = 0
     runs: int = 0  # (variant, seed) pairs done
+    failed_runs: int = 0  # of those, the ones with a failure
     cases: int = 0
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
@@ -149,8 +150,14 @@ def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds
                 conn.send(("done", v.id, seed, 0, stages, [f"{v.id}:value:seed={seed}: {type(exc).__name__}: {exc}"]))
                 continue
             stages["build"] = built
-            module = device.load(image)
-            done, failures = _run_one(device, bc, module, cases, batch, stages, backend_name)
+            try:
+                done, failures = _run_one(device, bc, device.load(image), cases, batch, stages, backend_name)
+            except Exception as exc:  # noqa: BLE001 - a launch error may leave the device unusable: report, then leave
+                why = f"{type(exc).__name__}: {str(exc)[:500]}"
+                conn.send(("done", v.id, seed, 0, stages, [f"{v.id}:value:seed={seed}: {why} | replay: "
+                                                            + replay_case_command(v.id, seed, 0, backend_name)]))
+                conn.send(("restart", (si, vi)))
+                return
             conn.send(("done", v.id, seed, done, stages, failures))
         conn.send(("end",))
     finally:
@@ -178,22 +185,26 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
                                                 cases, batch, backend_name), daemon=True)
         proc.start()
         child.close()
-        workers[parent] = {"j": j, "proc": proc, "running": None, "last": time.time()}
+        workers[parent] = {"j": j, "proc": proc, "running": None, "at": None, "last": time.time()}
 
-    def lost(conn: Any, why: str) -> None:
+    def lost(conn: Any, why: str | None) -> None:
+        """A worker gone before its end: the (variant, seed) it was running failed (``why``); a fresh worker
+        goes on after the last one it started."""
         w = workers.pop(conn)
         w["proc"].join(timeout=5)
         if w["proc"].is_alive():
             w["proc"].kill()
             w["proc"].join(timeout=5)
-        if w["running"] is not None:
-            vid, seed, (si, vi) = w["running"]
+        if w["running"] is not None and why is not None:
+            vid, seed, _ = w["running"]
             res.failures.append(f"{vid}:value:seed={seed}: {why} | replay: "
                                 + replay_case_command(vid, seed, 0, backend_name))
+            res.runs += 1
+            res.failed_runs += 1
+        if w["at"] is not None and time.time() < deadline:
             res.restarts += 1
-            if time.time() < deadline:
-                nxt = (si, vi + 1) if vi + 1 < len(variants) else (si + 1, 0)
-                start(w["j"], nxt)
+            si, vi = w["at"]
+            start(w["j"], (si, vi + 1) if vi + 1 < len(variants) else (si + 1, 0))
 
     for j in range(len(devices)):
         start(j, (0, 0))
@@ -213,14 +224,19 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
             w["last"] = now
             kind = msg[0]
             if kind == "info":
-                res.devices.append(msg[1])
+                if msg[1] not in res.devices:
+                    res.devices.append(msg[1])
             elif kind == "fatal":
                 res.fatal = msg[1]
                 workers.pop(conn)
                 w["proc"].join(timeout=10)
             elif kind == "start":
                 w["running"] = msg[1:]
+                w["at"] = msg[3]
                 seeds_seen.add(msg[2])
+            elif kind == "restart":  # the worker reported its failure and leaves: its device may be unusable
+                w["running"] = None
+                lost(conn, None)
             elif kind == "unsupported":
                 res.unsupported[msg[1]] = msg[2]
                 w["running"] = None
@@ -228,6 +244,7 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
                 _, vid, seed, done, stages, failures = msg
                 w["running"] = None
                 res.runs += 1
+                res.failed_runs += bool(failures)
                 res.cases += done
                 fam = family_name[vid]
                 res.by_family[fam] = res.by_family.get(fam, 0) + done

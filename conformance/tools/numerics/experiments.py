@@ -120,7 +120,46 @@ def design(v: Variant, p: PathParams, alternatives: dict[str, PathParams] | None
         return _design_f64(v, p) + _design_f64_edges(v, p)
     if p.kind in ("int", "b1"):
         return _design_int(v, p) + _design_int_edges(v, p)
-    return _design_float(v, p) + _design_float_edges(v, p) + _design_shape(v, p)
+    return (_design_float(v, p) + _design_float_edges(v, p) + _design_shape(v, p) + _design_zero_sign(v, p)
+            + _design_operand_cvt(v, p))
+
+
+def _design_operand_cvt(v: Variant, p: PathParams) -> list[Group]:
+    """operand_cvt (fp8 A/B): 2^-7 (an .e4m3 subnormal) * 2^8 - 2^-1 * 2^2 + 2^(1 - frac_bits): the subnormal's raw
+    exponent sets the anchor (e4m3's emin: 2, as f16: 1), so the last term is cut or kept.  Last in the design."""
+    t = Types.of(v)
+    if not {t.a, t.b} <= {"e4m3", "e5m2"}:
+        return []
+    k = k_of(v)
+    if k < 3:
+        return []
+    g = Group("operand_cvt", ("operand_cvt",), [{"operand_cvt": c} for c in ("none", "f16")])
+    e = 1 - p.frac_bits
+    for sub_on_a in (True, False):
+        a, b = [0.0] * k, [0.0] * k
+        a[0], b[0] = (2.0**-7, 2.0**8) if sub_on_a else (2.0**8, 2.0**-7)
+        ea = max(FORMATS[t.a].emin - FORMATS[t.a].p + 1, min(e // 2, e - (FORMATS[t.b].emin - FORMATS[t.b].p + 1)))
+        a[1], b[1] = 2.0**ea, 2.0 ** (e - ea)  # within both types' subnormal ranges where they reach
+        a[2], b[2] = -0.5, 4.0
+        g.rows.append((a, b, 0.0, f"2^-7 * 2^8 (subnormal on {'A' if sub_on_a else 'B'}) + 2^{e} - 2"))
+    return [g]
+
+
+def _design_zero_sign(v: Variant, p: PathParams) -> list[Group]:
+    """underflow_sign: a negative sum below the last bit D's rounding keeps (D's smallest subnormal) alone (one product, or C alone), which rounds to
+    zero: -0 keeps IEEE 754's sign, +0 drops it.  Last in the design, so runs recorded before it stay aligned."""
+    t = Types.of(v)
+    k = k_of(v)
+    fd = FORMATS[t.d]
+    g = Group("underflow_sign", ("underflow_sign",), [{"underflow_sign": s} for s in ("keep", "positive")])
+    cut = fd.emin - min(p.out_precision, fd.p) + 1  # the last bit the rounding keeps in D's subnormal range
+    for e in (cut - 1, cut - 2):  # half and a quarter of it
+        ea = e // 2
+        a, b = [0.0] * k, [0.0] * k
+        a[0], b[0] = -(2.0**ea), 2.0 ** (e - ea)
+        g.rows.append((a, b, 0.0, f"-2^{e} (one product)"))
+        g.rows.append(([0.0] * k, [0.0] * k, -(2.0**e), f"C = -2^{e} alone"))
+    return [g]
 
 
 SHAPE_GRID = {"block": (1, 2, 4), "align": ("truncate", "rne"), "final_rounding": ("rz", "rne")}

@@ -30,8 +30,10 @@ SCHEMA = "numerics-pins/1"
 MOOT = {"overflow": "no finite input of this path reaches D's overflow threshold (the largest sum of products is below half "
                     "of D's last ulp), so the rule never applies",
         "sparse_order": "the order cannot change a D: .tf32 keeps one element of every two (1:2), so slot order is dense "
-                        "order, and elsewhere every stored product of a dot falls in one fused block; the sp_order group "
+                        "order, and elsewhere every stored product of a dot falls in one fused block (k_order natural); the sp_order group "
                         "checks the hardware agrees (rows that differ only in the metadata's slot order give one D)",
+        "underflow_sign": "no non-zero sum of this path rounds to zero: every product and C has its last bit on or above "
+                          "the grid D's subnormal range keeps, so the sign rule never decides a D",
         "neg_zero": "C enters last (c_entry add_rne): every block starts from +0 and the final RNE add never sees a -0 sum, "
                     "so the rule never decides a D"}
 
@@ -180,6 +182,16 @@ def overflow_reachable(p: PathParams, info: PathInfo) -> bool:
     return False
 
 
+def underflow_reachable(p: PathParams, info: PathInfo) -> bool:
+    """Whether a non-zero sum of this path can round to zero: some term (a product, or C) has a last bit below the
+    grid the rounding in D's subnormal range keeps (2^(emin_D - out_precision + 1)); sums of coarser terms cannot."""
+    for t in info.types:
+        cut = FORMATS[t.d].emin - min(p.out_precision, FORMATS[t.d].p) + 1
+        if _lsb(t.a) + _lsb(t.b) < cut or (t.c in FORMATS and _lsb(t.c) < cut):
+            return True
+    return False
+
+
 def canonical_cand(p: PathParams, info: PathInfo, cand: dict) -> dict:
     """Candidate sets no input tells apart, as one: a first rounding to at least ``exact_bits`` is exact whatever its mode."""
     q, r = cand.get("out_precision"), cand.get("final_rounding")
@@ -199,8 +211,11 @@ def canonical(p: PathParams, info: PathInfo, param: str, value, shape: str | Non
         return min(int(value), max(k, 1)) if value is not None else value
     if param == "exp_floor":
         return None if value is None or value <= no_effect_floor(p, info) else int(value)
-    if param == "sparse_order" and (set(p.a_types) <= {"tf32"} or p.block >= max(info.sparse_terms, default=0) > 0):
+    if param == "sparse_order" and p.k_order != "pairs" and (set(p.a_types) <= {"tf32"}
+                                                             or p.block >= max(info.sparse_terms, default=0) > 0):
         return "moot"  # one element per chunk (tf32, 1:2), or every stored product in one block: order cannot matter
+    if param == "underflow_sign" and not underflow_reachable(p, info):
+        return "moot"
     if param == "neg_zero" and p.c_entry == "add_rne":
         return "moot"  # every block starts from +0 and the last add sees no -0 sum: the rule never decides a D
     if param == "overflow":
