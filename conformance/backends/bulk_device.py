@@ -7,7 +7,8 @@ CUDA device runs in a process of its own (the fuzzer forks one per GPU): a fault
 
 from __future__ import annotations
 
-import os
+import atexit
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ class CupyDevice:
         self._use_cache = use_cache
         self._modules: dict[str, Any] = {}
         self._tmp = Path(tempfile.mkdtemp(prefix="ptxconf-bulk-"))
+        atexit.register(shutil.rmtree, self._tmp, True)  # a worker process instead calls close()
         self.build_seconds = 0.0
 
     def compute_capability(self) -> tuple[int, int]:
@@ -77,15 +79,20 @@ class CupyDevice:
         return cubin
 
     def load(self, cubin: bytes) -> Any:
+        """The loaded module (CuPy loads a path lazily, at the first kernel looked up: the file stays until then,
+        and the last few modules stay loaded)."""
         import hashlib
 
         key = hashlib.sha256(cubin).hexdigest()
         if key not in self._modules:
             path = self._tmp / f"{key[:16]}.cubin"
             path.write_bytes(cubin)
-            self._modules[key] = self.xp.RawModule(path=str(path))
-            os.unlink(path)
-        return self._modules[key]
+            self._modules[key] = (self.xp.RawModule(path=str(path)), path)
+            while len(self._modules) > 64:
+                old = next(iter(self._modules))
+                _, old_path = self._modules.pop(old)
+                old_path.unlink(missing_ok=True)
+        return self._modules[key][0]
 
     def launch(self, module: Any, probe: Any, in_words: Any, out_words: int, order: Any, warps_per_block: int) -> Any:
         cp = self.xp
@@ -98,6 +105,10 @@ class CupyDevice:
 
     def synchronize(self) -> None:
         self.xp.cuda.Device(self.device).synchronize()
+
+    def close(self) -> None:
+        self._modules.clear()
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 class EmulatedDevice:
@@ -137,4 +148,7 @@ class EmulatedDevice:
         return family_of(probe.variant).emulate(probe, in_words, out_words, self._emulator)
 
     def synchronize(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass

@@ -162,6 +162,7 @@ def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds
         conn.send(("end",))
     finally:
         builder.shutdown(wait=False, cancel_futures=True)
+        device.close()
 
 
 def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: list[Any], budget_s: float,

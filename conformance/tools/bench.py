@@ -100,6 +100,19 @@ def suite(backend_name: str, select: list[str] | None, seed: int) -> dict:
     return out
 
 
+def bulk_rate(backend_name: str, budget_s: float, seed: int) -> dict:
+    """``ptxconf fuzz layouts --bulk`` for ``budget_s`` seconds in a fresh process: its counts, rate and stages."""
+    with tempfile.TemporaryDirectory(prefix="ptxconf-bench-") as tmp:
+        out = Path(tmp) / "bulk.json"
+        cmd = [sys.executable, "-m", "ptxconf.cli.main", "fuzz", "layouts", "--bulk", "--backend", backend_name,
+               "--budget", str(budget_s), "--seed", str(seed + 1), "--json", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        doc = json.loads(out.read_text()) if out.is_file() else {"stderr_tail": proc.stderr[-2000:]}
+    doc["exit"] = proc.returncode
+    doc["command"] = f"ptxconf fuzz layouts --bulk --backend {backend_name} --budget {budget_s:g} --seed {seed + 1}"
+    return doc
+
+
 def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22) -> dict:
     """Dot products per second of the arithmetic model on each main float path: NumPy here, CuPy on a GPU."""
     from ptxconf.tools.numerics import gpu
@@ -152,6 +165,8 @@ def main(args) -> int:
     result["numerics"] = numerics_rates(specs)
     if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
         result["suite"] = suite(backend.name, None, args.seed)
+    if args.bulk:
+        result["bulk_fuzz"] = bulk_rate(backend.name, args.bulk, args.seed)
     text = json.dumps(result, indent=2)
     print(text)
     if args.output:
@@ -171,5 +186,7 @@ def add_parser(sub) -> None:
     b.add_argument("--suite", action="store_true",
                    help="also time the whole `ptxconf run` (every family; --select narrows only the batched "
                         "comparison) cold and warm")
+    b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
+                   help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
     b.add_argument("-o", "--output", metavar="FILE", help="also write the JSON here")
     b.set_defaults(func=main)

@@ -31,3 +31,15 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}
     assert M16 in paths and paths[M16]["host_dots_per_s"] > 0
     assert isinstance(b["numerics"]["gpu"], str)  # the device's name, or why there is no GPU model here
+
+
+def test_bench_records_the_bulk_fuzzer_rate_from_its_own_process(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--backend", "emulator", "--select", M16, "--baseline-variants", "1", "--bulk", "2",
+               "-o", str(out)])
+    capsys.readouterr()
+    assert rc == 0
+    bulk = json.loads(out.read_text())["bulk_fuzz"]
+    assert bulk["exit"] == 0 and bulk["cases"] > 0 and bulk["failed_variant_seeds"] == 0
+    assert set(bulk["stages_s"]) == {"build", "draw", "launch", "compare"}
+    assert bulk["command"].startswith("ptxconf fuzz layouts --bulk --backend emulator --budget 2")

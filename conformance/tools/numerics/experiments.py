@@ -142,7 +142,8 @@ def _design_operand_cvt(v: Variant, p: PathParams) -> list[Group]:
         a[1], b[1] = 2.0**ea, 2.0 ** (e - ea)  # within both types' subnormal ranges where they reach
         a[2], b[2] = -0.5, 4.0
         g.rows.append((a, b, 0.0, f"2^-7 * 2^8 (subnormal on {'A' if sub_on_a else 'B'}) + 2^{e} - 2"))
-    return [g]
+    group_bits(v, g)  # keeps the rows the types hold
+    return [g] if g.rows else []
 
 
 def _design_zero_sign(v: Variant, p: PathParams) -> list[Group]:
@@ -159,7 +160,8 @@ def _design_zero_sign(v: Variant, p: PathParams) -> list[Group]:
         a[0], b[0] = -(2.0**ea), 2.0 ** (e - ea)
         g.rows.append((a, b, 0.0, f"-2^{e} (one product)"))
         g.rows.append(([0.0] * k, [0.0] * k, -(2.0**e), f"C = -2^{e} alone"))
-    return [g]
+    group_bits(v, g)  # keeps the rows the types hold
+    return [g] if g.rows else []
 
 
 SHAPE_GRID = {"block": (1, 2, 4), "align": ("truncate", "rne"), "final_rounding": ("rz", "rne")}
