@@ -56,8 +56,8 @@ def _bulk(args, variants: list) -> int:
     for line in res.failures:
         print(f"FAIL {line}")
     if res.unsupported:
-        print(f"{len(res.unsupported)} variant(s) have no bulk cases (fuzz them without --bulk); e.g. "
-              f"{next(iter(res.unsupported.values()))}")
+        print(f"{len(res.unsupported)} variant(s) not fuzzed in bulk here (not runnable on this GPU, or no bulk cases: "
+              f"fuzz those without --bulk); e.g. {next(iter(res.unsupported.items()))}")
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in res.stages_s.items())
     print(f"{res.runs - res.failed_runs} passed, {res.failed_runs} failed over {res.seeds} seeds on "
           f"{len(res.devices)} device(s) ({res.cases} cases, {res.cases_per_s:.0f} verified cases/s, {res.seconds:.1f} s; "

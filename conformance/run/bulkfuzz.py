@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from ptxconf.core.family import family_of
+from ptxconf.core.plan import support_reason
 
 __all__ = ["BulkResult", "fuzz_bulk", "replay_case_command", "STAGES"]
 
@@ -43,7 +44,7 @@ class BulkResult:
     cases: int = 0
     seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
-    unsupported: dict[str, str] = field(default_factory=dict)  # variant -> why it has no bulk cases
+    unsupported: dict[str, str] = field(default_factory=dict)  # variant -> why it has no bulk cases here
     stages_s: dict[str, float] = field(default_factory=dict)  # summed over workers
     by_family: dict[str, int] = field(default_factory=dict)  # cases per spec family
     devices: list[dict] = field(default_factory=list)
@@ -103,6 +104,9 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
 def _prepare(device: Any, v: Any, seed: int, cc: tuple[int, int], max_ptx: Any) -> tuple[Any, Any, float]:
     """(bulk cases, built module, seconds): runs in a build thread."""
     t0 = time.perf_counter()
+    why = support_reason(v, cc, max_ptx)
+    if why:  # not this GPU's (or this loader's): listed with the variants that have no bulk cases
+        raise NotImplementedError(why)
     fam = family_of(v)
     bc = fam.bulk_cases(v, seed, cc, max_ptx)
     image = device.build(fam.module_source([bc.probe], bc.version, bc.target))
@@ -218,7 +222,8 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
-                code = w["proc"].exitcode if not w["proc"].is_alive() else None
+                w["proc"].join(timeout=5)
+                code = w["proc"].exitcode
                 lost(conn, f"the device worker died (exit code {code}) while running it: the probe faulted or the "
                            "driver failed")
                 continue

@@ -185,6 +185,8 @@ def overflow_reachable(p: PathParams, info: PathInfo) -> bool:
 def underflow_reachable(p: PathParams, info: PathInfo) -> bool:
     """Whether a non-zero sum of this path can round to zero: some term (a product, or C) has a last bit below the
     grid the rounding in D's subnormal range keeps (2^(emin_D - out_precision + 1)); sums of coarser terms cannot."""
+    if p.c_entry == "add_rne":  # the blocks' zero only meets C in an exact D addition, whose zero neg_zero signs
+        return False
     for t in info.types:
         cut = FORMATS[t.d].emin - min(p.out_precision, FORMATS[t.d].p) + 1
         if _lsb(t.a) + _lsb(t.b) < cut or (t.c in FORMATS and _lsb(t.c) < cut):
