@@ -17,7 +17,24 @@ from typing import Any
 import numpy as np
 from ptxconf.spec.targets import PtxVersion
 
-__all__ = ["CupyDevice", "EmulatedDevice", "BulkDeviceError"]
+__all__ = ["CupyDevice", "EmulatedDevice", "BulkDeviceError", "cuda_devices"]
+
+
+def cuda_devices() -> tuple[int, str]:
+    """(CUDA devices CuPy sees, why none), asked of a short-lived process: the fuzzer's own process must not start
+    CUDA before it forks its device workers."""
+    import subprocess
+    import sys
+
+    code = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 0, str(exc)
+    out = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not out or not out[-1].isdigit():
+        return 0, "no CuPy or no CUDA driver: " + (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return int(out[-1]), "" if int(out[-1]) else "no CUDA device"
 
 
 class BulkDeviceError(RuntimeError):

@@ -5,23 +5,11 @@ from __future__ import annotations
 import sys
 
 
-def _device_count() -> int:
-    """CUDA devices visible, asked of a short-lived process: this one must not start CUDA before it forks workers."""
-    import subprocess
-
-    code = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-        return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else 0
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return 0
-
-
 def _bulk(args, variants: list) -> int:
     """``fuzz layouts --bulk``: draw, run and compare on the device (see :mod:`ptxconf.run.bulkfuzz`)."""
     import json
 
-    from ptxconf.backends.bulk_device import CupyDevice, EmulatedDevice
+    from ptxconf.backends.bulk_device import CupyDevice, EmulatedDevice, cuda_devices
     from ptxconf.run.bulkfuzz import fuzz_bulk
 
     if args.backend == "emulator":
@@ -35,7 +23,7 @@ def _bulk(args, variants: list) -> int:
         from ptxconf.backends.devices import parse_devices
 
         try:
-            ids = parse_devices(args.devices, _device_count()) if args.devices else [0]
+            ids = parse_devices(args.devices, cuda_devices()[0]) if args.devices else [0]
         except ValueError as exc:
             raise SystemExit(f"ptxconf fuzz layouts: --devices {exc}") from None
         backend_name = "pycuda"

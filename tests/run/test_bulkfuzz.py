@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from ptxconf.backends.bulk_device import EmulatedDevice
+from ptxconf.backends.bulk_device import EmulatedDevice, cuda_devices
 from ptxconf.cli.main import main as cli_main
 from ptxconf.core.family import family_of, run_variants_of
 from ptxconf.run.bulkfuzz import fuzz_bulk
@@ -139,22 +139,10 @@ def test_the_cli_fuzzes_in_bulk_and_replays_a_case(capsys, tmp_path):
     assert rc == 0 and capsys.readouterr().out.startswith("PASS ")
 
 
-def _gpu() -> tuple[bool, str]:
-    """A CUDA device CuPy can open, asked of another process (this one must not start CUDA before forking)."""
-    code = "import cupy; print(cupy.cuda.runtime.getDeviceCount())"
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, str(exc)
-    if proc.returncode != 0 or not proc.stdout.strip().isdigit() or int(proc.stdout) < 1:
-        return False, "no CuPy or no CUDA device: " + (proc.stderr.strip().splitlines() or ["none"])[-1]
-    return True, ""
-
-
 @pytest.mark.gpu
 def test_bulk_fuzzing_on_the_gpu_verifies_cases():
-    ok, why = _gpu()
-    if not ok:
+    count, why = cuda_devices()
+    if not count:
         pytest.skip(f"no GPU for the bulk fuzzer: {why}")
     proc = subprocess.run([sys.executable, "-m", "ptxconf.cli.main", "fuzz", "layouts", "--bulk", "--backend", "pycuda",
                            "--budget", "10", "--select", "mma.sync.aligned.m16n8k16*"], capture_output=True, text=True,

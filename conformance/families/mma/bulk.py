@@ -25,7 +25,7 @@ from ptxconf.spec.packing import pack
 from ptxconf.spec.sparse import is_sparse, sparsity
 from ptxconf.spec.targets import PtxVersion, Target
 
-from .inputs import _max_product_sum, _params, _stable_hash, _value_params, float_grid
+from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
 from .probe import Probe, buffer_layout
 
 __all__ = ["MmaBulk", "bulk_cases", "bulk_reason"]
@@ -105,7 +105,7 @@ class MmaBulk:
             span = int(self.cbound / step)
             vals = (below(xp, self.key, ctr, 2 * span + 1) - span).astype(xp.float64) * step
             return encode_exact(c.type, vals.reshape(shape))
-        vals = below(xp, self.key, ctr, 1 << 21) - (1 << 20)
+        vals = below(xp, self.key, ctr, 2 * C_SPREAD) - C_SPREAD
         # Odd cases sit within one full product sum of the s32 limits: sums wrap, or saturate under .satfinite.
         reach = _max_product_sum(self.variant)
         edge = (2**31 - reach) + below(xp, self.key, self._counter(xp, "C.edge", first, n, size), reach)

@@ -50,6 +50,7 @@ SPARSE_CHECKS = ("map.metadata",)
 METADATA_ROUNDS = 4
 VALUE_CASES = 8
 MAX_ALPHABET = 4096
+C_SPREAD = 1 << 20  # integer accumulators of the value check: uniform in [-C_SPREAD, C_SPREAD) away from the limits
 
 
 @dataclass
@@ -163,7 +164,7 @@ def _value_case_bits(v: Variant, rng: np.random.Generator, cases: int) -> dict[s
         step = 2.0**-frac
         vals = rng.integers(-int(cbound / step), int(cbound / step) + 1, size=shape) * step
     else:
-        vals = rng.integers(-(1 << 20), 1 << 20, size=shape)
+        vals = rng.integers(-C_SPREAD, C_SPREAD, size=shape)
         # Half of the cases sit within one full product sum of the s32 limits: sums then
         # wrap, or saturate under .satfinite, about half of the time.
         reach = _max_product_sum(v)
