@@ -30,11 +30,20 @@ class Launch:
     out_words: int
     order: np.ndarray  # uint32[ncases]: warp slot -> case
     warps_per_block: int
+    # With ``rows``, ``in_words`` is a whole plan's words and the launch runs those rows (its cases are
+    # ``in_words[rows]``); with ``into`` as well, a backend may write the out words there at ``rows`` and return
+    # ``LaunchResult(None)`` instead of carrying them back (shared words: nothing crosses a pipe).
+    rows: np.ndarray | None = None
+    into: np.ndarray | None = None
+
+    def words(self) -> np.ndarray:
+        """This launch's input words, one row per case."""
+        return self.in_words if self.rows is None else self.in_words[self.rows]
 
 
 @dataclass
 class LaunchResult:
-    out: np.ndarray | None  # uint32[case, lane, out_words]
+    out: np.ndarray | None  # uint32[case, lane, out_words]; None without error: written to ``Launch.into``
     error: str | None = None
     seconds: float = 0.0
     info: dict = field(default_factory=dict)

@@ -54,7 +54,7 @@ class EmulatorBackend(Backend):
         t0 = time.perf_counter()
         p = launch.probe
         order = np.asarray(launch.order)
-        rows = launch.in_words[order]
+        rows = launch.words()[order]
         out = registry.family_of(p.variant).emulate(p, rows, launch.out_words, self)
         result = np.zeros_like(out)
         result[order] = out

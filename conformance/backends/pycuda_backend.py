@@ -23,9 +23,33 @@ import subprocess
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ptxconf.core import shared
 from ptxconf.spec.targets import PtxVersion
 
 from .base import Backend, BackendError, Launch, LaunchResult
+
+LaunchItem = tuple  # (kernel, words, gather rows | None, out words, order, warps per block, into | None, into rows)
+
+
+def _wire(launches: list[Launch]) -> tuple[list[LaunchItem], list]:
+    """What crosses the pipe to the GPU worker, and the shared copies made for it (release them after the call).
+
+    Words the run shares travel as file references (the worker gathers a launch's rows itself) and out words go
+    straight into the run's shared buffer; anything else travels by value, as the launch's own rows."""
+    batch, made, of = [], [], {}
+    for lc in launches:
+        words, gather = lc.words(), None
+        if lc.rows is not None:
+            whole = of.get(id(lc.in_words))
+            if whole is None:
+                whole = of[id(lc.in_words)] = shared.share(lc.in_words)
+                if whole is not lc.in_words and shared.is_shared(whole):
+                    made.append(whole)
+            if shared.is_shared(whole):
+                words, gather = whole, lc.rows
+        into = lc.into if lc.rows is not None and shared.is_shared(lc.into) else None
+        batch.append((lc.probe.name, words, gather, lc.out_words, lc.order, lc.warps_per_block, into, lc.rows))
+    return batch, made
 
 
 def gpu_available() -> tuple[bool, str]:
@@ -223,20 +247,25 @@ class PyCudaBackend(Backend):
             error = self._load_image(key, self._image(module))
             if error:
                 return [LaunchResult(None, error=error, seconds=time.perf_counter() - t0) for _ in launches]
-        batch = [(lc.probe.name, lc.in_words, lc.out_words, lc.order, lc.warps_per_block) for lc in launches]
+        batch, made = _wire(launches)
+        try:
+            return self._run_batch(key, launches, batch, t0)
+        finally:
+            shared.release(*made)
+
+    def _run_batch(self, key: str, launches: list[Launch], batch: list[tuple], t0: float) -> list[LaunchResult]:
         reply = self._call(("launches", key, batch), self.timeout_s * max(1, len(batch)))
         if reply[0] == "ok":
             dt = (time.perf_counter() - t0) / max(1, len(batch))
             return [LaunchResult(out, seconds=dt, info=info) for out, info in reply[1]]
         results = []
-        for lc in launches:  # the batch failed: find the launch that faults, keep the others' results
+        for item in batch:  # the batch failed: find the launch that faults, keep the others' results
             t1 = time.perf_counter()
             error = self._load_image(key, self._images[key]) if key not in self._loaded or self._proc is None else None
             if error:
                 results.append(LaunchResult(None, error=error, seconds=time.perf_counter() - t1))
                 continue
-            r = self._call(("launch", key, lc.probe.name, lc.in_words, lc.out_words, lc.order, lc.warps_per_block),
-                           self.timeout_s)
+            r = self._call(("launch", key, *item), self.timeout_s)
             dt = time.perf_counter() - t1
             results.append(LaunchResult(r[1], seconds=dt, info=r[2]) if r[0] == "ok" else LaunchResult(None, error=r[1], seconds=dt))
         return results

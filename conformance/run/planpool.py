@@ -19,8 +19,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any
 
+from ptxconf.core import shared
 from ptxconf.core.plan import slim
 
 __all__ = ["plan_in_parallel", "ComparePool"]
@@ -59,7 +61,8 @@ def _dumps(obj: Any) -> bytes:
 
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
     vid, cc = item
-    return _dumps(slim(_STATE["plan"](_STATE["variants"][vid], cc)))
+    plan = slim(_STATE["plan"](_STATE["variants"][vid], cc))
+    return _dumps(replace(plan, in_words=shared.share(plan.in_words)))  # a file reference where the run shares words
 
 
 def _compare(data: bytes) -> bytes:

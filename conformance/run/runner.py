@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.backends.base import Backend, Launch, LaunchResult
+from ptxconf.core import shared
 from ptxconf.core.family import compare, family_of
 from ptxconf.core.plan import PTX_VERSIONS, Plan, support_reason
 from ptxconf.core.verdict import Verdict
@@ -80,11 +81,14 @@ def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tupl
     """Every launch of every plan in one call to the backend: per plan, its out words and the failed launches
     (their cases and why)."""
     launches, owner = [], []
+    # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
+    outs = [shared.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), np.uint32) for p in plans]
     for k, plan in enumerate(plans):
         for li, cases in enumerate(plan.launches):
-            # Each launch gets only its cases: a compact buffer and the order within it.
+            # Each launch runs only its cases (rows of the plan's words), in the order given within them.
             order = np.arange(len(cases), dtype=np.uint32)[np.argsort(np.argsort(cases))]
-            launches.append(Launch(plan.probe_of(li), plan.in_words[cases], plan.out_words, order, plan.warps_per_block))
+            launches.append(Launch(plan.probe_of(li), plan.in_words, plan.out_words, order, plan.warps_per_block,
+                                   rows=np.asarray(cases), into=outs[k]))
             owner.append((k, cases))
     t1 = time.perf_counter()
     try:
@@ -96,12 +100,11 @@ def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tupl
         why = f"the backend returned {len(results)} results for {len(launches)} launches"
         results = [LaunchResult(None, error=why) for _ in launches]
     _stage("launch", time.perf_counter() - t1)
-    outs = [np.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), dtype=np.uint32) for p in plans]
     errors: list[list[tuple[np.ndarray, str]]] = [[] for _ in plans]
     for (k, cases), result in zip(owner, results):
         if result.error:
             errors[k].append((np.asarray(cases), result.error))
-        else:
+        elif result.out is not None:  # None: the backend wrote them into ``outs[k]`` itself
             outs[k][cases] = result.out
     return list(zip(outs, errors))
 
@@ -311,7 +314,15 @@ def run_variants(
             on_outcome(outcome)
         if progress:
             progress.update(1)
+        shared.release(outcome.plan.in_words, outcome.out_words)  # compared (and saved): no process attaches again
 
+    with shared.arena():  # words cross processes as shared files (the workers forked below inherit the arena)
+        _run_variants(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, observations)
+
+
+def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: Iterable[str] | None, value_cases: int,
+                  emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None],
+                  stop: Callable[[], bool] | None, jobs: int, observations: Path | None) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
     pool = None
     if jobs > 1 and len(variants) > 1:

@@ -1,0 +1,186 @@
+"""Words shared between the processes of a run: arrays in memory-mapped files that pickle as a file name.
+
+A run's words (every plan's input words, every launch's output words: gigabytes for the whole suite) used to
+travel pickled through pipes, plan worker -> run -> GPU worker -> run -> comparing worker, several copies each,
+all through the run's one process.  Inside an :func:`arena`, :func:`share` puts a large array in a file of a
+memory-backed directory (``/dev/shm`` where it has room); the array pickles as (file, offset, shape, dtype) and
+the receiving process maps the same pages.  Without an arena, with a small array or when the directory refuses
+the space, arrays stay ordinary and pickle by value: sharing changes speed, never results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import mmap
+import os
+import resource
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SharedArray", "arena", "share", "zeros", "is_shared", "release", "MIN_BYTES"]
+
+MIN_BYTES = 256 << 10  # below this, pickling by value costs less than a file and a mapping
+_PREFIX = "ptxconf-words-"
+_state: dict[str, object] = {"dir": None}
+_count = itertools.count()
+
+
+class SharedArray(np.ndarray):
+    """An ndarray whose memory is a mapped file; a C-contiguous view of it pickles as a reference to that file."""
+
+    _file: str | None
+    _base_addr: int
+    _map_size: int
+
+    def __array_finalize__(self, obj) -> None:
+        self._file = getattr(obj, "_file", None)
+        self._base_addr = getattr(obj, "_base_addr", 0)
+        self._map_size = getattr(obj, "_map_size", 0)
+
+    def _offset(self) -> int | None:
+        """Where this array's memory starts in its file: None for memory outside the mapping (a copy)."""
+        if self._file is None or not self.flags.c_contiguous:
+            return None
+        offset = self.__array_interface__["data"][0] - self._base_addr
+        return offset if 0 <= offset and offset + self.nbytes <= self._map_size else None
+
+    def __reduce__(self):
+        offset = self._offset()
+        if offset is None:
+            return np.asarray(self).copy().__reduce__()  # a copy or a strided view: by value
+        return _attach, (self._file, offset, self.shape, self.dtype.str)
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        # Results of ufuncs are new memory: plain arrays, so they pickle by value.
+        out = np.asarray(obj)
+        return out[()] if return_scalar else out
+
+
+def _attach(path: str, offset: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """The receiving side of a pickled :class:`SharedArray`: the same file, mapped here."""
+    n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    if n == 0:
+        return np.zeros(shape, dtype=dtype)
+    with open(path, "r+b") as fh:
+        mm = mmap.mmap(fh.fileno(), 0)
+    return _wrap(mm, path)[offset : offset + n].view(dtype).reshape(shape).view(SharedArray)
+
+
+def _wrap(mm: mmap.mmap, path: str) -> SharedArray:
+    flat = np.frombuffer(mm, dtype=np.uint8).view(SharedArray)
+    flat._file = path
+    flat._base_addr = flat.__array_interface__["data"][0]
+    flat._map_size = len(mm)
+    return flat
+
+
+def _directory() -> Path:
+    """``/dev/shm`` where it is a writable directory, else the temporary directory (the page cache then)."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm
+    return Path(tempfile.gettempdir())
+
+
+def _stale(base: Path) -> None:
+    """Directories of runs whose process is gone (killed before it could clean up)."""
+    for d in base.glob(_PREFIX + "*"):
+        try:
+            pid = int(d.name[len(_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (ValueError, PermissionError, OSError):
+            continue
+
+
+@contextlib.contextmanager
+def arena(enabled: bool = True) -> Iterator[Path | None]:
+    """Share words inside this block (forked workers inherit it); everything it made is removed at the end."""
+    if not enabled or _state["dir"] is not None:
+        yield _state["dir"]  # type: ignore[misc]
+        return
+    base = _directory()
+    _stale(base)
+    try:
+        d = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base))
+    except OSError:
+        yield None
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:  # every mapping keeps a descriptor open (Python's mmap duplicates it)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    _state["dir"] = d
+    try:
+        yield d
+    finally:
+        _state["dir"] = None
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def directory() -> Path | None:
+    """The arena of this process (inherited by forked workers), or None."""
+    return _state["dir"]  # type: ignore[return-value]
+
+
+def _new(nbytes: int, where: Path | None) -> tuple[mmap.mmap, str] | None:
+    where = where or directory()
+    if where is None or nbytes < MIN_BYTES:
+        return None
+    path = str(where / f"{os.getpid()}-{next(_count)}")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return None
+    try:
+        os.posix_fallocate(fd, 0, nbytes)  # the space now, or an error now (never a SIGBUS on a later write)
+        return mmap.mmap(fd, nbytes), path
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    finally:
+        os.close(fd)
+
+
+def zeros(shape: tuple[int, ...], dtype=np.uint32, where: Path | str | None = None) -> np.ndarray:
+    """A zeroed array, shared when an arena (or ``where``) is given and it is large enough."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    made = _new(nbytes, Path(where) if where else None)
+    if made is None:
+        return np.zeros(shape, dtype=dtype)
+    mm, path = made
+    return _wrap(mm, path).view(dtype).reshape(shape)  # a new file reads as zeros
+
+
+def share(arr: np.ndarray, where: Path | str | None = None) -> np.ndarray:
+    """``arr`` itself where it is shared already, small, or no arena is open; else a shared copy."""
+    if is_shared(arr):
+        return arr
+    arr = np.asarray(arr)
+    out = zeros(arr.shape, arr.dtype, where)
+    if is_shared(out):
+        out[...] = arr
+        return out
+    return arr
+
+
+def is_shared(arr) -> bool:
+    """Whether ``arr`` pickles as a file reference."""
+    return isinstance(arr, SharedArray) and arr._offset() is not None
+
+
+def release(*arrays) -> None:
+    """Remove the files behind these arrays: no process can attach to them any more, mapped pages stay readable
+    until the last mapping goes (call it once every process that needs them has them)."""
+    for arr in arrays:
+        if isinstance(arr, SharedArray) and arr._file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(arr._file)

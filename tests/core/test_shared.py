@@ -1,0 +1,123 @@
+"""Shared words: what pickles as a file reference, what by value, and that results never depend on it."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+
+import numpy as np
+import pytest
+from ptxconf.backends.base import Launch
+from ptxconf.backends.pycuda_backend import _wire
+from ptxconf.core import shared
+
+PROBE = type("Probe", (), {"name": "probe"})()
+BIG = (64, 128, 16)  # 512 KiB of uint32: above shared.MIN_BYTES
+
+
+def _words(shape=BIG, seed=1) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**32, size=shape, dtype=np.uint32)
+
+
+def test_whole_arrays_and_row_slices_pickle_as_references_and_read_back_equal():
+    a = _words()
+    with shared.arena() as d:
+        assert d is not None and d.is_dir()
+        s = shared.share(a)
+        assert shared.is_shared(s) and np.array_equal(s, a)
+        for view in (s, s[3:17], s[5]):
+            data = pickle.dumps(view)
+            assert len(data) < 400, "a contiguous view travels as (file, offset, shape, dtype)"
+            back = pickle.loads(data)
+            assert np.array_equal(back, view) and back.dtype == view.dtype
+        back = pickle.loads(pickle.dumps(s[10:12]))
+        back[0, 0, 0] = 12345  # the same pages: a write on one side is seen on the other
+        assert s[10, 0, 0] == 12345
+    assert not d.exists(), "the arena's files go with it"
+
+
+@pytest.mark.parametrize("derive", [lambda s: s.copy(), lambda s: s + 1, lambda s: s[:, :, ::2], lambda s: s[[3, 1, 2]]])
+def test_copies_strided_views_and_computed_arrays_pickle_by_value(derive):
+    with shared.arena():
+        s = shared.share(_words())
+        d = derive(s)
+        assert not shared.is_shared(d)
+        data = pickle.dumps(d)
+        assert len(data) >= d.nbytes
+        assert np.array_equal(pickle.loads(data), d)
+
+
+def test_small_arrays_no_arena_and_a_refusing_directory_stay_ordinary(tmp_path):
+    small = np.arange(10, dtype=np.uint32)
+    with shared.arena():
+        assert shared.share(small) is small
+    big = _words()
+    assert shared.share(big) is big, "outside an arena nothing is shared"
+    z = shared.zeros(BIG, np.uint32, where=tmp_path / "missing")
+    assert type(z) is np.ndarray and not z.any()
+    with shared.arena():
+        z = shared.zeros(BIG, np.uint32)
+        assert shared.is_shared(z) and z.shape == BIG and not z.any()
+
+
+def test_release_removes_the_file_but_mapped_pages_stay_readable():
+    with shared.arena() as d:
+        s = shared.share(_words())
+        ref = pickle.dumps(s)
+        assert len(os.listdir(d)) == 1
+        shared.release(s)
+        assert os.listdir(d) == []
+        assert np.array_equal(s, _words())
+        with pytest.raises(FileNotFoundError):
+            pickle.loads(ref)
+
+
+def _child_sum(data: bytes, q) -> None:
+    arr = pickle.loads(data)
+    arr[0, 0, 0] = 7
+    q.put(int(arr[1:].sum(dtype=np.uint64)))
+
+
+def test_another_process_maps_the_same_words():
+    a = _words()
+    with shared.arena():
+        s = shared.share(a)
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child_sum, args=(pickle.dumps(s), q))
+        p.start()
+        total = q.get(timeout=60)
+        p.join(60)
+        assert total == int(a[1:].sum(dtype=np.uint64))
+        assert s[0, 0, 0] == 7
+
+
+def test_arena_removes_directories_of_dead_runs():
+    base = shared._directory()
+    dead = base / f"{shared._PREFIX}999999999-stale"
+    dead.mkdir(exist_ok=True)
+    (dead / "x").write_bytes(b"0")
+    with shared.arena():
+        pass
+    assert not dead.exists()
+
+
+def test_gpu_worker_gets_shared_words_by_reference_and_anything_else_by_rows():
+    """What the PyCUDA backend sends its worker: a launch of shared words is (whole words, rows to gather, out buffer);
+    unshared words go as the launch's own rows, and the out words come back by value."""
+    words = _words()
+    rows = np.array([5, 2, 9])
+    order = np.array([2, 0, 1], dtype=np.uint32)
+    with shared.arena():
+        s, out = shared.share(words), shared.zeros(BIG, np.uint32)
+        (item,), made = _wire([Launch(PROBE, s, 4, order, 1, rows=rows, into=out)])
+        kernel, sent, gather, nout, sent_order, wpb, into, into_rows = item
+        assert sent is s and gather is rows and into is out and into_rows is rows and made == []
+        assert len(pickle.dumps(item)) < 2000
+        (item,), made = _wire([Launch(PROBE, words, 4, order, 1, rows=rows, into=out)])
+        assert shared.is_shared(item[1]) and len(made) == 1, "a plan's unshared words are shared once for the call"
+        shared.release(*made)
+    (item,), made = _wire([Launch(PROBE, words, 4, order, 1, rows=rows,
+                                  into=np.zeros(BIG, np.uint32))])
+    assert np.array_equal(item[1], words[rows]) and item[2] is None and item[6] is None and made == []
