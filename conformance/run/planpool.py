@@ -60,9 +60,11 @@ def _dumps(obj: Any) -> bytes:
 
 
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
+    t0 = time.perf_counter()
     vid, cc = item
     plan = slim(_STATE["plan"](_STATE["variants"][vid], cc))
-    return _dumps(replace(plan, in_words=shared.share(plan.in_words)))  # a file reference where the run shares words
+    plan = replace(plan, in_words=shared.share(plan.in_words))  # a file reference where the run shares words
+    return _dumps((plan, time.perf_counter() - t0))
 
 
 def _compare(data: bytes) -> bytes:
@@ -85,9 +87,11 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
-                     items: Iterable[tuple[str, tuple[int, int]]]) -> Iterator[Any]:
+                     items: Iterable[tuple[str, tuple[int, int]]],
+                     on_seconds: Callable[[float], None] | None = None) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
-    ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled)."""
+    ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
+    ``on_seconds`` hears each plan's seconds in its worker."""
     _STATE.update(plan=plan, variants=variants)
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
     # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
@@ -101,7 +105,10 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
                 pending.append(pool.submit(_plan, item))
             if not pending:
                 return
-            yield _Unpickler(pending.popleft().result(), variants).load()
+            made, seconds = _Unpickler(pending.popleft().result(), variants).load()
+            if on_seconds:
+                on_seconds(seconds)
+            yield made
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

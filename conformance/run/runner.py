@@ -120,17 +120,19 @@ def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
     return verdicts
 
 
-def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None]:
+def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None, float]:
     """A worker's task: the verdicts and, with ``observations``, the observation file written there (the run's
-    process then compresses nothing); a write that failed comes back as its error text, for the run to stop on."""
+    process then compresses nothing); a write that failed comes back as its error text, for the run to stop on;
+    and the seconds that writing took (a stage of its own)."""
     verdicts = compare_plan(plan, out)
     if observations is None:
-        return verdicts, None
+        return verdicts, None, 0.0
+    t0 = time.perf_counter()
     try:
         save_observation(observations, VariantOutcome(plan, out_words=out))
     except OSError as exc:
-        return verdicts, f"{exc}"
-    return verdicts, None
+        return verdicts, f"{exc}", time.perf_counter() - t0
+    return verdicts, None, time.perf_counter() - t0
 
 
 def _after_failed_launches(plan: Plan, out: np.ndarray, errs: list[tuple[np.ndarray, str]]) -> list[Verdict]:
@@ -200,15 +202,16 @@ class _Comparisons:
             if job is not None:
                 t0 = time.perf_counter()
                 try:
-                    (outcome.verdicts, unsaved), seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
+                    (outcome.verdicts, unsaved, saving), seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
                 except Exception as exc:  # noqa: BLE001 - a comparator that raised, or a worker that died
-                    (outcome.verdicts, unsaved), seconds = (_error_verdicts(
-                        outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), None), 0.0
+                    (outcome.verdicts, unsaved, saving), seconds = (_error_verdicts(
+                        outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), None, 0.0), 0.0
                 else:
                     if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
                         raise OSError(unsaved)
                     outcome.saved = self.observations is not None
-                _stage("compare", seconds)
+                _stage("compare", seconds - saving)
+                _stage("save", saving)
                 _stage("compare_wait", time.perf_counter() - t0)
                 outcome.seconds += seconds
             yield outcome
@@ -269,7 +272,7 @@ def iter_modules(
 
         made = plan_in_parallel(
             jobs, lambda v, vcc: plan_variant(v, seed, vcc, max_ptx, checks, value_cases, cases_per_launch),
-            {v.id: v for v in runnable}, [(v.id, cc_for(v)) for v in runnable])
+            {v.id: v for v in runnable}, [(v.id, cc_for(v)) for v in runnable], lambda s: _stage("plan_work", s))
     else:
         made = (plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch) for v in runnable)
     for v in runnable:

@@ -29,11 +29,14 @@ class Desc:
 
 
 def shift_of(spec: DescSpec) -> int:
-    """How far the encode formula shifts a byte value (4 for (x & 0x3FFFF) >> 4)."""
-    for s in range(0, 8):
-        if spec.encode_value(1 << s) == 1:
-            return s
-    return 0
+    """How far the encode formula shifts a byte value (4 for (x & 0x3FFFF) >> 4); asked once per spec."""
+    hit = _SHIFTS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _SHIFTS[id(spec)] = (spec, next((s for s in range(8) if spec.encode_value(1 << s) == 1), 0))
+    return hit[1]
+
+
+_SHIFTS: dict[int, tuple[DescSpec, int]] = {}
 
 
 def encode(spec: DescSpec, smem: SmemSpec, start: int, lbo: int, sbo: int, swizzle: str = "none", base_offset: int = 0) -> int:

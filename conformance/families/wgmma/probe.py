@@ -140,6 +140,26 @@ def decode_words(model: Model, lo, hi) -> Desc:
 
 def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int) -> np.ndarray:
     """Element bits ``uint64[rows, cols]`` of A (64 x K) or B (K x N) from one case's image."""
+    idx, outside, kb = _gather(model, v, desc, operand, trans, len(img))
+    if kb is None:
+        out = np.zeros(outside.shape, dtype=np.uint64)
+        for b, at in enumerate(idx):
+            out |= img[at].astype(np.uint64) << np.uint64(8 * b)
+        out[outside] = 0
+    else:
+        out = (img[idx[0]].astype(np.uint64) >> kb) & np.uint64(1)
+    return out if operand == "A" else out.T
+
+
+def _gather(model: Model, v: WgmmaVariant, desc: Desc, operand: str, trans: int, size: int):
+    """(byte indices per byte of an element, elements outside the image, bit shift of sub-byte elements) of one
+    operand's layout: the formulas are evaluated once per distinct descriptor, not per case."""
+    key = (id(model.smem), model.swap_lbo_sbo, model.major_flip, model.swizzle_map, model.core_transpose,
+           model.ignore_base_offset, v.bits, v.K, v.N, operand, trans, desc.start, desc.lbo, desc.sbo, desc.base_offset,
+           desc.swizzle, size)
+    hit = _GATHERS.get(key)
+    if hit is not None:
+        return hit[1]
     bits = v.bits
     ext = 64 if operand == "A" else v.N
     mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
@@ -147,23 +167,24 @@ def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, oper
     if operand in model.major_flip:
         major = "K" if major == "MN" else "MN"
     lbo, sbo = (desc.sbo, desc.lbo) if model.swap_lbo_sbo else (desc.lbo, desc.sbo)
-    start = desc.start
     sw = model.swizzle_name(desc.swizzle) or "none"
     if model.core_transpose and bits == 16 and sw == "none":
         # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
         mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
     bo = 0 if model.ignore_base_offset else desc.base_offset
-    addr = model.smem.addresses(major, sw, start, mn, k, bits, lbo, sbo, bo)
+    addr = model.smem.addresses(major, sw, desc.start, mn, k, bits, lbo, sbo, bo)
     if bits >= 8:
         nb = bits // 8
-        out = np.zeros(addr.shape, dtype=np.uint64)
-        for b in range(nb):
-            out |= img[np.clip(addr + b, 0, len(img) - 1)].astype(np.uint64) << np.uint64(8 * b)
-        out[(addr < 0) | (addr + nb > len(img))] = 0
+        got = ([np.clip(addr + b, 0, size - 1) for b in range(nb)], (addr < 0) | (addr + nb > size), None)
     else:
-        kb = k * bits % 8
-        out = (img[np.clip(addr, 0, len(img) - 1)].astype(np.uint64) >> kb.astype(np.uint64)) & np.uint64(1)
-    return out if operand == "A" else out.T
+        got = ([np.clip(addr, 0, size - 1)], np.zeros(addr.shape, dtype=bool), (k * bits % 8).astype(np.uint64))
+    if len(_GATHERS) > 1024:
+        _GATHERS.clear()
+    _GATHERS[key] = (model.smem, got)  # the layout spec is kept alive, so its id stays its own
+    return got
+
+
+_GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
 def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:

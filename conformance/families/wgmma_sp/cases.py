@@ -19,6 +19,8 @@ Checks (each a case set per immediate set and sparsity selector):
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
@@ -58,11 +60,11 @@ def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.
     words = np.bitwise_or.reduce(words, axis=-1).astype(np.uint32)
     lay = v.operands["metadata"].layout
     m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
-    for lane in np.nonzero(held.any(1))[0]:
-        w = np.zeros(cases, dtype=np.uint32)
-        for i in np.nonzero(held[lane])[0]:
-            w |= fields[:, m[lane, i, 1], m[lane, i, 2]].astype(np.uint32) << np.uint32(2 * i)
-        words[:, lane] = w
+    lanes, idx = np.nonzero(held)
+    bits = np.zeros((cases, *held.shape), dtype=np.uint32)
+    bits[:, lanes, idx] = fields[:, m[lanes, idx, 1], m[lanes, idx, 2]].astype(np.uint32) << (2 * idx).astype(np.uint32)
+    spec_lanes = held.any(1)
+    words[:, spec_lanes] = np.bitwise_or.reduce(bits, axis=-1)[:, spec_lanes]
     return words
 
 
@@ -76,6 +78,7 @@ def _values(rng, tname: str, shape) -> np.ndarray:
     return wg._values(rng, tname, shape)
 
 
+@cache
 def _one(tname: str) -> np.uint64:
     t = TYPES[tname]
     return t.encode(np.array(1.0 if t.is_float else 1))
@@ -171,15 +174,16 @@ def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray
     pos = sp.positions(spx, pats)  # [P, nz] dense positions in the chunk
     fields = random_patterns(v, rng, 1)[0].reshape(64, v.chunks, 2)
     comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
+    one = _one(v.atype)
+    holding = [np.nonzero((pos == p).any(1))[0] for p in range(v.width)]  # patterns that store position p
     for m in range(64):
         k = m + 64 * s
         if k >= v.K:
             continue
         ch, p = divmod(k, v.width)
-        ok = np.nonzero((pos == p).any(1))[0]
-        pick = int(rng.choice(ok))
+        pick = int(rng.choice(holding[p]))
         fields[m, ch] = pats[pick]
-        comp[m, ch, int(np.nonzero(pos[pick] == p)[0][0])] = _one(v.atype)
+        comp[m, ch, int(np.argmax(pos[pick] == p))] = one
     return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
 
 
