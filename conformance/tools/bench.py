@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -76,20 +77,26 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
 
 
 def suite(backend_name: str, select: list[str] | None, seed: int) -> dict:
-    """``ptxconf run`` cold, then warm, each in a fresh process; what each summary.json says of its time."""
+    """``ptxconf run`` cold, then warm, then warm without observation files, each in a fresh process: what each
+    summary.json says of its time, and the CPU seconds of the run's processes (``cores_busy``: CPU over wall; near
+    the machine's cores, the run is bound by the host's work, not the GPU's)."""
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="ptxconf-bench-") as tmp:
         env = {**os.environ, "PTXCONF_CACHE": str(Path(tmp) / "cache")}  # empty: the cold run fills it
         sel = [a for g in select or () for a in ("--select", g)]
-        for label in ("cold", "warm"):
+        for label, extra in (("cold", []), ("warm", []), ("warm_no_observations", ["--no-observations"])):
             run_dir = Path(tmp) / label
             cmd = [sys.executable, "-m", "ptxconf.cli.main", "run", "--backend", backend_name, "--seed", str(seed),
-                   "--quiet", "--out", str(run_dir), *sel]
+                   "--quiet", "--out", str(run_dir), *extra, *sel]
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
             summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
             out[label] = {"exit": proc.returncode, "process_wall_s": round(wall, 3), "run_wall_s": summary.get("wall_s"),
+                          "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 1), "cores": os.cpu_count(),
                           "counts": summary.get("counts"), "cases": summary.get("cases"),
                           "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats")}
             if proc.returncode not in (0, 1):

@@ -22,10 +22,11 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     capsys.readouterr()
     assert rc == 0
     b = json.loads(out.read_text())
-    cold, warm = b["suite"]["cold"], b["suite"]["warm"]
-    for r in (cold, warm):  # the whole `ptxconf run`, in its own process, every check passing
+    cold, warm, bare = b["suite"]["cold"], b["suite"]["warm"], b["suite"]["warm_no_observations"]
+    for r in (cold, warm, bare):  # the whole `ptxconf run`, in its own process, every check passing
         assert r["exit"] == 0 and r["counts"] == {"pass": 4} and r["run_wall_s"] > 0
         assert {"plan", "launch", "compare", "report"} <= set(r["stages_s"])
+        assert r["cpu_s"] > 0 and 0 < r["cores_busy"] and r["cores"] >= 1
     assert b["suite"]["command"] == f"ptxconf run --backend emulator --select '{M16}'"
     assert b["batched_all_variants"]["non_passing_checks"] == 0 and b["baseline_one_case_per_launch"]["launches"] > 0
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}

@@ -4,8 +4,10 @@ experiments, the edge fuzzer's coverage, and pinning parameters from recorded ru
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +135,100 @@ def test_shapes_override_the_path(spec, specs):
     a, b = [0x5400, 0, 0, 0xA000], [0x5400, 0, 0, 0x2400]
     assert int(dot_bits(m8, t, [a], [b], [0])[0]) == 0x45800000
     assert int(dot_bits(p, t, [a], [b], [0])[0]) == 0x457FFFFF
+
+
+M8_F16 = "mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16"
+
+
+def _f16s(xs) -> list[int]:
+    return [_f16(x) for x in xs]
+
+
+def test_f16_m8n8k4_is_a_chain_of_f32_pair_sums(spec, specs):
+    """m8n8k4 f16 -> f16: t0 = f32(p0 + p1), t1 = f32(p2 + p3), D = f16(f32(f32(C + t0) + t1)), all to nearest even."""
+    v = specs.get(M8_F16)
+    p, t = path_of(spec, v), Types.of(v)
+    assert (p.block, p.c_entry, p.acc_type, p.out_precision, p.final_rounding, p.exp_floor) == (2, "block_add", "f32", 24,
+                                                                                                "rne", None)
+
+    def d(q, a, b, c=0.0) -> int:
+        return int(dot_bits(q, t, [_f16s(a)], [_f16s(b)], [_f16(c)])[0])
+
+    # 2^-25 (half of f16's smallest subnormal, a tie) + 2^-48: f32's range keeps the small term, the tie breaks up;
+    # rounded within f16's range (acc_type d) the small term is cut first and the tie goes to even
+    b = [2.0**-13, 2.0**-24, 0, 0]
+    assert d(p, [2.0**-12, 2.0**-24, 0, 0], b) == 0x0001
+    assert d(replace(p, acc_type="d"), [2.0**-12, 2.0**-24, 0, 0], b) == 0x0000
+    assert d(p, [-(2.0**-12), -(2.0**-24), 0, 0], b) == 0x8001
+    assert d(p, [-(2.0**-12), 2.0**-24, 0, 0], b) == 0x8000  # -(2^-25 - 2^-48) rounds to -0 (underflow_sign keep)
+    # C = 1 and products 2^-11, 2^-24, 2^-24: each add is an f32 tie (1 + 2^-11 + 2^-24) that goes to even, 1 + 2^-11,
+    # an f16 tie that goes to even: 1.0; one fused block holds 1 + 2^-11 + 2^-23 exactly, above the f16 tie
+    a, b = [2.0**-5, 2.0**-12, 2.0**-12, 0], [2.0**-6, 2.0**-12, 2.0**-12, 0]
+    assert d(p, a, b, 1.0) == 0x3C00
+    assert d(replace(p, block=4, c_entry="fused"), a, b, 1.0) == 0x3C01
+    # signed zeros as IEEE: -0 plus pair sums of -0 stays -0; a +0 product makes its pair +0; a cancellation is +0
+    assert d(p, [-0.0] * 4, [1.0] * 4, -0.0) == 0x8000
+    assert d(p, [-0.0, 0.0, -0.0, -0.0], [1.0] * 4, -0.0) == 0x0000
+    assert d(p, [1.0, 0, 0, 0], [1.0, 0, 0, 0], -1.0) == 0x0000
+    # Inf from an operand; Inf - Inf and Inf * 0 give the canonical NaN
+    assert d(p, [np.inf, 0, 0, 0], [1.0, 0, 0, 0], 1.0) == 0x7C00
+    assert d(p, [np.inf, 0, 1.0, 0], [1.0, 0, -np.inf, 0]) == d(p, [np.inf, 0, 0, 0], [0.0, 0, 0, 0]) == 0x7FFF
+    with pytest.raises(ValueError, match="acc_type"):
+        d(replace(p, acc_type="f64"), a, b)
+
+
+def _round(x: Fraction, p: int, emin: int, mode: str) -> Fraction:
+    """``x`` rounded to ``p`` significand bits (subnormals below 2^emin), exactly: no overflow here."""
+    if x == 0:
+        return x
+    n, den = abs(x.numerator), x.denominator
+    e = n.bit_length() - den.bit_length()
+    e -= (n << max(-e, 0)) < (den << max(e, 0))
+    q = Fraction(2) ** max(e - p + 1, emin - p + 1)
+    m = x / q
+    return {"rne": round(m), "rz": int(m), "ru": math.ceil(m), "rd": math.floor(m)}[mode] * q
+
+
+@pytest.mark.parametrize(("mode", "bits"), [("rne", 24), ("rz", 24), ("ru", 11), ("rd", 14)])
+def test_block_add_rounds_each_pair_and_each_add_once(spec, specs, mode, bits):
+    """c_entry block_add + acc_type f32 against exact arithmetic: every pair sum and every add correctly rounded
+    (to ``bits`` bits by ``mode`` in f32's range), then RNE to f16; C near 2^15 with products near 2^-48 included."""
+    v = specs.get(M8_F16)
+    p, t = replace(path_of(spec, v), final_rounding=mode, out_precision=bits), Types.of(v)
+    rng = np.random.default_rng(bits)
+    n = 1500
+    far = rng.random((n, 1)) < 0.3  # C near 2^15, products below 2^-36: float64's sum is inexact
+    sign = rng.integers(0, 2, (3, n, 4), dtype=np.uint64) << np.uint64(15)
+    a, b = (np.where(far, rng.integers(0, 0x40, (n, 4)), np.where(rng.random((n, 4)) < 0.5, rng.integers(0, 0x5800, (n, 4)),
+                                                                  rng.integers(0, 0x1000, (n, 4)))).astype(np.uint64) for _ in "ab")
+    c = np.where(far[:, 0], rng.integers(0x7000, 0x7800, n), rng.integers(0, 0x5800, n)).astype(np.uint64)
+    a, b, c = a | sign[0], b | sign[1], c | sign[2][:, 0]
+    got = ptx_type("f16").decode(dot_bits(p, t, a, b, c))
+    av, bv, cv = (ptx_type("f16").decode(x) for x in (a, b, c))
+    for i in range(n):
+        acc = Fraction(float(cv[i]))
+        for j in (0, 2):
+            pair = sum(Fraction(float(av[i, x])) * Fraction(float(bv[i, x])) for x in (j, j + 1))
+            acc = _round(acc + _round(pair, bits, -126, mode), bits, -126, mode)
+        assert got[i] == _round(acc, 11, -14, "rne"), (i, [hex(int(x)) for x in a[i]], [hex(int(x)) for x in b[i]], hex(int(c[i])))
+
+
+def test_schema_takes_acc_type_and_block_add(tmp_path):
+    """acc_type is a parameter of the path, a shape and the defaults; block_add a c_entry value; a misspelling is refused."""
+    text = (ROOT / "specs" / "numerics.yaml").read_text()
+    shutil.copytree(ROOT / "specs", tmp_path, dirs_exist_ok=True)
+    assert "acc_type: {value: f32" in text and "c_entry: {value: block_add" in text
+    one = "{value: 11, status: assumed}"
+    new = text.replace("\npaths:\n", f"\npaths:\n  extra:\n    kind: float\n    a: [bf16]\n    d: [f16]\n    block: {one}\n"
+                       f"    frac_bits: {one}\n    out_precision: {one}\n    final_rounding: {{value: rne, status: assumed}}\n"
+                       "    acc_type: {value: f32, status: assumed}\n    c_entry: {value: block_add, status: assumed}\n", 1)
+    assert new != text
+    (tmp_path / "numerics.yaml").write_text(new)
+    p = numerics_spec(load_specs(tmp_path)).paths["extra"]
+    assert (p.acc_type, p.c_entry) == ("f32", "block_add") and p.describe()["acc_type"] == "f32"
+    (tmp_path / "numerics.yaml").write_text(new.replace("    acc_type: {value: f32", "    acc_typ: {value: f32", 1))
+    with pytest.raises(SpecError, match="acc_typ"):
+        load_specs(tmp_path)
 
 
 def test_spec_refuses_a_bad_shape_override(tmp_path):

@@ -59,7 +59,12 @@ FLOAT_CHANGES = ([{"frac_bits": f} for f in (0, 3, 13, 24, 30, 40)] + [{"final_r
                     {"block": 2, "align": "sticky", "frac_bits": 3, "out_precision": 14, "overflow": "ieee",
                      "final_rounding": "ru", "nan_propagation": "payload_a_first"},
                     {"align": "sticky", "c_entry": "late", "exp_floor": None, "in_subnormals": "flush",
-                     "nan_propagation": "payload_c_first", "out_precision": 40}])
+                     "nan_propagation": "payload_c_first", "out_precision": 40}]
+                 + [{"c_entry": "block_add"}, {"acc_type": "f32"}, {"acc_type": "f32", "out_precision": 11, "final_rounding": "rz"},
+                    {"c_entry": "block_add", "acc_type": "f32", "block": 2, "align": "sticky", "frac_bits": 26,
+                     "out_precision": 24, "final_rounding": "rne", "exp_floor": None},
+                    {"c_entry": "block_add", "block": 3, "k_order": "pairs", "final_rounding": "rd", "overflow": "ieee",
+                     "neg_zero": "ieee", "underflow_sign": "positive"}])
 F64_CHANGES = [{}, {"f64_mode": "reverse_fma"}, {"f64_rnd": "ignored"}, {"nan_propagation": "payload_c_first"},
                {"nan_propagation": "payload_a_first"}, {"nan_propagation": "payload_c_b_a"}, {"nan_propagation": "payload_b_c_a"}]
 
@@ -260,6 +265,50 @@ def test_model_source_compiled_for_the_host_matches_model_py(specs, spec, tmp_pa
         bad = np.nonzero(want != got)[0]
         assert not len(bad), (p.name, t, {x: getattr(p, x) for x in p.describe()}, [hex(int(x)) for x in a[bad[0]]],
                               [hex(int(x)) for x in b[bad[0]]], hex(int(c[bad[0]])), hex(int(want[bad[0]])), hex(int(got[bad[0]])))
+
+
+M8_F16 = "mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16"
+# c_entry block_add and acc_type f32 with every rounding, the D-range accumulator's Inf/NaN and saturation, zeros' signs
+BLOCK_ADD_CHANGES = [{}, {"final_rounding": "rz"}, {"final_rounding": "ru", "out_precision": 11},
+                     {"final_rounding": "rd", "acc_type": "d", "overflow": "ieee"}, {"acc_type": "d", "overflow": "saturate"},
+                     {"block": 1, "k_order": "pairs", "final_rounding": "rna", "out_precision": 14, "align": "truncate"},
+                     {"neg_zero": "positive", "underflow_sign": "positive", "out_subnormals": "flush", "frac_bits": 8},
+                     {"out_precision": 50, "final_rounding": "ru", "exp_floor": -30}, {"c_entry": "fused", "out_precision": 11},
+                     {"out_precision": 11, "underflow_sign": "positive", "out_subnormals": "flush"}, {"acc_type": "d"},
+                     {"c_entry": "late", "final_rounding": "rz"}, {"c_entry": "add_rne", "block": 1}]
+
+
+def _far_and_zero_rows(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f16 rows ``_batch`` rarely draws: C near 2^15 with subnormal products (float64's sum is inexact, so the
+    round-to-odd step decides a directed rounding), and zeros of random signs (the sign of an exact zero sum)."""
+    rng = np.random.default_rng(seed)
+
+    def sign(shape) -> np.ndarray:
+        return rng.integers(0, 2, shape, dtype=np.uint64) << np.uint64(15)
+
+    a = rng.integers(1, 0x40, (n, 4), dtype=np.uint64) | sign((n, 4))  # products below 2^-36, C's last float64 bit
+    b = rng.integers(1, 0x40, (n, 4), dtype=np.uint64) | sign((n, 4))
+    c = rng.integers(0x7400, 0x7C00, n, dtype=np.uint64) | sign(n)
+    return np.concatenate([a, sign((n, 4))]), np.concatenate([b, sign((n, 4))]), np.concatenate([c, sign(n)])
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ to compile the model source for the host")
+def test_block_add_and_acc_type_compiled_for_the_host_match_model_py(specs, spec, tmp_path):
+    """The pair-sum chain of m8n8k4 f16 -> f16 (c_entry block_add, acc_type f32) and its neighbours, bit for bit."""
+    cases = [(M8_F16, change, i) for i, change in enumerate(BLOCK_ADD_CHANGES)]
+    cases += [(MAIN["f16.f16"], {"block": 4}, 90), (MAIN["fp8.f16"], {"c_entry": "block_add", "acc_type": "f32"}, 91)]
+    m8 = path_of(spec, specs.get(M8_F16))
+    for vid, change, seed in cases:
+        v = specs.get(vid)
+        base = path_of(spec, v) if vid == M8_F16 else replace(path_of(spec, v), c_entry="block_add", acc_type=m8.acc_type)
+        p, t = replace(base, **change), Types.of(v)
+        a, b, c = _batch(t, k_of(v), 400, seed)
+        if vid == M8_F16:
+            a, b, c = (np.concatenate(x) for x in zip((a, b, c), _far_and_zero_rows(100, seed)))
+        want, got = dot_bits(p, t, a, b, c), _host_model(p, t, a, b, c, tmp_path)
+        bad = np.nonzero(want != got)[0]
+        assert not len(bad), (vid, change, [hex(int(x)) for x in a[bad[0]]], [hex(int(x)) for x in b[bad[0]]],
+                              hex(int(c[bad[0]])), hex(int(want[bad[0]])), hex(int(got[bad[0]])))
 
 
 def _mma_forms(specs) -> list:

@@ -121,7 +121,27 @@ def design(v: Variant, p: PathParams, alternatives: dict[str, PathParams] | None
     if p.kind in ("int", "b1"):
         return _design_int(v, p) + _design_int_edges(v, p)
     return (_design_float(v, p) + _design_float_edges(v, p) + _design_shape(v, p) + _design_zero_sign(v, p)
-            + _design_operand_cvt(v, p))
+            + _design_operand_cvt(v, p) + _design_acc_type(v, p))
+
+
+def _design_acc_type(v: Variant, p: PathParams) -> list[Group]:
+    """acc_type (D narrower than f32): 2^-15 + 2^-24 + 2^-25 - 2^t in one half of the k order.  Held within D's (f16's)
+    range the block's sum is cut at 2^-24 before the conversion to D; held within f32's it keeps the small terms and
+    the conversion rounds them up.  Several t: a narrow alignment window loses the far ones either way.  Last in the
+    design."""
+    t = Types.of(v)
+    fd = FORMATS[t.d]
+    k = k_of(v)
+    if fd.emin >= FORMATS["f32"].emin and fd.emax >= FORMATS["f32"].emax or k < 6:
+        return []
+    g = Group("acc_type", ("acc_type",), [{"acc_type": a} for a in ("d", "f32")])
+    for tiny in (-26, -27, -28, -30, -32):
+        a, b = [0.0] * k, [0.0] * k
+        for slot, e, sign in ((0, -15, 1.0), (1, -24, 1.0), (4, -25, 1.0), (5, tiny, -1.0)):  # k mod 4 in {0, 1}
+            a[slot], b[slot] = sign * 2.0 ** (e // 2), 2.0 ** (e - e // 2)
+        g.rows.append((a, b, 0.0, f"2^-15 + 2^-24 + 2^-25 - 2^{tiny}"))
+    group_bits(v, g)  # keeps the rows the types hold
+    return [g] if g.rows else []
 
 
 def _design_operand_cvt(v: Variant, p: PathParams) -> list[Group]:
@@ -474,7 +494,8 @@ def _design_float_edges(v: Variant, p: PathParams) -> list[Group]:
     groups.append(g)
 
     # c_order: where C enters (fused with the products, after them, or added last with RNE) and the k order
-    cands = [{"c_entry": c, "k_order": o} for c in ("fused", "late", "add_rne") for o in (("natural", "pairs") if k >= 4 else ("natural",))]
+    cands = [{"c_entry": c, "k_order": o} for c in ("fused", "late", "add_rne", "block_add")
+             for o in (("natural", "pairs") if k >= 4 else ("natural",))]
     g = Group("c_order", ("c_entry", "k_order"), cands)
     P = fd.p
     for sign in (1.0, -1.0):

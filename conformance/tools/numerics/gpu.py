@@ -9,8 +9,8 @@ The kernel is generated from the same ``PathParams`` and ``Types`` model.py take
 ``#define`` (``_defines``) that selects its branch of one CUDA source (``_MODEL_BODY``).  Float paths work on
 integers: each input decodes to (sign, integer significand, raw exponent); a product's significand is the
 integer product; aligned terms are 64-bit integers summed exactly; every rounding acts on (significand,
-exponent).  Only the additions model.py itself does in float64 (``c_entry: late`` and ``add_rne``) are done in
-float64 here too, with the same IEEE rounding.  A parameter value this file does not implement is refused
+exponent).  Only the additions model.py itself does in float64 (``c_entry: late``, ``add_rne`` and ``block_add``)
+are done in float64 here too, with the same IEEE rounding.  A parameter value this file does not implement is refused
 (``check``), never approximated; a parameter model.py gains later is refused unless it keeps its default.
 CuPy is imported only when a kernel is built or run.
 """
@@ -23,7 +23,7 @@ import functools
 import numpy as np
 from ptxconf.spec.ptxtypes import ptx_type
 
-from .model import FORMATS, ROUNDING_MODIFIERS, PathParams, Types
+from .model import FORMATS, ROUNDING_MODIFIERS, PathParams, Types, acc_format
 
 __all__ = ["GpuUnavailable", "NotOnGpu", "available", "check", "container", "ctype", "cupy", "dot_bits_gpu",
            "model_kernel", "model_source", "IMPLEMENTED"]
@@ -55,7 +55,8 @@ IMPLEMENTED: dict[str, object] = {
     "final_rounding": _ROUNDING,
     "input_conversion": ("truncate", "rna", "rne"),
     "align": ("truncate", "rne", "sticky"),
-    "c_entry": ("fused", "late", "add_rne"),
+    "c_entry": ("fused", "late", "add_rne", "block_add"),
+    "acc_type": ("d", "f32"),
     "k_order": ("natural", "pairs"),
     "exp_floor": lambda x: x is None or (isinstance(x, int) and -900 <= x <= 900),
     "in_subnormals": ("keep", "flush"),
@@ -163,7 +164,7 @@ def _defines(p: PathParams, t: Types, k: int) -> dict[str, object]:
                   "FRAC": p.frac_bits, "OUT_P": p.out_precision, "FMODE": _ROUNDING.index(p.final_rounding),
                   "ALIGN": ("truncate", "rne", "sticky").index(p.align),
                   "CONV": ("truncate", "rna", "rne").index(p.input_conversion),
-                  "C_ENTRY": ("fused", "late", "add_rne").index(p.c_entry),
+                  "C_ENTRY": ("fused", "late", "add_rne", "block_add").index(p.c_entry),
                   "HAS_FLOOR": int(p.exp_floor is not None), "EXP_FLOOR": p.exp_floor or 0,
                   "IN_FLUSH": int(p.in_subnormals == "flush"), "OUT_FLUSH": int(p.out_subnormals == "flush"),
                   "OVF": ("inf", "saturate", "ieee").index(p.overflow), "NEGZ_IEEE": int(p.neg_zero == "ieee"),
@@ -171,6 +172,8 @@ def _defines(p: PathParams, t: Types, k: int) -> dict[str, object]:
                   "NAN_BITS": f"{_nan_bits(p, t.d):#x}ull"})
         for prefix, name in (("A", t.a), ("B", t.b), ("C", t.c), ("D", t.d)):
             d.update(_fmt_defines(prefix, name))
+        acc = acc_format(p, FORMATS[t.d])  # the range the blocks round within; wider than D's: converted last (model._to_d)
+        d.update({"ACC_EMIN": acc.emin, "ACC_EMAX": acc.emax, "TO_D": int(p.out_precision > FORMATS[t.d].p or acc != FORMATS[t.d])})
         for prefix, name in (("A", t.a), ("B", t.b)):  # operand_cvt f16: the exponent field an element reads as
             d[f"{prefix}_XEMIN"] = FORMATS["f16"].emin if p.operand_cvt == "f16" else FORMATS[name].emin
         d["DEC_A"] = "dec_tf32" if t.a == "tf32" else "dec_a"
@@ -285,13 +288,13 @@ __device__ __forceinline__ Acc uf_zero(Acc r) {
   if (UF_POS && !r.inf && r.mag == 0) r.neg = 0u;
   return r;
 }
-/* a block's exact sum: OUT_P bits by final_rounding within D's range (model._block) */
+/* a block's exact sum: OUT_P bits by final_rounding within acc_type's range (model._block) */
 __device__ __forceinline__ Acc block_round(u32 neg, u64 mag, int exp) {
-  return uf_zero(round_p(neg, mag, exp, OUT_P, D_EMIN, D_EMAX, FMODE, OUT_FLUSH, OVF));
+  return uf_zero(round_p(neg, mag, exp, OUT_P, ACC_EMIN, ACC_EMAX, FMODE, OUT_FLUSH, OVF));
 }
-/* model._to_d: the last block's result, when wider than D, to D's precision by round-to-nearest-even */
+/* model._to_d: the last block's result, when wider than D (bits or range), to D by round-to-nearest-even */
 __device__ __forceinline__ Acc to_d(Acc a) {
-#if OUT_P > D_P
+#if TO_D
   if (!a.inf && a.mag != 0) return uf_zero(round_p(a.neg, a.mag, a.exp, D_P, D_EMIN, D_EMAX, 1, OUT_FLUSH, OVF));
 #endif
   return a;
@@ -315,6 +318,19 @@ __device__ __forceinline__ void from_double(double x, u32* neg, u64* mag, int* e
   *exp = ef ? ef - 1075 : -1074;
 }
 __device__ __forceinline__ Acc zero_acc(u32 neg) { Acc r; r.neg = neg; r.inf = 0u; r.mag = 0; r.exp = 0; return r; }
+/* model._add (block_add): x + y rounded once as a block's sum; float64's sum made round-to-odd by TwoSum's error */
+__device__ Acc add_round(Acc x, Acc y) {
+  double a = to_double(x.neg, x.mag, x.exp), b = to_double(y.neg, y.mag, y.exp);
+  double s = __dadd_rn(a, b);
+  if (s == 0.0) return zero_acc(NEGZ_IEEE && x.neg && y.neg);
+  double bb = __dadd_rn(s, -a);
+  double err = __dadd_rn(__dadd_rn(a, -__dadd_rn(s, -bb)), __dadd_rn(b, -bb));
+  i64 bits = __double_as_longlong(s);
+  if (err != 0.0 && !(bits & 1)) bits += ((bits < 0) == (err < 0.0)) ? 1 : -1;  /* one ulp toward the exact sum */
+  u32 sn; u64 sm; int se;
+  from_double(__longlong_as_double(bits), &sn, &sm, &se);
+  return block_round(sn, sm, se);
+}
 
 /* D's container bits of an accumulator: round to nearest even into D (NumPy's cast) */
 __device__ __forceinline__ u64 encode_d(Acc a) {
@@ -431,7 +447,7 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
   if (c.cls == 1u) { c0.mag = c.mag; c0.exp = c.raw - (C_P - 1); }
 #if C_ENTRY == 2
   Acc acc = zero_acc(0u);
-  int emin = D_EMIN;
+  int emin = ACC_EMIN;
 #else
   Acc acc = c0;
   int emin = C_EMIN;
@@ -440,10 +456,20 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
     int hl = half_len(h);
     int nb = hl > 0 ? (hl + BLOCK - 1) / BLOCK : 1;
     for (int bi = 0; bi < nb; bi++) {
+#if C_ENTRY == 3
+      /* block_add: the block alone (C = -0 adds nothing, keeps an all -0 block's sign), then one rounded add;
+         an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN) */
+      Acc s = run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), zero_acc(1u), ACC_EMIN);
+      if (s.inf) { pinf |= !s.neg; ninf |= s.neg; s = zero_acc(0u); }
+      acc = add_round(acc, s);
+      if (acc.inf) { pinf |= !acc.neg; ninf |= acc.neg; acc = zero_acc(0u); }
+#else
       acc = run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), acc, emin);
-      emin = D_EMIN;
+#endif
+      emin = ACC_EMIN;
     }
   }
+  nan |= pinf & ninf;
   acc = to_d(acc);
 #if C_ENTRY == 2
   /* add_rne: the halves' D meets C in one float64 addition, rounded to nearest even in D */

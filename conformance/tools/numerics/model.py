@@ -14,16 +14,19 @@ Float paths follow the block-FMA model stated in specs/numerics.yaml:
    ``align: sticky`` keeps one more bit, the OR of everything below); the integers are summed
    exactly (float64 holds them: fewer than 2^53);
 4. the exact sum is rounded once to ``out_precision`` bits with ``final_rounding``, within the
-   D type's exponent range (so a sum in D's subnormal range is cut at ``2^(emin_D - out_precision + 1)``),
-   subnormals and overflow rule;
-5. the next block starts from that result as its C; where ``out_precision`` exceeds D's precision the
-   last block's result is converted to D with round-to-nearest-even (two roundings: the first one cuts
-   everything below its grid before the second sees a tie).
+   accumulator's exponent range (``acc_type``: ``d``, the D type's, so a sum in D's subnormal range is cut at
+   ``2^(emin_D - out_precision + 1)``; ``f32``: f32's), subnormals and overflow rule;
+5. the next block starts from that result as its C; where ``out_precision`` exceeds D's precision (or
+   ``acc_type`` is wider than D) the last block's result is converted to D with round-to-nearest-even (two
+   roundings: the first one cuts everything below its grid before the second sees a tie).
 
 ``k_order: pairs`` splits the K products into two halves (k mod 4 in {0,1}, then {2,3}),
 each done as its own run of blocks, the second starting from the first's D;
 ``c_entry: add_rne`` starts the blocks from 0 and adds C at the end with one
-round-to-nearest-even addition in the D type (two f16 mma's and an FADD/HADD).
+round-to-nearest-even addition in the D type (two f16 mma's and an FADD/HADD);
+``c_entry: block_add`` starts the running value at C, sums each block's products alone (rounded as in 4.)
+and adds that block sum to the running value with one more rounding of the same kind: a chain of
+correctly rounded additions (m8n8k4's f32 pair sums).
 ``operand_cvt: f16`` takes .e4m3/.e5m2 elements as the f16 values they convert to exactly, so a subnormal
 .e4m3 element has its own raw exponent (fp8 mma.sync lowered to the f16 datapath).
 ``underflow_sign: positive``: a non-zero sum that rounds to zero gives +0 (IEEE 754 keeps its sign).
@@ -86,7 +89,8 @@ class PathParams:
     input_conversion: str = "truncate"  # tf32: truncate | rna | rne
     f64_mode: str = "sequential_fma"  # sequential_fma | reverse_fma | exact_dot
     align: str = "truncate"  # truncate | rne | sticky
-    c_entry: str = "fused"  # fused | late | add_rne (products from 0, then one RNE add of C in the D type)
+    c_entry: str = "fused"  # fused | late | add_rne (products from 0, then one RNE add of C in the D type) | block_add
+    acc_type: str = "d"  # d | f32: the exponent range the blocks' results are rounded within
     k_order: str = "natural"  # natural | pairs (k mod 4 in {0,1}, then {2,3}: two halves, each its own blocks)
     exp_floor: int | None = None
     in_subnormals: str = "keep"
@@ -106,7 +110,7 @@ class PathParams:
 
     def describe(self) -> dict:
         keys = ("kind", "block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-                "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "underflow_sign",
+                "c_entry", "acc_type", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "underflow_sign",
                 "operand_cvt", "nan_propagation", "f64_rnd", "sparse_zeros", "sparse_order", "integer")
         return {k: getattr(self, k) for k in keys}
 
@@ -210,9 +214,17 @@ def _encode(d_type: str, vals: np.ndarray) -> np.ndarray:
     return ptx_type(d_type).encode(vals, exact=False)
 
 
+def acc_format(p: PathParams, d_fmt: Fmt) -> Fmt:
+    """The format whose exponent range the blocks' results are rounded within (``acc_type``)."""
+    if p.acc_type not in ("d", "f32"):
+        raise ValueError(f"unknown acc_type {p.acc_type!r}")
+    return FORMATS["f32"] if p.acc_type == "f32" else d_fmt
+
+
 def _to_d(p: PathParams, acc: np.ndarray, d_fmt: Fmt) -> np.ndarray:
-    """The last block's result (held to out_precision bits) converted to D with RNE where out_precision exceeds D's precision."""
-    if p.out_precision <= d_fmt.p:
+    """The last block's result (held to out_precision bits in acc_type's range) converted to D with RNE where it can
+    hold more than D: more bits, or a wider exponent range."""
+    if p.out_precision <= d_fmt.p and acc_format(p, d_fmt) == d_fmt:
         return acc
     with np.errstate(invalid="ignore"):
         finite = np.where(np.isfinite(acc), acc, 0.0)
@@ -280,9 +292,9 @@ class BlockTrace:
     labels: np.ndarray | None = None  # [N, T]: the k of each product (-1 for C)
 
 
-def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_fmt: Fmt, d_fmt: Fmt, trace=None,
+def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_fmt: Fmt, r_fmt: Fmt, trace=None,
            mask: np.ndarray | None = None, labels: np.ndarray | None = None):
-    """One block: aligned sum of products (and C when fused), rounded to D.  Returns float64 D values.
+    """One block: aligned sum of products (and C when fused), rounded within ``r_fmt`` (acc_type's range).  Returns float64.
 
     ``mask [N, T]`` picks the block's products out of ``prods`` (the other columns are not in this block)."""
     if mask is not None:
@@ -319,7 +331,7 @@ def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_
     total = np.ldexp(total_int, anchor - p.frac_bits - extra)
     if not fused:
         total = total + c  # exact in float64 only when the exponents are close; late entry is a hypothesis to test
-    rounded = underflow_zero(p, round_to_format(total, d_fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow))
+    rounded = underflow_zero(p, round_to_format(total, r_fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow))
     # signed zeros
     allzero = ~nz.any(axis=-1) & ~cnz
     all_neg = neg_prods & np.signbit(c)
@@ -330,6 +342,21 @@ def _block(p: PathParams, prods: np.ndarray, pexp: np.ndarray, c: np.ndarray, c_
         exps = np.concatenate([pexp, cexp[:, None]], axis=1) if fused else pexp
         trace.append(BlockTrace(anchor, anchor - p.frac_bits, terms, aligned, total, rounded, exps, mask, labels))
     return rounded
+
+
+def _add(p: PathParams, x: np.ndarray, y: np.ndarray, fmt: Fmt) -> np.ndarray:
+    """``x + y`` rounded once as a block's sum is (``c_entry: block_add``), correctly in every mode.
+
+    float64's sum is made round-to-odd (TwoSum's error nudges an even result one ulp toward it): with
+    out_precision <= 51 (53 >= out_precision + 2) the second rounding then equals one rounding of the exact sum."""
+    if p.out_precision > 51:
+        raise ValueError(f"c_entry block_add rounds float64 sums: out_precision {p.out_precision} > 51")
+    s = x + y
+    bb = s - x
+    err = (x - (s - bb)) + (y - bb)
+    odd = np.where((err != 0) & (s.view(np.int64) % 2 == 0), np.nextafter(s, np.copysign(np.inf, err)), s)
+    r = underflow_zero(p, round_to_format(odd, fmt, p.out_precision, p.final_rounding, p.out_subnormals, p.overflow))
+    return np.where(s == 0, np.where(np.signbit(x) & np.signbit(y) & (p.neg_zero == "ieee"), -0.0, 0.0), r)
 
 
 def _schedule(p: PathParams, labels: np.ndarray, width: int) -> list[np.ndarray]:
@@ -382,12 +409,21 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
     n, k = prods.shape
     if labels is None:
         labels = np.broadcast_to(np.arange(k), (n, k))
-    late = p.c_entry == "add_rne"
-    acc, acc_fmt = (np.zeros_like(finite_c), d_fmt) if late else (finite_c, c_fmt)
-    bp = replace(p, c_entry="fused") if late else p
+    late, chain = p.c_entry == "add_rne", p.c_entry == "block_add"
+    r_fmt = acc_format(p, d_fmt)
+    acc, acc_fmt = (np.zeros_like(finite_c), r_fmt) if late else (finite_c, c_fmt)
+    bp = replace(p, c_entry="fused") if late or chain else p
     for m in _schedule(p, labels, k):
-        acc = _block(bp, finite_p, pexp, acc, acc_fmt, d_fmt, trace, m, labels)
-        acc_fmt = d_fmt
+        if chain:  # the block alone (C = -0 adds nothing and keeps an all -0 block's sign), then one rounded add
+            s = _block(bp, finite_p, pexp, np.full_like(finite_c, -0.0), r_fmt, r_fmt, trace, m, labels)
+            acc = _add(p, acc, np.where(np.isfinite(s), s, 0.0), r_fmt)
+            # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
+            pinf, ninf = pinf | (s == np.inf) | (acc == np.inf), ninf | (s == -np.inf) | (acc == -np.inf)
+            acc = np.where(np.isfinite(acc), acc, 0.0)
+        else:
+            acc = _block(bp, finite_p, pexp, acc, acc_fmt, r_fmt, trace, m, labels)
+        acc_fmt = r_fmt
+    nan |= pinf & ninf
     acc = np.where(acc == 0, acc, _to_d(p, acc, d_fmt))  # keeps the sign of a zero
     if late:  # a half that overflowed is an Inf the final add meets (Inf + -Inf C gives NaN)
         pinf, ninf = pinf | (acc == np.inf), ninf | (acc == -np.inf)
@@ -626,13 +662,18 @@ def explain(p: PathParams, t: Types, a_bits, b_bits, c_bit) -> str:
         lines.append(f"block {j}: anchor exponent E={int(bt.anchor[0])}, grid 2^{g} ({p.frac_bits} bits below E, {p.align})")
         n_prod = bt.labels.shape[1] if bt.labels is not None else bt.terms.shape[1]
         for i, (term, al) in enumerate(zip(bt.terms[0], bt.aligned[0])):
-            held = i >= n_prod or bt.mask is None or bool(bt.mask[0, i])
+            # (block_add: the block's C is a -0 placeholder; C starts the running value)
+            held = p.c_entry != "block_add" if i >= n_prod else bt.mask is None or bool(bt.mask[0, i])
             if not held:
                 continue
             name = f"p{int(bt.labels[0, i])}" if i < n_prod and bt.labels is not None else "C"
             lost = float(term) - float(al) * 2.0**g
             lines.append(f"  {name:>4}: {float(term)!r:>26}  aligned {int(al):+d} x 2^{g}  lost {lost!r}")
         lines.append(f"  sum {float(bt.total[0])!r} -> {p.final_rounding} to {p.out_precision} bits: {float(bt.rounded[0])!r}")
+    if p.c_entry == "block_add":
+        c = float(decode(t.c, np.asarray([c_bit], dtype=np.uint64), p if t.c != "tf32" else None)[0])
+        lines.append(f"running value from C={c!r} + each block's sum, every add {p.final_rounding} to {p.out_precision} "
+                     f"bits ({p.acc_type} range)")
     width = ptx_type(t.d).bits
     lines.append(f"D = {int(d[0]):#0{width // 4 + 2}x} ({float(ptx_type(t.d).decode(d)[0])!r})")
     return "\n".join(lines)

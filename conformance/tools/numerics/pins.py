@@ -4,10 +4,10 @@ For every path (and every shape with overrides) and every parameter the path has
 (with the rest of the model as the spec has it) is run over every recorded case of the path: designed groups
 and fuzz replays of every run given.  The values that reproduce all of them form the consistent set.
 Values that no input of the path can tell apart are one class (a block at least as long as every K; an
-exponent floor below every term's grid; ``overflow: ieee`` and ``inf`` under round-to-nearest), and a rule
-no input of the path can reach is ``moot``.  A set of one class pins the parameter (``measured``); a pinned
-value other than the spec's is a finding, and one where the spec cited a published value (KM2025) is that
-publication disagreeing with the hardware.  ``write_spec`` applies the decisions to specs/numerics.yaml.
+exponent floor below every term's grid; ``overflow: ieee`` and ``inf`` under round-to-nearest; ``acc_type`` where
+D is f32), and a rule no input of the path can reach is ``moot``.  A set of one class pins the parameter
+(``measured``); a pinned value other than the spec's is a finding, and one where the spec cited a published value
+(KM2025) is that publication disagreeing with the hardware.  ``write_spec`` applies the decisions to specs/numerics.yaml.
 """
 
 from __future__ import annotations
@@ -103,7 +103,9 @@ UNITS: list[tuple[tuple[str, ...], Callable[[PathParams], list[dict]]]] = [
     (("final_rounding", "out_precision"), lambda p: [{"final_rounding": r, "out_precision": q} for r in ROUNDINGS
                                                       for q in range(8, FORMATS[p.d_types[0]].p + 17)]),
     (("exp_floor",), lambda p: [{"exp_floor": f} for f in [None, *range(-180, 3)]]),
-    (("c_entry", "k_order"), lambda p: [{"c_entry": c, "k_order": o} for c in ("fused", "late", "add_rne") for o in ("natural", "pairs")]),
+    (("c_entry", "k_order"), lambda p: [{"c_entry": c, "k_order": o} for c in ("fused", "late", "add_rne", "block_add")
+                                         for o in ("natural", "pairs")]),
+    (("acc_type",), lambda p: [{"acc_type": a} for a in ("d", "f32")]),
     (("in_subnormals", "out_subnormals"), lambda p: [{"in_subnormals": i, "out_subnormals": o} for i in ("keep", "flush")
                                                       for o in ("keep", "flush")]),
     (("overflow",), lambda p: [{"overflow": o} for o in ("inf", "saturate", "ieee")]),
@@ -146,13 +148,15 @@ def _lsb(t: str) -> int:
 
 
 def no_effect_floor(p: PathParams, info: PathInfo) -> int:
-    """The highest exp_floor that changes no D of this path: the grid it sets (2^(floor - frac_bits)) is no coarser
-    than the last bit of every term (products, and C when it enters the blocks), so no term loses a bit."""
+    """The highest exp_floor that changes no D of this path: the grid it sets (2^(floor - frac_bits), a bit finer
+    under align sticky) is no coarser than the last bit of every term (products, and C when it enters the blocks),
+    so no term loses a bit."""
     bound = 10**6
+    window = p.frac_bits + (1 if p.align == "sticky" else 0)
     for t in info.types:
-        bound = min(bound, _lsb(t.a) + _lsb(t.b) + p.frac_bits)
+        bound = min(bound, _lsb(t.a) + _lsb(t.b) + window)
         if p.c_entry == "fused" and t.c in FORMATS:
-            c_bound = _lsb(t.c) + p.frac_bits
+            c_bound = _lsb(t.c) + window
             fd = FORMATS[t.d]
             below = fd.emin - p.out_precision + 1 + p.frac_bits
             if p.final_rounding == "rz" and p.out_precision <= fd.p and below <= FORMATS[t.a].emin + FORMATS[t.b].emin:
@@ -197,7 +201,7 @@ def underflow_reachable(p: PathParams, info: PathInfo) -> bool:
 def canonical_cand(p: PathParams, info: PathInfo, cand: dict) -> dict:
     """Candidate sets no input tells apart, as one: a first rounding to at least ``exact_bits`` is exact whatever its mode."""
     q, r = cand.get("out_precision"), cand.get("final_rounding")
-    if q is None or r is None:
+    if q is None or r is None or cand.get("c_entry", p.c_entry) == "block_add":  # block_add also rounds each add: never exact
         return cand
     d_p = min(FORMATS[t.d].p for t in info.types)
     if q >= exact_bits(replace(p, **{k: v for k, v in cand.items() if k in ("block", "frac_bits")}), info) or (r, q) == ("rne", d_p):
@@ -213,6 +217,8 @@ def canonical(p: PathParams, info: PathInfo, param: str, value, shape: str | Non
         return min(int(value), max(k, 1)) if value is not None else value
     if param == "exp_floor":
         return None if value is None or value <= no_effect_floor(p, info) else int(value)
+    if param == "acc_type" and all(t.d == "f32" for t in info.types):
+        return "d"  # D's exponent range is f32's
     if param == "sparse_order" and p.k_order != "pairs" and (set(p.a_types) <= {"tf32"}
                                                              or p.block >= max(info.sparse_terms, default=0) > 0):
         return "moot"  # one element per chunk (tf32, 1:2), or every stored product in one block: order cannot matter

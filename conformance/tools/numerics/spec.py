@@ -13,12 +13,12 @@ from .model import PathParams
 
 _SCHEMA_PATH = Path(__file__).with_name("schema.json")
 FIELDS = ("block", "frac_bits", "out_precision", "final_rounding", "input_conversion", "f64_mode", "align",
-          "c_entry", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero", "underflow_sign",
-          "operand_cvt", "nan_propagation", "f64_rnd", "sparse_zeros", "sparse_order", "integer")
+          "c_entry", "acc_type", "k_order", "exp_floor", "in_subnormals", "out_subnormals", "overflow", "neg_zero",
+          "underflow_sign", "operand_cvt", "nan_propagation", "f64_rnd", "sparse_zeros", "sparse_order", "integer")
 _FIELDS = FIELDS  # the name earlier callers used
 STATUSES = ("published", "assumed", "measured", "moot")
-_FLOAT = ("block", "frac_bits", "out_precision", "final_rounding", "align", "c_entry", "k_order", "exp_floor", "in_subnormals",
-          "out_subnormals", "overflow", "neg_zero", "underflow_sign", "nan_propagation")
+_FLOAT = ("block", "frac_bits", "out_precision", "final_rounding", "align", "c_entry", "acc_type", "k_order", "exp_floor",
+          "in_subnormals", "out_subnormals", "overflow", "neg_zero", "underflow_sign", "nan_propagation")
 APPLIES = {"float": _FLOAT, "f64": ("f64_mode", "f64_rnd", "nan_propagation"), "int": ("integer",), "b1": ("integer",)}
 SPARSE = ("sparse_zeros", "sparse_order")
 
