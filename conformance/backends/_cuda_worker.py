@@ -25,6 +25,9 @@ def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU mach
     dev = cuda.Device(device)
     ctx = dev.make_context()
     modules: dict[str, object] = {}
+    from pycuda.tools import DeviceMemoryPool
+
+    pool = DeviceMemoryPool()  # a module's buffers come back to it: no allocation or free (which waits) per launch
     try:
         while True:
             msg = conn.recv()
@@ -45,7 +48,7 @@ def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU mach
             if msg[0] == "launches":  # every launch of one module in one round trip
                 _, key, batch = msg
                 try:
-                    conn.send(("ok", [_launch(cuda, ctx, np, modules[key], *item) for item in batch]))
+                    conn.send(("ok", _launch_all(cuda, ctx, np, modules[key], batch, pool)))
                 except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
                     conn.send(("error", f"{type(exc).__name__}: {exc}", True))
                     return
@@ -90,6 +93,44 @@ def _launch(cuda, ctx, np, module, kernel, in_words, gather, out_words, order, w
         into[rows] = out
         return None, {"kernel_s": run}
     return out, {"kernel_s": run}
+
+
+def _launch_all(cuda, ctx, np, module, batch, pool) -> list:  # pragma: no cover - GPU only
+    """Every launch of a module queued in order on the context's stream, one wait for all of them, then each one's
+    out words back: ``[(out | None, seconds by step)]``.  A fault raises (the parent then goes launch by launch)."""
+    steps = dict.fromkeys(("gather_s", "copy_in_s", "queue_s", "wait_s", "copy_out_s", "scatter_s"), 0.0)
+    staged = []
+    t = time.perf_counter()
+    for kernel, in_words, gather, out_words, order, wpb, into, rows in batch:
+        fn = module.get_function(kernel)
+        words = np.ascontiguousarray(in_words if gather is None else in_words[gather], dtype=np.uint32)
+        order = np.ascontiguousarray(order, dtype=np.uint32)
+        lanes, ncases = words.shape[1], len(order)
+        out = np.empty((words.shape[0], lanes, out_words), dtype=np.uint32)
+        t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
+        d_in, d_out, d_order = (pool.allocate(max(4, n)) for n in (words.nbytes, out.nbytes, order.nbytes))
+        cuda.memcpy_htod(d_in, words)  # the default stream: each copy follows the kernels queued before it
+        cuda.memcpy_htod(d_order, order)
+        cuda.memset_d32(d_out, 0, out.size)
+        t, steps["copy_in_s"] = time.perf_counter(), steps["copy_in_s"] + time.perf_counter() - t
+        fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=((ncases + wpb - 1) // wpb, 1))
+        staged.append((out, (d_in, d_out, d_order), into, rows))
+        t, steps["queue_s"] = time.perf_counter(), steps["queue_s"] + time.perf_counter() - t
+    ctx.synchronize()
+    t, steps["wait_s"] = time.perf_counter(), steps["wait_s"] + time.perf_counter() - t
+    results = []
+    for out, bufs, into, rows in staged:
+        cuda.memcpy_dtoh(out, bufs[1])
+        for buf in bufs:
+            buf.free()
+        t, steps["copy_out_s"] = time.perf_counter(), steps["copy_out_s"] + time.perf_counter() - t
+        if into is not None:
+            into[rows] = out
+            out = None
+        results.append(out)
+        t, steps["scatter_s"] = time.perf_counter(), steps["scatter_s"] + time.perf_counter() - t
+    share = {k: v / max(1, len(batch)) for k, v in steps.items()}
+    return [(out, {"kernel_s": share["wait_s"], **share}) for out in results]
 
 
 def _info(cuda, dev) -> dict:  # pragma: no cover - GPU only

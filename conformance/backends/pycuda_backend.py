@@ -119,6 +119,7 @@ class PyCudaBackend(Backend):
         self._info: dict | None = None
         self.restarts = 0
         self._loaded: set[str] = set()
+        self.worker_seconds: dict[str, float] = {}  # the GPU worker's batched launches, by step
 
     def _start(self) -> None:
         from . import _cuda_worker
@@ -257,6 +258,10 @@ class PyCudaBackend(Backend):
         reply = self._call(("launches", key, batch), self.timeout_s * max(1, len(batch)))
         if reply[0] == "ok":
             dt = (time.perf_counter() - t0) / max(1, len(batch))
+            for _, info in reply[1]:
+                for k, v in info.items():
+                    if k != "kernel_s":
+                        self.worker_seconds[k] = self.worker_seconds.get(k, 0.0) + v
             return [LaunchResult(out, seconds=dt, info=info) for out, info in reply[1]]
         results = []
         for item in batch:  # the batch failed: find the launch that faults, keep the others' results
@@ -282,7 +287,8 @@ class PyCudaBackend(Backend):
     def stats(self) -> dict:
         """Which path built how many modules, and the seconds spent building and loading them."""
         return {"modules_built_by": dict(self.built_by), "ptxas_seconds": round(self.compile_seconds, 3),
-                "load_seconds": round(self.jit_seconds, 3)}
+                "load_seconds": round(self.jit_seconds, 3),
+                "launch_steps_s": {k: round(v, 3) for k, v in self.worker_seconds.items()}}
 
     def close(self) -> None:
         if self._pool is not None:
