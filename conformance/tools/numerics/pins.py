@@ -99,7 +99,10 @@ def _nan_bits_cands(p: PathParams, t: str) -> list[dict]:
 
 UNITS: list[tuple[tuple[str, ...], Callable[[PathParams], list[dict]]]] = [
     (("block",), lambda p: [{"block": b} for b in (1, 2, 4, 8, 16, 32, 64)]),
-    (("frac_bits", "align"), lambda p: [{"frac_bits": f, "align": a} for f in range(8, 41) for a in ALIGN]),
+    # Past 40 bits only for blocks of one or two products: their aligned sums still fit float64's 53 bits, and a
+    # subnormal input's raw exponent (its format's emin) can sit 10 bits above its value, 20 for a product of two.
+    (("frac_bits", "align"), lambda p: [{"frac_bits": f, "align": a} for f in range(8, 49 if p.block <= 2 else 41)
+                                        for a in ALIGN]),
     (("final_rounding", "out_precision"), lambda p: [{"final_rounding": r, "out_precision": q} for r in ROUNDINGS
                                                       for q in range(8, FORMATS[p.d_types[0]].p + 17)]),
     (("exp_floor",), lambda p: [{"exp_floor": f} for f in [None, *range(-180, 3)]]),
@@ -412,7 +415,8 @@ def pin(runs: list[RecordedRun], spec: NumericsSpec, sources: dict[str, str], pa
             if shape not in info.ks:
                 continue
             for k, _ in over:
-                unit = next(((u, c) for u, c in units_for(p) if k in u and not u[0].startswith("nan_bits")), None)
+                unit = next(((u, c) for u, c in units_for(p.for_shape(shape)) if k in u and not u[0].startswith("nan_bits")),
+                            None)
                 if unit is None:
                     continue
                 res = scan_unit(p, bs, (k,), _project(unit[1], k), shape)
