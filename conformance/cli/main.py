@@ -228,7 +228,7 @@ def cmd_run(args) -> int:
         session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
                              verbose=args.verbose, skip_done=done,
-                             jobs=args.jobs or ((os.cpu_count() or 1) if (os.cpu_count() or 1) >= 4 else 1))
+                             jobs=args.jobs or (os.cpu_count() or 1))
         started = time.time()
         try:
             status = session.run(backend)
@@ -326,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run on several GPUs at once (CUDA ordinals, the first N, or all): modules go to whichever "
                         "device is free; the same verdicts, in the same order, as on one")
     r.add_argument("--jobs", type=int, default=0, metavar="N",
-                   help="processes that plan variants (default: every core where there are 4 or more, else 1)")
+                   help="processes that plan variants, and as many that compare them (default: one per core; 1: "
+                        "everything in this process)")
     r.add_argument("--force", action="store_true", help="replace the run already in --out")
     r.add_argument("--resume", action="store_true", help="continue the run in --out, skipping what it recorded")
     r.add_argument("--label", metavar="NAME", help="the run's name in JUnit classnames (default: the --out folder name)")

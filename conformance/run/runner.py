@@ -10,6 +10,7 @@ which family it holds: every family-specific step goes through :class:`Family`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -56,7 +57,7 @@ class VariantOutcome:
     verdicts: list[Verdict] = field(default_factory=list)
     out_words: np.ndarray | None = None
     seconds: float = 0.0
-    saved: bool = False  # the observation file is written (by the worker that compared it)
+    saved: bool = False  # the observation file is written, pending (by the worker that compared it)
 
 
 def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
@@ -121,15 +122,16 @@ def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
 
 
 def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None, float]:
-    """A worker's task: the verdicts and, with ``observations``, the observation file written there (the run's
-    process then compresses nothing); a write that failed comes back as its error text, for the run to stop on;
-    and the seconds that writing took (a stage of its own)."""
+    """A worker's task: the verdicts and, with ``observations``, the observation file written there under its pending
+    name (the run's process then compresses nothing, and publishes it once the verdicts are recorded); a write that
+    failed comes back as its error text, for the run to stop on; and the seconds that writing took (a stage of its
+    own)."""
     verdicts = compare_plan(plan, out)
     if observations is None:
         return verdicts, None, 0.0
     t0 = time.perf_counter()
     try:
-        save_observation(observations, VariantOutcome(plan, out_words=out))
+        save_observation(observations, VariantOutcome(plan, out_words=out), pending=True)
     except OSError as exc:
         return verdicts, f"{exc}", time.perf_counter() - t0
     return verdicts, None, time.perf_counter() - t0
@@ -304,7 +306,8 @@ def run_variants(
     """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules.
 
     With workers (``jobs`` > 1) and ``observations``, each outcome's observation file is written there by the
-    worker that compared it (``outcome.saved``); otherwise saving is the caller's."""
+    worker that compared it (``outcome.saved``) and published (renamed) after ``on_outcome`` recorded its verdicts;
+    otherwise saving is the caller's."""
 
     def skipped(v: Variant, why: str) -> None:
         if on_skip:
@@ -314,18 +317,25 @@ def run_variants(
 
     def emit(outcome: VariantOutcome) -> None:
         if on_outcome:
-            on_outcome(outcome)
+            recording[0] = True
+            on_outcome(outcome)  # the verdicts recorded first, then the observation the worker wrote
+            recording[0] = False
+        if outcome.saved and observations is not None:
+            publish_observation(observations, outcome.plan)
         if progress:
             progress.update(1)
         shared.release(outcome.plan.in_words, outcome.out_words)  # compared (and saved): no process attaches again
 
+    recording = [False]  # an error while recording verdicts stops the run with nothing more written
     with shared.arena():  # words cross processes as shared files (the workers forked below inherit the arena)
-        _run_variants(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, observations)
+        _run_variants(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, observations,
+                      lambda: recording[0])
 
 
 def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: Iterable[str] | None, value_cases: int,
                   emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None],
-                  stop: Callable[[], bool] | None, jobs: int, observations: Path | None) -> None:
+                  stop: Callable[[], bool] | None, jobs: int, observations: Path | None,
+                  recording: Callable[[], bool]) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
     pool = None
     if jobs > 1 and len(variants) > 1:
@@ -352,34 +362,17 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
                 emit(outcome)
 
     try:
-        modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
-        ahead: deque[tuple[list[Plan], str]] = deque()
-        inflight: deque[tuple[list[Plan], Future]] = deque()
-        while True:
-            # Keep the next modules built in the background (ptxas pool) while this one runs.
-            while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
-                t0 = time.perf_counter()
-                source = module_of(plans)
-                backend.prefetch(source)
-                _stage("module", time.perf_counter() - t0)
-                ahead.append((plans, source))
-            stopping = bool(stop and stop())
-            if launcher is None:
-                if not ahead or stopping:
-                    break
-                plans, source = ahead.popleft()
-                finish(plans, *launch(plans, source))
-                continue
-            while ahead and not stopping and len(inflight) < slots:
-                plans, source = ahead.popleft()
-                inflight.append((plans, launcher.submit(launch, plans, source)))
-            if not inflight:
-                break
-            plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
-            finish(plans, *running.result())
-        if comparisons is not None:  # every launched module's verdicts, also when stopping early
-            for outcome in comparisons.ready(wait=True):
-                emit(outcome)
+        _loop(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, comparisons, finish, launch, launcher,
+              slots)
+    except BaseException:
+        # Killed from inside (an interrupt, a crash outside recording): the comparisons already running finish
+        # (seconds at most) and their verdicts are recorded before the run stops; the first error is the one that
+        # stops it.  A failed write of the verdicts themselves (a full disk) stops it with nothing more written.
+        if comparisons is not None and not recording():
+            with contextlib.suppress(Exception):
+                for outcome in comparisons.ready(wait=True):
+                    emit(outcome)
+        raise
     finally:
         if launcher is not None:
             launcher.shutdown(wait=True)
@@ -387,12 +380,58 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
             pool.close()
 
 
+def _loop(backend: Backend, variants: list[Variant], seed: int, checks: Iterable[str] | None, value_cases: int,
+          emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None], stop: Callable[[], bool] | None,
+          jobs: int, comparisons: _Comparisons | None, finish: Callable, launch: Callable,
+          launcher: ThreadPoolExecutor | None, slots: int) -> None:
+    """Module by module: build ahead, launch (on every device), compare; every outcome emitted in module order."""
+    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
+    ahead: deque[tuple[list[Plan], str]] = deque()
+    inflight: deque[tuple[list[Plan], Future]] = deque()
+    while True:
+        # Keep the next modules built in the background (ptxas pool) while this one runs.
+        while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
+            t0 = time.perf_counter()
+            source = module_of(plans)
+            backend.prefetch(source)
+            _stage("module", time.perf_counter() - t0)
+            ahead.append((plans, source))
+        stopping = bool(stop and stop())
+        if launcher is None:
+            if not ahead or stopping:
+                break
+            plans, source = ahead.popleft()
+            finish(plans, *launch(plans, source))
+            continue
+        while ahead and not stopping and len(inflight) < slots:
+            plans, source = ahead.popleft()
+            inflight.append((plans, launcher.submit(launch, plans, source)))
+        if not inflight:
+            break
+        plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
+        finish(plans, *running.result())
+    if comparisons is not None:  # every launched module's verdicts, also when stopping early
+        for outcome in comparisons.ready(wait=True):
+            emit(outcome)
+
+
 def observation_name(variant_id: str, seed: int) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}.npz"
 
 
-def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
-    """Inputs and outputs per lane, and everything needed to re-run the comparators."""
+PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
+
+
+def publish_observation(directory: Path, plan: Plan) -> None:
+    """The pending observation of ``plan`` under its own name: done once its verdicts are in results.jsonl, so that a
+    run killed in between leaves no observation whose verdicts it never recorded (a replay would pass them)."""
+    path = directory / observation_name(plan.variant.id, plan.seed)
+    os.replace(path.with_name(path.name + PENDING), path)
+
+
+def save_observation(directory: Path, outcome: VariantOutcome, pending: bool = False) -> Path:
+    """Inputs and outputs per lane, and everything needed to re-run the comparators (``pending``: under the name
+    :func:`publish_observation` renames)."""
     plan = outcome.plan
     directory.mkdir(parents=True, exist_ok=True)
     meta = {
@@ -407,7 +446,7 @@ def save_observation(directory: Path, outcome: VariantOutcome) -> Path:
             for cs in plan.case_sets
         ],
     }
-    path = directory / observation_name(plan.variant.id, plan.seed)
+    path = directory / (observation_name(plan.variant.id, plan.seed) + (PENDING if pending else ""))
     atomic_write(path, npz_bytes(in_words=plan.in_words, out_words=outcome.out_words, meta=np.array(json.dumps(meta))))
     return path
 
