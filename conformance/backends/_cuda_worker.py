@@ -53,9 +53,9 @@ def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU mach
                     conn.send(("error", f"{type(exc).__name__}: {exc}", True))
                     return
                 continue
-            _, key, *item = msg
+            _, key, *item = msg  # one launch alone (after a batch faulted): which one faults
             try:
-                conn.send(("ok", *_launch(cuda, ctx, np, modules[key], *item)))
+                conn.send(("ok", *_launch_all(cuda, ctx, np, modules[key], [item], pool)[0]))
             except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
                 # A fault leaves a sticky error in the context: report it and let the parent restart us.
                 conn.send(("error", f"{type(exc).__name__}: {exc}", True))
@@ -65,34 +65,6 @@ def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU mach
             ctx.pop()
         except Exception:
             pass
-
-
-def _launch(cuda, ctx, np, module, kernel, in_words, gather, out_words, order, wpb, into, rows):  # pragma: no cover
-    """One launch: ``(out, {"kernel_s": ...})``; a fault raises (the caller reports it and exits).
-
-    ``gather``: the rows of ``in_words`` (a whole plan's, shared) this launch runs; ``into``: the run's shared out
-    buffer, written at ``rows`` (then ``out`` comes back as None)."""
-    fn = module.get_function(kernel)
-    if gather is not None:
-        in_words = in_words[gather]
-    ncases = len(order)
-    lanes = in_words.shape[1]  # 32 per case (a warp), 128 for a warpgroup, per the probe's contract
-    out = np.zeros((in_words.shape[0], lanes, out_words), dtype=np.uint32)
-    d_in = cuda.to_device(np.ascontiguousarray(in_words, dtype=np.uint32))
-    d_out = cuda.to_device(out)
-    d_order = cuda.to_device(np.ascontiguousarray(order, dtype=np.uint32))
-    blocks = (ncases + wpb - 1) // wpb
-    t0 = time.perf_counter()
-    fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=(blocks, 1))
-    ctx.synchronize()
-    run = time.perf_counter() - t0
-    cuda.memcpy_dtoh(out, d_out)
-    for buf in (d_in, d_out, d_order):
-        buf.free()
-    if into is not None:
-        into[rows] = out
-        return None, {"kernel_s": run}
-    return out, {"kernel_s": run}
 
 
 def _launch_all(cuda, ctx, np, module, batch, pool) -> list:  # pragma: no cover - GPU only

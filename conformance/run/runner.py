@@ -361,9 +361,35 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
             for outcome in comparisons.ready():
                 emit(outcome)
 
-    try:
-        _loop(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, comparisons, finish, launch, launcher,
-              slots)
+    try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
+        modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
+        ahead: deque[tuple[list[Plan], str]] = deque()
+        inflight: deque[tuple[list[Plan], Future]] = deque()
+        while True:
+            # Keep the next modules built in the background (ptxas pool) while this one runs.
+            while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
+                t0 = time.perf_counter()
+                source = module_of(plans)
+                backend.prefetch(source)
+                _stage("module", time.perf_counter() - t0)
+                ahead.append((plans, source))
+            stopping = bool(stop and stop())
+            if launcher is None:
+                if not ahead or stopping:
+                    break
+                plans, source = ahead.popleft()
+                finish(plans, *launch(plans, source))
+                continue
+            while ahead and not stopping and len(inflight) < slots:
+                plans, source = ahead.popleft()
+                inflight.append((plans, launcher.submit(launch, plans, source)))
+            if not inflight:
+                break
+            plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
+            finish(plans, *running.result())
+        if comparisons is not None:  # every launched module's verdicts, also when stopping early
+            for outcome in comparisons.ready(wait=True):
+                emit(outcome)
     except BaseException:
         # Killed from inside (an interrupt, a crash outside recording): the comparisons already running finish
         # (seconds at most) and their verdicts are recorded before the run stops; the first error is the one that
@@ -378,41 +404,6 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
             launcher.shutdown(wait=True)
         if pool is not None:
             pool.close()
-
-
-def _loop(backend: Backend, variants: list[Variant], seed: int, checks: Iterable[str] | None, value_cases: int,
-          emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None], stop: Callable[[], bool] | None,
-          jobs: int, comparisons: _Comparisons | None, finish: Callable, launch: Callable,
-          launcher: ThreadPoolExecutor | None, slots: int) -> None:
-    """Module by module: build ahead, launch (on every device), compare; every outcome emitted in module order."""
-    modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
-    ahead: deque[tuple[list[Plan], str]] = deque()
-    inflight: deque[tuple[list[Plan], Future]] = deque()
-    while True:
-        # Keep the next modules built in the background (ptxas pool) while this one runs.
-        while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
-            t0 = time.perf_counter()
-            source = module_of(plans)
-            backend.prefetch(source)
-            _stage("module", time.perf_counter() - t0)
-            ahead.append((plans, source))
-        stopping = bool(stop and stop())
-        if launcher is None:
-            if not ahead or stopping:
-                break
-            plans, source = ahead.popleft()
-            finish(plans, *launch(plans, source))
-            continue
-        while ahead and not stopping and len(inflight) < slots:
-            plans, source = ahead.popleft()
-            inflight.append((plans, launcher.submit(launch, plans, source)))
-        if not inflight:
-            break
-        plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
-        finish(plans, *running.result())
-    if comparisons is not None:  # every launched module's verdicts, also when stopping early
-        for outcome in comparisons.ready(wait=True):
-            emit(outcome)
 
 
 def observation_name(variant_id: str, seed: int) -> str:

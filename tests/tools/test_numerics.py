@@ -9,12 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.spec import load_specs
 from ptxconf.tools.numerics.campaign import measure
 from ptxconf.tools.numerics.fuzz import batch, compare, fuzz_variant, shrink
 from ptxconf.tools.numerics.harness import numeric_variants, path_of
 from ptxconf.tools.numerics.model import Types, dot_bits, mma_semantics
-from ptxconf.tools.numerics.spec import numerics_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "results" / "h100-numerics"
@@ -25,16 +23,6 @@ F16F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 F16F16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
 TF32 = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 FP8 = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"
-
-
-@pytest.fixture(scope="module")
-def specs():
-    return load_specs()
-
-
-@pytest.fixture(scope="module")
-def spec(specs):
-    return numerics_spec(specs)
 
 
 def _dot(spec, specs, vid, a, b, c):

@@ -53,16 +53,6 @@ F64 = "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"
 _GPU, _WHY = gpu_available()
 
 
-@pytest.fixture(scope="module")
-def specs():
-    return load_specs()
-
-
-@pytest.fixture(scope="module")
-def spec(specs):
-    return numerics_spec(specs)
-
-
 def _f16(x: float) -> int:
     return int(ptx_type("f16").encode(np.array([x]))[0])
 

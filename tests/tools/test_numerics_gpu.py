@@ -19,14 +19,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ptxconf.spec import load_specs
 from ptxconf.spec.ptxtypes import ptx_type
 from ptxconf.tools.numerics import gpu
 from ptxconf.tools.numerics import gpu_fuzz as gf
 from ptxconf.tools.numerics.fuzz import _values
 from ptxconf.tools.numerics.harness import k_of, numeric_variants, path_of, rounding_variants
 from ptxconf.tools.numerics.model import PathParams, Types, dot_bits
-from ptxconf.tools.numerics.spec import numerics_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = [d for d in (ROOT / "results" / "h100-numerics", ROOT / "results" / "h100-numerics-wgmma")
@@ -69,16 +67,6 @@ F64_CHANGES = [{}, {"f64_mode": "reverse_fma"}, {"f64_rnd": "ignored"}, {"nan_pr
                {"nan_propagation": "payload_a_first"}, {"nan_propagation": "payload_c_b_a"}, {"nan_propagation": "payload_b_c_a"}]
 
 _OK, _WHY = gpu.available()
-
-
-@pytest.fixture(scope="module")
-def specs():
-    return load_specs()
-
-
-@pytest.fixture(scope="module")
-def spec(specs):
-    return numerics_spec(specs)
 
 
 def _combos(specs, spec) -> list[tuple[PathParams, Types, int]]:
