@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
 from ptxconf.run.replay import Observation, read_observation, read_summary
+from ptxconf.run.runner import observation_files, observation_stem, open_observation
 
 __all__ = ["DiffUsageError", "RunDir", "diff_runs", "load_run", "read_results", "render_text"]
 
@@ -345,10 +346,10 @@ def _by_kind(rows: list[dict]) -> list[dict]:
 def _variant_of_file(path: Path) -> str:
     """The variant id a file records (its meta), else its file name without the seed."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open_observation(path) as z:
             return str(json.loads(str(z["meta"]))["variant"])
     except Exception:  # damaged: the name will do for a file only one run has
-        return re.sub(r"\.seed-?\d+\.npz$", "", path.name)
+        return observation_stem(path.name)
 
 
 def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str]]:
@@ -356,7 +357,7 @@ def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str
     if not bd.is_dir() or not nd.is_dir():
         which = "either run" if not bd.is_dir() and not nd.is_dir() else "BASE" if not bd.is_dir() else "NEW"
         return [], {}, [f"observations: not recorded in {which}; D words not compared"]
-    bf, nf = {p.name for p in bd.glob("*.npz")}, {p.name for p in nd.glob("*.npz")}
+    bf, nf = {p.name for p in observation_files(bd)}, {p.name for p in observation_files(nd)}
     out = []
     same = 0
     for name in sorted(bf | nf):

@@ -15,7 +15,7 @@ import socket
 import time
 from pathlib import Path
 
-__all__ = ["atomic_write", "RunLock", "LockHeld", "RUN_FILES", "holds_a_run", "clear_run"]
+__all__ = ["atomic_write", "zstd_compress", "zstd_decompress", "ZSTD_MAGIC", "RunLock", "LockHeld", "RUN_FILES", "holds_a_run", "clear_run"]
 
 LOCK_NAME = ".ptxconf.lock"
 # What a run writes into its directory (and what --force clears).
@@ -36,6 +36,37 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a Zstandard frame
+
+
+def _zstd():
+    """Zstandard from the standard library (3.14+) or the ``zstandard`` package: level 1 compresses the run's words
+    about five times faster than zlib level 1, and smaller (measured on the suite's observation files)."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+
+        def compress(data, level):
+            return zstd.compress(data, options={zstd.CompressionParameter.compression_level: level,
+                                                zstd.CompressionParameter.checksum_flag: 1})
+
+        return compress, zstd.decompress
+    except ImportError:
+        import zstandard
+
+        return (lambda data, level: zstandard.ZstdCompressor(level=level, write_checksum=True).compress(data),
+                zstandard.ZstdDecompressor().decompress)
+
+
+def zstd_compress(data: bytes, level: int = 1) -> bytes:
+    """One Zstandard frame (what ``zstd -d`` reads), with the content size in its header and a checksum of the
+    content (damage is found, never decoded into other words)."""
+    return _zstd()[0](data, level)
+
+
+def zstd_decompress(data: bytes) -> bytes:
+    return _zstd()[1](data)
 
 
 def holds_a_run(directory: Path) -> bool:

@@ -18,7 +18,6 @@ read), naming the file and what is wrong, and every other file replays.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -30,18 +29,24 @@ from ptxconf.core.family import compare, run_variants_of
 from ptxconf.core.verdict import UNDEFINED
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.run.report import Record, RunLog
-from ptxconf.run.runner import observation_name
+from ptxconf.run.runner import (
+    ZSTD_MAGIC,
+    observation_files,
+    observation_name,
+    observation_seed,
+    observation_stem,
+    open_observation,
+)
 from ptxconf.spec.loader import Specs
 
 __all__ = ["Observation", "load_observation", "read_observation", "read_summary", "replay_dir", "run_status_warning"]
 
 FILE_CHECK = "observation"  # the check name of a verdict about a whole unreadable file
-_SEED_IN_NAME = re.compile(r"\.seed(-?\d+)\.npz$")
 
 
 def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     """Meta, input and output words of one observation file; raises on any damage (see ``read_observation``)."""
-    with np.load(path, allow_pickle=False) as z:
+    with open_observation(path) as z:
         return json.loads(str(z["meta"])), z["in_words"], z["out_words"]
 
 
@@ -63,8 +68,7 @@ class Observation:
     def seed(self) -> int | None:
         if self.meta is not None:
             return self.meta["seed"]
-        m = _SEED_IN_NAME.search(self.path.name)
-        return int(m.group(1)) if m else None
+        return observation_seed(self.path.name)
 
 
 def _why(exc: BaseException) -> str:
@@ -107,11 +111,11 @@ def read_observation(path: Path) -> Observation:
             head = fh.read(4)
     except OSError as exc:
         return Observation(path, None, None, None, f"cannot be read ({_why(exc)})")
-    if head != b"PK\x03\x04":  # np.load would call foreign bytes "pickled data"
+    if head not in (b"PK\x03\x04", ZSTD_MAGIC):  # np.load would call foreign bytes "pickled data"
         return Observation(path, None, None, None, "empty file" if not head else f"not an .npz archive (starts {head!r})")
     try:
-        z = np.load(path, allow_pickle=False)
-    except Exception as exc:  # BadZipFile, EOFError, pickled or foreign data, OSError, ...
+        z = open_observation(path)
+    except Exception as exc:  # BadZipFile, a damaged frame, EOFError, pickled or foreign data, OSError, ...
         return Observation(path, None, None, None, f"not a readable .npz archive ({_why(exc)})")
     problems: list[str] = []
     meta = None
@@ -172,7 +176,7 @@ def run_status_warning(directory: Path, summary: dict) -> str | None:
 
 def _variant_by_file(specs: Specs) -> dict[str, str]:
     """Observation file stem (sanitised variant id) -> variant id, to name a file whose meta is lost."""
-    return {observation_name(vid, 0).removesuffix(".seed0.npz"): vid for vid in specs.variants}
+    return {observation_stem(observation_name(vid, 0)): vid for vid in specs.variants}
 
 
 def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: bool = False, out: Path | None = None) -> int:
@@ -188,7 +192,7 @@ def _damaged(log: RunLog, specs: Specs, obs: Observation, problem: str, checks: 
     if obs.meta is not None:
         vid = obs.meta["variant"]
     else:
-        stem = _SEED_IN_NAME.sub("", obs.path.name).removesuffix(".npz")
+        stem = observation_stem(obs.path.name)
         vid = _variant_by_file(specs).get(stem, stem)
     v = specs.variants.get(vid)
     seed = obs.seed if obs.seed is not None else -1
@@ -236,7 +240,7 @@ def _replay_file(log: RunLog, specs: Specs, obs: Observation) -> None:
 
 def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path) -> int:
     obs_dir = directory / "observations"
-    files = sorted(obs_dir.glob("*.npz"))
+    files = observation_files(obs_dir)
     if not files:
         print(f"ptxconf replay: no observations under {obs_dir}", file=sys.stderr)
         return 2

@@ -32,7 +32,7 @@ from ptxconf.core.verdict import Verdict
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion
 
-from .files import atomic_write
+from .files import ZSTD_MAGIC, atomic_write, zstd_compress, zstd_decompress
 
 __all__ = ["Plan", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups", "iter_modules"]
 
@@ -406,8 +406,42 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
             pool.close()
 
 
+OBSERVATION_SUFFIX = ".npz.zst"  # an .npz (stored, not deflated) in one Zstandard frame; older runs wrote .npz
+_OBSERVATION_SEED = re.compile(r"\.seed(-?\d+)\.npz(?:\.zst)?$")
+
+
 def observation_name(variant_id: str, seed: int) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}.npz"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}{OBSERVATION_SUFFIX}"
+
+
+def has_observation(directory: Path, variant_id: str, seed: int) -> bool:
+    """Whether ``directory`` holds the observation of (variant, seed), in this version's file or an older run's."""
+    name = observation_name(variant_id, seed)
+    return (directory / name).exists() or (directory / name.removesuffix(".zst")).exists()
+
+
+def observation_files(directory: Path) -> list[Path]:
+    """Every observation file under ``directory``, in name order: this version's and older runs' plain ``.npz``."""
+    return sorted([*directory.glob("*.npz"), *directory.glob("*" + OBSERVATION_SUFFIX)])
+
+
+def observation_stem(name: str) -> str:
+    """The file name without its seed and suffix (the sanitised variant id)."""
+    return _OBSERVATION_SEED.sub("", name)
+
+
+def observation_seed(name: str) -> int | None:
+    m = _OBSERVATION_SEED.search(name)
+    return int(m.group(1)) if m else None
+
+
+def open_observation(path: Path) -> np.lib.npyio.NpzFile:
+    """The arrays of an observation file (``np.load``'s lazy archive), compressed or not; raises on damage."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+        if head == ZSTD_MAGIC:
+            return np.load(io.BytesIO(zstd_decompress(head + fh.read())), allow_pickle=False)
+    return np.load(path, allow_pickle=False)
 
 
 PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
@@ -438,15 +472,16 @@ def save_observation(directory: Path, outcome: VariantOutcome, pending: bool = F
         ],
     }
     path = directory / (observation_name(plan.variant.id, plan.seed) + (PENDING if pending else ""))
-    atomic_write(path, npz_bytes(in_words=plan.in_words, out_words=outcome.out_words, meta=np.array(json.dumps(meta))))
+    atomic_write(path, observation_bytes(in_words=plan.in_words, out_words=outcome.out_words, meta=np.array(json.dumps(meta))))
     return path
 
 
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    """An ``.npz`` (what ``np.load`` reads) at zlib level 1: the words compress almost as well, several times faster."""
+def observation_bytes(**arrays: np.ndarray) -> bytes:
+    """An observation file's bytes: the arrays as an ``.npz`` (what ``np.load`` reads), stored, in one Zstandard
+    frame at level 1 (``zstd -d`` gives the ``.npz`` back)."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, arr in arrays.items():
             with zf.open(name + ".npy", "w", force_zip64=True) as fh:
                 np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
-    return buf.getvalue()
+    return zstd_compress(buf.getbuffer())

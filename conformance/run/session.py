@@ -24,7 +24,7 @@ from ptxconf.core.verdict import UNDEFINED, labelled
 
 from .files import RunLock, clear_run, holds_a_run
 from .report import Record, RunLog
-from .runner import STAGES, observation_name, run_variants, save_observation
+from .runner import STAGES, has_observation, run_variants, save_observation
 
 __all__ = ["RunSession", "UsageError", "EXIT_NOTHING_RAN", "prepare_out_dir", "recorded_done", "take_lock"]
 
@@ -85,7 +85,7 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
                 done.add((r["variant"], r["check"]))
                 compared.setdefault(r["variant"], r.get("status") != "error")
     if observations:  # a variant compared (not an error) but with no observation on disk is made again
-        missing = {v for v, ok in compared.items() if ok and not (out / "observations" / observation_name(v, seed)).exists()}
+        missing = {v for v, ok in compared.items() if ok and not has_observation(out / "observations", v, seed)}
         done = {(v, c) for v, c in done if v not in missing}
     return done
 

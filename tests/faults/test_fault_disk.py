@@ -69,7 +69,7 @@ def _nth_observation(n: int):
     seen = []
 
     def fails(path, data):
-        if path.name.removesuffix(runner.PENDING).endswith(".npz") and path.parent.name == "observations":
+        if path.name.removesuffix(runner.PENDING).endswith(runner.OBSERVATION_SUFFIX) and path.parent.name == "observations":
             seen.append(path)
             return len(seen) >= n
         return False

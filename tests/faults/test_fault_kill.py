@@ -30,6 +30,7 @@ from faultkit import (
     wait_until,
 )
 from faultkit import verdicts as as_verdicts
+from ptxconf.run.runner import observation_files
 
 KILL_POINTS = ["planning", 1, 10, 25, 45]
 
@@ -49,7 +50,7 @@ def _check_recorded(out, reference) -> tuple[dict, int]:
 
 def _replay_matches(out, tmp_path, recorded) -> tuple[int, int]:
     """Replay what observations are present: (verdicts that differ from the recorded ones, false passes)."""
-    if not any((out / "observations").glob("*.npz")):
+    if not observation_files(out / "observations"):
         return 0, 0
     replayed = replay_verdicts(out, tmp_path / "replay")
     differ = false = 0

@@ -25,7 +25,7 @@ from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.oracle import mma
 from ptxconf.run import runner
 from ptxconf.run.replay import load_observation
-from ptxconf.run.runner import observation_name
+from ptxconf.run.runner import observation_files, observation_name
 from ptxconf.spec import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -145,7 +145,7 @@ def test_emulator_run_writes_summary_results_and_observations(runs):
     records = jsonl(out / "results.jsonl")
     assert len(records) == len(RUN_VARIANTS) * len(CHECK_NAMES)
     assert {r["status"] for r in records} == {"pass"}
-    files = sorted(p.name for p in (out / "observations").glob("*.npz"))
+    files = [p.name for p in observation_files(out / "observations")]
     assert files == sorted(observation_name(vid, 3) for vid in RUN_VARIANTS)
     for vid in RUN_VARIANTS:
         meta, in_words, out_words = load_observation(out / "observations" / observation_name(vid, 3))
@@ -266,7 +266,7 @@ def _copy_one_observation(tmp_path: Path, vid: str) -> tuple[Path, Path]:
     rec = tmp_path / "rec"
     (rec / "observations").mkdir(parents=True)
     shutil.copy(H100 / "summary.json", rec / "summary.json")
-    name = observation_name(vid, 0)
+    name = observation_name(vid, 0).removesuffix(".zst")  # the recorded run's .npz, as older runs wrote it
     shutil.copy(H100 / "observations" / name, rec / "observations" / name)
     return rec, rec / "observations" / name
 
@@ -387,7 +387,7 @@ def test_a_run_killed_half_way_keeps_what_it_did(tmp_path, monkeypatch):
     assert summary["counts"] == {"pass": len(done)}
     cases, _ = junit_cases(out / "junit.xml")
     assert sorted(tc.get("name") for tc in cases) == sorted(f"{v}:value:seed={seed}" for v in done)
-    assert sorted(p.name for p in (out / "observations").glob("*.npz")) == sorted(observation_name(v, seed) for v in done)
+    assert [p.name for p in observation_files(out / "observations")] == sorted(observation_name(v, seed) for v in done)
 
 
 def test_a_launch_error_becomes_an_error_verdict_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
@@ -425,7 +425,7 @@ def test_a_launch_error_becomes_an_error_verdict_and_the_run_goes_on(tmp_path, m
     cases, _ = junit_cases(out / "junit.xml")
     errors = [tc.get("name") for tc in cases if tc.find("error") is not None]
     assert sorted(errors) == sorted(f"{bad}:{c}:seed=0" for c in CHECK_NAMES)
-    saved = sorted(p.name for p in (out / "observations").glob("*.npz"))
+    saved = [p.name for p in observation_files(out / "observations")]
     assert saved == sorted(observation_name(v, 0) for v in variants if v != bad)
     stdout = capsys.readouterr().out
     blocks = failure_blocks(stdout)

@@ -101,15 +101,34 @@ class SmemSpec:
 
     def offsets(self, major: str, swizzle: str, mn, k, bits: int, lbo: int, sbo: int) -> np.ndarray:
         """Byte offsets (before the swizzle) of elements (mn, k), broadcast; each distinct layout is
-        evaluated once (every case and every comparison asks again with the same tile)."""
+        evaluated once (every case and every comparison asks again with the same tile).  A stride the
+        formula never reads (LBO of K-major swizzled layouts) does not make a layout distinct."""
         mn, k = np.asarray(mn, dtype=np.int64), np.asarray(k, dtype=np.int64)
-        key = (id(self), major, swizzle, int(bits), int(lbo), int(sbo), mn.shape, k.shape, mn.tobytes(), k.tobytes())
+        uses = self._strides_read(major, swizzle)
+        key = (id(self), major, swizzle, int(bits), int(lbo) if "LBO" in uses else None,
+               int(sbo) if "SBO" in uses else None, mn.shape, k.shape, mn.tobytes(), k.tobytes())
         hit = _OFFSETS.get(key)
         if hit is None:
             if len(_OFFSETS) > 4096:
                 _OFFSETS.clear()
             hit = _OFFSETS[key] = (self, self._offsets(major, swizzle, mn, k, bits, lbo, sbo))
         return hit[1].copy()
+
+    def _strides_read(self, major: str, swizzle: str) -> frozenset[str]:
+        """Which of LBO and SBO the offset formula of (major, swizzle) reads, through its bindings too."""
+        key = (id(self), major, swizzle == "none")
+        hit = _READS.get(key)
+        if hit is None:
+            seen: set[str] = set()
+            todo = list(self.offset[major]["none" if swizzle == "none" else "swizzled"].names())
+            while todo:
+                name = todo.pop()
+                if name not in seen:
+                    seen.add(name)
+                    if name in self.let:
+                        todo.extend(self.let[name].names())
+            hit = _READS[key] = (self, frozenset(seen & {"LBO", "SBO"}))
+        return hit[1]
 
     def _offsets(self, major: str, swizzle: str, mn, k, bits: int, lbo: int, sbo: int) -> np.ndarray:
         env: dict[str, Any] = dict(self.let)
@@ -120,10 +139,24 @@ class SmemSpec:
 
     def swizzled(self, swizzle: str, addr, base_offset: int = 0) -> np.ndarray:
         """The absolute shared address the hardware reads for a pre-swizzle address, with the
-        descriptor's base offset."""
+        descriptor's base offset.  The formula is evaluated once per (mode, base offset) over every
+        address up to the highest asked for, and looked up from then on."""
+        addr = np.asarray(addr, dtype=np.int64)
         if swizzle == "none":
-            return np.asarray(addr, dtype=np.int64)
-        return evaluate(self.swizzle, {"addr": np.asarray(addr, dtype=np.int64), "W": self.width(swizzle), "BO": int(base_offset)})
+            return addr.copy()
+        if addr.size == 0 or addr.min() < 0:
+            return evaluate(self.swizzle, {"addr": addr, "W": self.width(swizzle), "BO": int(base_offset)})
+        return self._swizzle_table(swizzle, int(base_offset), int(addr.max()) + 1)[addr]
+
+    def _swizzle_table(self, swizzle: str, base_offset: int, size: int) -> np.ndarray:
+        key = (id(self), swizzle, base_offset)
+        hit = _SWIZZLES.get(key)
+        if hit is None or len(hit[1]) < size:
+            span = max(4096, 1 << (size - 1).bit_length())
+            table = evaluate(self.swizzle, {"addr": np.arange(span, dtype=np.int64), "W": self.width(swizzle),
+                                            "BO": base_offset})
+            hit = _SWIZZLES[key] = (self, table)  # the layout spec is kept alive, so its id stays its own
+        return hit[1]
 
     def addresses(self, major: str, swizzle: str, start: int, mn, k, bits: int, lbo: int, sbo: int,
                   base_offset: int = 0) -> np.ndarray:
@@ -131,6 +164,8 @@ class SmemSpec:
 
 
 _OFFSETS: dict[tuple, tuple[Any, np.ndarray]] = {}
+_READS: dict[tuple, tuple[Any, frozenset[str]]] = {}
+_SWIZZLES: dict[tuple, tuple[Any, np.ndarray]] = {}
 
 
 def canonical_strides(major: str, swizzle: str, width: int, bits: int, mn_extent: int, k_extent: int) -> tuple[int, int]:
