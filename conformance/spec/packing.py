@@ -108,11 +108,23 @@ def unpack(op: Operand, words: np.ndarray, params: Mapping[str, int] | None = No
     """``words[case, lane, op.words]`` -> ``bits[case, matrix, row, col]`` through the layout."""
     lay = op.layout
     elems = element_bits(op, words)
-    m, held = _gather_index(op, params)
+    lanes, es, mm, rr, cc = _scatter_on(op, params)
     out = np.zeros((elems.shape[0], lay.matrices, lay.rows, lay.cols), dtype=np.uint64)
-    lanes, es = np.nonzero(held)
-    out[:, m[lanes, es, 0], m[lanes, es, 1], m[lanes, es, 2]] = elems[:, lanes, es]
+    out[:, mm, rr, cc] = elems[:, lanes, es]
     return out
+
+
+def _scatter_on(op: Operand, params: Mapping[str, int] | None) -> tuple:
+    """(lane, element, matrix, row, col) of every held slot, from the layout evaluated once (:func:`_index_on`)."""
+    key = ("scatter", id(op), tuple(sorted((params or {}).items())))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    mm, rr, cc, held, _ = _index_on(np, op, params)
+    lanes, es = np.nonzero(held)
+    arrays = (lanes, es, mm[lanes, es], rr[lanes, es], cc[lanes, es])
+    _INDEX[key] = (op, arrays)
+    return arrays
 
 
 def slots_to_words(op: Operand, slot_bits: np.ndarray) -> np.ndarray:

@@ -188,7 +188,8 @@ _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
 def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
-    """D bits ``uint64[64, N]`` from A, B, C bits, exactly as the spec's semantics say."""
+    """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
+    say."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
     a, b = at.decode(a_bits), bt.decode(b_bits)
     if dt.is_float:
@@ -239,7 +240,14 @@ def apply(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model | None = N
     A, B = matrices(v, words, imm, model)
     dop = operand_d(v, model)
     C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
-    D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
+    if arithmetic is None:  # the spec's arithmetic takes every case with one scale-d at once
+        D = np.zeros((len(words), 64, v.N), dtype=np.uint64)
+        for scale_d in (False, True):
+            at = np.flatnonzero((words[:, 0, 4] != 0) == scale_d)
+            if len(at):
+                D[at] = numerics(v, A[at], B[at], C[at], scale_d, imm)
+    else:
+        D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
     out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
     out[:, :, : dop.words] = pack(dop, D[:, None])
     return out

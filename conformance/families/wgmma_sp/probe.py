@@ -175,14 +175,14 @@ def matrix_b(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel) ->
 
 
 def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
-    """The dense family's semantics (:func:`ptxconf.families.wgmma.probe.numerics`) with the
+    """D bits of one case, or a stack of them: the dense family's semantics (:func:`ptxconf.families.wgmma.probe.numerics`) with the
     product taken in float64: exact for every input a probe builds (integers and small-grid floats,
     |sum| < 2**53).  einsum, not a BLAS matmul: a small product costs no thread wake-ups."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
     with np.errstate(invalid="ignore", over="ignore"):
         a = at.decode(a_bits).astype(np.float64) * imm.get("scale_a", 1)
         b = bt.decode(b_bits).astype(np.float64) * imm.get("scale_b", 1)
-        acc = np.einsum("mk,kn->mn", a, b)
+        acc = np.einsum("...mk,...kn->...mn", a, b)
         if dt.is_float:
             if scale_d:
                 acc = acc + dt.decode(c_bits).astype(np.float64)
@@ -205,7 +205,14 @@ def apply(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel | None
     dop = wg.operand_d(v, model.dense)
     C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
     scale = {k: val for k, val in imm.items() if k != "sel"}
-    D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), scale) for c in range(len(words))])
+    if arithmetic is None:  # the spec's arithmetic takes every case with one scale-d at once
+        D = np.zeros((len(words), 64, v.N), dtype=np.uint64)
+        for scale_d in (False, True):
+            at = np.flatnonzero((words[:, 0, 4] != 0) == scale_d)
+            if len(at):
+                D[at] = numerics(v, A[at], B[at], C[at], scale_d, scale)
+    else:
+        D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), scale) for c in range(len(words))])
     out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
     out[:, :, : dop.words] = pack(dop, D[:, None])
     return out

@@ -330,13 +330,15 @@ def _tamper(path, dest, change):
     """Rewrite an observation: change(check, meta, in_words, out_words) per check, in place."""
     import json as json_
 
+    from ptxconf.run.runner import observation_bytes
+
     meta, inw, outw = load_observation(path)
     inw, outw = inw.copy(), outw.copy()
     for chk in meta["checks"]:
         a, b = chk["slice"]
         change(chk, inw[a:b], outw[a:b])
     dest.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(dest / path.name, in_words=inw, out_words=outw, meta=json_.dumps(meta))
+    (dest / path.name).write_bytes(observation_bytes(in_words=inw, out_words=outw, meta=np.array(json_.dumps(meta))))
     return dest / path.name
 
 
