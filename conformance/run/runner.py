@@ -414,10 +414,14 @@ def observation_name(variant_id: str, seed: int) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}{OBSERVATION_SUFFIX}"
 
 
-def has_observation(directory: Path, variant_id: str, seed: int) -> bool:
-    """Whether ``directory`` holds the observation of (variant, seed), in this version's file or an older run's."""
+def find_observation(directory: Path, variant_id: str, seed: int) -> Path | None:
+    """The observation file of (variant, seed) under ``directory``: this version's, or an older run's ``.npz``."""
     name = observation_name(variant_id, seed)
-    return (directory / name).exists() or (directory / name.removesuffix(".zst")).exists()
+    return next((p for p in (directory / name, directory / name.removesuffix(".zst")) if p.exists()), None)
+
+
+def has_observation(directory: Path, variant_id: str, seed: int) -> bool:
+    return find_observation(directory, variant_id, seed) is not None
 
 
 def observation_files(directory: Path) -> list[Path]:

@@ -18,12 +18,13 @@ import numpy as np
 import pytest
 from ptxconf import cli
 from ptxconf.run.diff import diff_runs
+from ptxconf.run.runner import observation_bytes, observation_name, open_observation
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "results" / "h100"
 MMA = "mma.sync.aligned."
 VARIANTS = (MMA + "m16n8k16.row.col.f32.f16.f16.f32", MMA + "m16n8k8.row.col.f32.bf16.bf16.f32")
-OBS = {vid: f"{vid}.seed0.npz" for vid in VARIANTS}
+OBS = {vid: observation_name(vid, 0) for vid in VARIANTS}
 CHECKS = ("value", "map.A", "map.B", "map.C")
 
 
@@ -77,10 +78,10 @@ def _edit_summary(run: Path, **changes) -> None:
 
 
 def _edit_npz(path: Path, **arrays) -> None:
-    with np.load(path, allow_pickle=False) as z:
+    with open_observation(path) as z:
         doc = {k: z[k] for k in z.files}
     doc.update(arrays)
-    np.savez_compressed(path, **doc)
+    path.write_bytes(observation_bytes(**doc))
 
 
 def _records(run: Path) -> list[dict]:
@@ -196,7 +197,7 @@ def test_a_map_only_one_run_has(pair, capsys):
 def test_a_changed_d_word_for_the_same_inputs_is_named(pair, capsys):
     base, new = pair
     path = new / "observations" / OBS[VARIANTS[0]]
-    with np.load(path) as z:
+    with open_observation(path) as z:
         out_words, meta = z["out_words"].copy(), json.loads(str(z["meta"]))
     (a, _), = [c["slice"] for c in meta["checks"] if c["check"] == "map.A"]
     old = int(out_words[a + 1, 17, 2])
@@ -217,7 +218,7 @@ def test_a_changed_d_word_for_the_same_inputs_is_named(pair, capsys):
 def test_other_inputs_are_said_and_their_outputs_not_diffed(pair, capsys):
     base, new = pair
     path = new / "observations" / OBS[VARIANTS[1]]
-    with np.load(path) as z:
+    with open_observation(path) as z:
         in_words, out_words = z["in_words"].copy(), z["out_words"].copy()
     in_words[0, 0, 0] ^= np.uint32(1)
     out_words[0] ^= np.uint32(0xFFFF)  # outputs of the case with other inputs: not to be listed

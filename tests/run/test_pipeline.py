@@ -25,7 +25,13 @@ from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.oracle import mma
 from ptxconf.run import runner
 from ptxconf.run.replay import load_observation
-from ptxconf.run.runner import observation_files, observation_name
+from ptxconf.run.runner import (
+    find_observation,
+    observation_bytes,
+    observation_files,
+    observation_name,
+    open_observation,
+)
 from ptxconf.spec import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +75,7 @@ def jsonl(path: Path) -> list[dict]:
 
 
 def recorded_variants() -> set[str]:
-    return {load_observation(p)[0]["variant"] for p in sorted((H100 / "observations").glob("*.npz"))}
+    return {load_observation(p)[0]["variant"] for p in observation_files(H100 / "observations")}
 
 
 def replay(directory: Path, tmp_path: Path, specs: Path | None = None) -> int:
@@ -180,7 +186,7 @@ def test_replay_of_an_emulator_run_passes(runs, tmp_path, capsys):
 
 def test_replay_of_the_recorded_h100_run_passes(tmp_path, capsys):
     assert (H100 / "observations").is_dir(), f"recorded H100 run missing under {H100}"
-    files = sorted((H100 / "observations").glob("*.npz"))
+    files = observation_files(H100 / "observations")
     assert len(files) >= 90
     assert replay(H100, tmp_path) == 0
     out = capsys.readouterr().out
@@ -266,7 +272,7 @@ def _copy_one_observation(tmp_path: Path, vid: str) -> tuple[Path, Path]:
     rec = tmp_path / "rec"
     (rec / "observations").mkdir(parents=True)
     shutil.copy(H100 / "summary.json", rec / "summary.json")
-    name = observation_name(vid, 0).removesuffix(".zst")  # the recorded run's .npz, as older runs wrote it
+    name = find_observation(H100 / "observations", vid, 0).name
     shutil.copy(H100 / "observations" / name, rec / "observations" / name)
     return rec, rec / "observations" / name
 
@@ -277,7 +283,7 @@ def test_replay_of_a_corrupted_observation_fails(tmp_path, capsys, what):
     rec, path = _copy_one_observation(tmp_path, vid)
     assert replay(rec, tmp_path) == 0  # the untouched copy passes
     capsys.readouterr()
-    with np.load(path, allow_pickle=False) as z:
+    with open_observation(path) as z:
         arrays = {k: z[k] for k in z.files}
     meta = json.loads(str(arrays["meta"]))
     (a, _), = [c["slice"] for c in meta["checks"] if c["check"] == "value"]
@@ -285,7 +291,7 @@ def test_replay_of_a_corrupted_observation_fails(tmp_path, capsys, what):
     out_words = arrays["out_words"].copy()
     word = 1 if what == "D bit" else SPECS.variants[vid].operands["D"].words  # d1, or the checksum word
     out_words[a + case, lane, word] ^= np.uint32(1)
-    np.savez_compressed(path, **{**arrays, "out_words": out_words})
+    path.write_bytes(observation_bytes(**{**arrays, "out_words": out_words}))
     assert replay(rec, tmp_path / "again") == 1
     out = capsys.readouterr().out
     blocks = failure_blocks(out)

@@ -184,13 +184,13 @@ def test_probe_kernel_shape(specs):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
     """Observations of RECORDED: the H100's where committed, else recorded now by the emulator."""
-    from ptxconf.run.runner import observation_name
+    from ptxconf.run.runner import find_observation, observation_name
 
     have = {}
     if (H100 / "observations").is_dir():
         for vid in RECORDED:
-            p = H100 / "observations" / observation_name(vid, 0)
-            if p.exists():
+            p = find_observation(H100 / "observations", vid, 0)
+            if p is not None:
                 have[vid] = p
     missing = [vid for vid in RECORDED if vid not in have]
     if missing:
