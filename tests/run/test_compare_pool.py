@@ -67,3 +67,23 @@ def test_stopping_keeps_every_launched_module(jobs):
     runner.run_variants(EmulatorBackend(mma), _variants(), 4, value_cases=2, jobs=jobs,
                         on_outcome=lambda o: seen.append(o.plan.variant.id), stop=lambda: len(seen) > 0)
     assert seen and len(seen) == len(set(seen))
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_workers_run_blas_on_one_thread_and_leave_the_parent_alone():
+    """Every core already has a worker: a BLAS pool in each would oversubscribe them; the run's process keeps its own."""
+    from ptxconf.run.planpool import ComparePool
+
+    before = _blas_threads()
+    pool = ComparePool(2, _blas_threads, {})
+    try:
+        got, _ = pool.result(pool.submit())
+    finally:
+        pool.close()
+    assert got and set(got) == {1}
+    assert _blas_threads() == before
