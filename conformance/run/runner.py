@@ -343,10 +343,9 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
 
         pool = ComparePool(jobs, compare_and_save, {v.id: v for v in variants})
     comparisons = _Comparisons(pool, observations) if pool else None
-    # Launches run in threads (a launch waits on its device), that many modules in flight at once (one per device):
-    # while they run, this thread records the last module's outcomes and plans and builds the next modules.
+    # With several devices, that many modules are in flight at once (each launch call blocks on its own device).
     slots = max(1, getattr(backend, "parallel", 1))
-    launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch")
+    launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch") if slots > 1 else None
 
     def launch(plans: list[Plan], source: str) -> tuple[list, float]:
         t0 = time.perf_counter()
@@ -366,30 +365,28 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
         modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
         ahead: deque[tuple[list[Plan], str]] = deque()
         inflight: deque[tuple[list[Plan], Future]] = deque()
-        done: tuple[list[Plan], list, float] | None = None  # launched, finished once the next launch is under way
         while True:
-            stopping = bool(stop and stop())
-            while ahead and not stopping and len(inflight) < slots:
-                plans, source = ahead.popleft()
-                inflight.append((plans, launcher.submit(launch, plans, source)))
-            if done is not None:
-                finish(*done)
-                done = None
-            # The next modules planned and built (ptxas pool, in the background) while these run; with nothing
-            # running, only the one to launch next.
-            want = LOOKAHEAD + slots if inflight else 1
-            while not stopping and len(ahead) < want and (plans := next(modules, None)) is not None:
+            # Keep the next modules built in the background (ptxas pool) while this one runs.
+            while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
                 t0 = time.perf_counter()
                 source = module_of(plans)
                 backend.prefetch(source)
                 _stage("module", time.perf_counter() - t0)
                 ahead.append((plans, source))
+            stopping = bool(stop and stop())
+            if launcher is None:
+                if not ahead or stopping:
+                    break
+                plans, source = ahead.popleft()
+                finish(plans, *launch(plans, source))
+                continue
+            while ahead and not stopping and len(inflight) < slots:
+                plans, source = ahead.popleft()
+                inflight.append((plans, launcher.submit(launch, plans, source)))
             if not inflight:
-                if ahead and not stopping:
-                    continue
                 break
             plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
-            done = (plans, *running.result())
+            finish(plans, *running.result())
         if comparisons is not None:  # every launched module's verdicts, also when stopping early
             for outcome in comparisons.ready(wait=True):
                 emit(outcome)
@@ -403,7 +400,8 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
                     emit(outcome)
         raise
     finally:
-        launcher.shutdown(wait=True)
+        if launcher is not None:
+            launcher.shutdown(wait=True)
         if pool is not None:
             pool.close()
 
