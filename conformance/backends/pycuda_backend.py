@@ -38,7 +38,7 @@ def _wire(launches: list[Launch]) -> tuple[list[LaunchItem], list]:
     straight into the run's shared buffer; anything else travels by value, as the launch's own rows."""
     batch, made, of = [], [], {}
     for lc in launches:
-        words, gather = lc.words(), None
+        words, gather = None, None
         if lc.rows is not None:
             whole = of.get(id(lc.in_words))
             if whole is None:
@@ -47,6 +47,8 @@ def _wire(launches: list[Launch]) -> tuple[list[LaunchItem], list]:
                     made.append(whole)
             if shared.is_shared(whole):
                 words, gather = whole, lc.rows
+        if words is None:  # by value: only then are the launch's rows copied out here
+            words = lc.words()
         into = lc.into if lc.rows is not None and shared.is_shared(lc.into) else None
         batch.append((lc.probe.name, words, gather, lc.out_words, lc.order, lc.warps_per_block, into, lc.rows))
     return batch, made

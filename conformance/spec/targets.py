@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 __all__ = [
     "Target",
@@ -93,6 +93,7 @@ class Target:
         return PtxVersion.parse(TARGET_MIN_PTX[self.name])
 
 
+@lru_cache(maxsize=256)  # asked per plan and per kernel; a Target is immutable
 def parse_target(name: str) -> Target:
     m = _TARGET.match(name.strip())
     if not m:
