@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
+from ptxconf.cache import cache_root
 from ptxconf.core.family import family_of
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target, parse_target
@@ -217,10 +218,7 @@ def ptxas_info(exe: str) -> dict:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("PTXCONF_CACHE")
-    if root:
-        return Path(root) / "ptxas"
-    return Path.home() / ".cache" / "ptx-conformance" / "ptxas"
+    return cache_root() / "ptxas"
 
 
 _LOCATION = re.compile(r"^ptxas\s+[^,\n]*,\s*(line \d+)", re.M)
