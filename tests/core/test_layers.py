@@ -14,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
     ("ptxconf.registry", 0),
+    ("ptxconf.cache", 0),
     ("ptxconf.spec", 1),
     ("ptxconf.generators", 2),
     ("ptxconf.core", 3),
