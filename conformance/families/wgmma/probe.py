@@ -236,21 +236,27 @@ def apply(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model | None = N
 
     ``arithmetic`` replaces :func:`numerics` (same signature): the numerics model's hook."""
     model = model or model_of(v)
-    numerics_ = arithmetic or numerics
     A, B = matrices(v, words, imm, model)
     dop = operand_d(v, model)
     C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
-    if arithmetic is None:  # the spec's arithmetic takes every case with one scale-d at once
-        D = np.zeros((len(words), 64, v.N), dtype=np.uint64)
-        for scale_d in (False, True):
-            at = np.flatnonzero((words[:, 0, 4] != 0) == scale_d)
-            if len(at):
-                D[at] = numerics(v, A[at], B[at], C[at], scale_d, imm)
-    else:
-        D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), imm) for c in range(len(words))])
+    D = d_of_cases(v, A, B, C, words[:, 0, 4] != 0, imm, numerics, arithmetic)
     out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
     out[:, :, : dop.words] = pack(dop, D[:, None])
     return out
+
+
+def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarray, imm: dict, spec_numerics,
+               arithmetic=None) -> np.ndarray:
+    """D bits ``[case, 64, N]``: the spec's arithmetic (``spec_numerics``) takes every case of one scale-d at once;
+    a numerics-model hook (``arithmetic``) is asked case by case, as its signature says."""
+    if arithmetic is not None:
+        return np.stack([arithmetic(v, A[c], B[c], C[c], bool(scale_d[c]), imm) for c in range(len(A))])
+    D = np.zeros((len(A), 64, v.N), dtype=np.uint64)
+    for sd in (False, True):
+        at = np.flatnonzero(scale_d == sd)
+        if len(at):
+            D[at] = spec_numerics(v, A[at], B[at], C[at], sd, imm)
+    return D
 
 
 # --- inputs ----------------------------------------------------------------------------------

@@ -198,21 +198,13 @@ def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict
 def apply(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel | None = None, arithmetic=None) -> np.ndarray:
     """Expected out words ``uint32[case, 128, out_words]`` by the spec (or a perturbed model)."""
     model = model or model_of(v)
-    numerics_ = arithmetic or numerics
     fields = fields_of(v, words[:, :, META_WORD], int(imm.get("sel", 0)), model)
     A = densify(v, compressed_a(v, words, imm, model), fields)
     B = matrix_b(v, words, imm, model)
     dop = wg.operand_d(v, model.dense)
     C = unpack(dop, words[:, :, c_off(v) : c_off(v) + dop.words])[:, 0]
     scale = {k: val for k, val in imm.items() if k != "sel"}
-    if arithmetic is None:  # the spec's arithmetic takes every case with one scale-d at once
-        D = np.zeros((len(words), 64, v.N), dtype=np.uint64)
-        for scale_d in (False, True):
-            at = np.flatnonzero((words[:, 0, 4] != 0) == scale_d)
-            if len(at):
-                D[at] = numerics(v, A[at], B[at], C[at], scale_d, scale)
-    else:
-        D = np.stack([numerics_(v, A[c], B[c], C[c], bool(words[c, 0, 4]), scale) for c in range(len(words))])
+    D = wg.d_of_cases(v, A, B, C, words[:, 0, 4] != 0, scale, numerics, arithmetic)
     out = np.zeros((len(words), LANES, out_words(v)), dtype=np.uint32)
     out[:, :, : dop.words] = pack(dop, D[:, None])
     return out
