@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
 import socket
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,6 +29,7 @@ from pathlib import Path
 from ptxconf import __version__
 from ptxconf.core.verdict import Verdict
 from ptxconf.junit import JUnitCase, junit_string
+from ptxconf.revision import git_revision
 from ptxconf.spec.loader import Specs
 
 from .files import atomic_write
@@ -48,26 +47,6 @@ def relative_file(path: str) -> str:
         return ""
     p = Path(path)
     return f"{p.parent.name}/{p.name}" if p.is_absolute() else path
-
-
-def git_revision() -> str | None:
-    """The checkout's commit (with ``+dirty`` when it has changes), or None outside a checkout.
-
-    ``PTXCONF_GIT_REVISION`` names it where the tree was copied without its history (a GPU machine)."""
-    if os.environ.get("PTXCONF_GIT_REVISION"):
-        return os.environ["PTXCONF_GIT_REVISION"]
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return None
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if rev.returncode:
-        return None
-    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def specs_hash(specs: Specs) -> str:
