@@ -281,14 +281,16 @@ def test_an_undefined_run_writes_junit_both_schemas_accept(schemas, tmp_path):
     assert props["undefined"] == str(undefined) and int(suite.get("failures")) == 0
 
 
-@pytest.mark.parametrize("run", ["h100-suite", "h100-suite-r1", "h100-wmma-run"])
-def test_recorded_runs_junit_both_schemas_accept(schemas, run):
+RECORDED = Path(__file__).resolve().parents[2] / "results"
+RECORDED_JUNIT = sorted(RECORDED.rglob("junit.xml")) + sorted(RECORDED.rglob("junit.xml.gz"))
+
+
+@pytest.mark.parametrize("path", RECORDED_JUNIT, ids=lambda p: p.relative_to(RECORDED).as_posix())
+def test_recorded_runs_junit_both_schemas_accept(schemas, path):
+    """Every committed JUnit, plain or gzipped, as Jenkins (junit-10) and the Ant schema read it."""
     import gzip
 
-    path = Path(__file__).resolve().parents[2] / "results" / run / "junit.xml.gz"
-    if not path.exists():
-        pytest.skip(f"results/{run} not recorded here")
-    xml = gzip.open(path, "rt", encoding="utf-8").read()
+    xml = gzip.open(path, "rt", encoding="utf-8").read() if path.suffix == ".gz" else path.read_text(encoding="utf-8")
     assert_valid(schemas, xml)
 
 
@@ -298,8 +300,9 @@ def test_recorded_runs_have_no_shared_testcase_ids():
 
     seen: dict[tuple[str, str], str] = {}
     results = Path(__file__).resolve().parents[2] / "results"
-    for path in sorted(results.glob("h100-suite*/junit.xml.gz")) + sorted(results.glob("h100-wmma-run/junit.xml.gz")):
-        for c in ET.fromstring(gzip.open(path, "rt", encoding="utf-8").read()).iter("testcase"):
+    for path in RECORDED_JUNIT:
+        text = gzip.open(path, "rt", encoding="utf-8").read() if path.suffix == ".gz" else path.read_text()
+        for c in ET.fromstring(text).iter("testcase"):
             key = (c.get("classname"), c.get("name"))
             assert key not in seen, f"{key} in both {seen[key]} and {path}"
             seen[key] = str(path)
