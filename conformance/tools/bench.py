@@ -76,15 +76,38 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
     }
 
 
-def suite(backend_name: str, select: list[str] | None, seed: int) -> dict:
+# Host stages (worker CPU seconds, summed over processes) against the GPU's own steps, to say what bounds a run.
+HOST_STAGES = ("plan_work", "compare", "save")
+
+
+def _bound(entry: dict) -> dict:
+    """Host CPU-seconds per stage against the GPU worker's seconds (all devices) of one run."""
+    stages = entry.get("stages_s") or {}
+    stats = entry.get("backend_stats") or {}
+    gpu_s = sum((stats.get("launch_steps_s") or {}).values())
+    host = {k: stages.get(k) for k in HOST_STAGES if k in stages}
+    return {"host_cpu_s": host, "host_cpu_total_s": round(sum(v for v in host.values() if v), 1),
+            "gpu_worker_s": round(gpu_s, 3), "run_wall_s": entry.get("run_wall_s"), "cpu_s": entry.get("cpu_s")}
+
+
+def suite(backend_name: str, select: list[str] | None, seed: int, devices: str | None = None) -> dict:
     """``ptxconf run`` cold, then warm, then warm without observation files, each in a fresh process: what each
     summary.json says of its time, and the CPU seconds of the run's processes (``cores_busy``: CPU over wall; near
-    the machine's cores, the run is bound by the host's work, not the GPU's)."""
+    the machine's cores, the run is bound by the host's work, not the GPU's).
+
+    With *devices* (``--devices`` of ``ptxconf run``) the three runs use those GPUs, and the first of them alone is
+    timed too, cold and warm with its own empty cache, in the same invocation: ``scaling`` is then the speed-up from
+    the extra GPUs and what bounds each run."""
     out: dict = {}
+    dev = ["--devices", devices] if devices else []
+    configs = [("cold", dev), ("warm", dev), ("warm_no_observations", [*dev, "--no-observations"])]
+    if devices:
+        configs += [("one_gpu_cold", ["--devices", "0"]), ("one_gpu_warm", ["--devices", "0"])]
     with tempfile.TemporaryDirectory(prefix="ptxconf-bench-") as tmp:
-        env = {**os.environ, "PTXCONF_CACHE": str(Path(tmp) / "cache")}  # empty: the cold run fills it
         sel = [a for g in select or () for a in ("--select", g)]
-        for label, extra in (("cold", []), ("warm", []), ("warm_no_observations", ["--no-observations"])):
+        for label, extra in configs:
+            cache = "cache-one" if label.startswith("one_gpu") else "cache"  # empty: each cold run fills its own
+            env = {**os.environ, "PTXCONF_CACHE": str(Path(tmp) / cache)}
             run_dir = Path(tmp) / label
             cmd = [sys.executable, "-m", "ptxconf.cli.main", "run", "--backend", backend_name, "--seed", str(seed),
                    "--quiet", "--out", str(run_dir), *extra, *sel]
@@ -102,8 +125,16 @@ def suite(backend_name: str, select: list[str] | None, seed: int) -> dict:
             if proc.returncode not in (0, 1):
                 out[label]["stderr_tail"] = proc.stderr[-2000:]
     cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
-    out["command"] = "ptxconf run --backend " + backend_name + "".join(f" --select '{g}'" for g in select or ())
+    out["command"] = ("ptxconf run --backend " + backend_name + (f" --devices {devices}" if devices else "")
+                      + "".join(f" --select '{g}'" for g in select or ()))
     out["cold_over_warm"] = round(cold / warm, 2) if cold and warm else None
+    if devices:
+        ratio = {}
+        for temp in ("cold", "warm"):
+            one, many = out[f"one_gpu_{temp}"].get("run_wall_s"), out[temp].get("run_wall_s")
+            ratio[f"speedup_{temp}"] = round(one / many, 2) if one and many else None
+        out["scaling"] = {**ratio, "devices": devices,
+                          "bound": {label: _bound(out[label]) for label in ("warm", "one_gpu_warm")}}
     return out
 
 
@@ -171,7 +202,7 @@ def main(args) -> int:
         backend.close()
     result["numerics"] = numerics_rates(specs)
     if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
-        result["suite"] = suite(backend.name, None, args.seed)
+        result["suite"] = suite(backend.name, None, args.seed, args.devices)
     if args.bulk:
         result["bulk_fuzz"] = bulk_rate(backend.name, args.bulk, args.seed)
     text = json.dumps(result, indent=2)
@@ -193,6 +224,9 @@ def add_parser(sub) -> None:
     b.add_argument("--suite", action="store_true",
                    help="also time the whole `ptxconf run` (every family; --select narrows only the batched "
                         "comparison) cold and warm")
+    b.add_argument("--devices", metavar="all|N|I,J",
+                   help="with --suite: run the suite on these GPUs and on the first alone, and report the speed-up "
+                        "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")
     b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
                    help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
     b.add_argument("-o", "--output", metavar="FILE", help="also write the JSON here")

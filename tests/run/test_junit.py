@@ -299,7 +299,6 @@ def test_recorded_runs_have_no_shared_testcase_ids():
     import gzip
 
     seen: dict[tuple[str, str], str] = {}
-    results = Path(__file__).resolve().parents[2] / "results"
     for path in RECORDED_JUNIT:
         text = gzip.open(path, "rt", encoding="utf-8").read() if path.suffix == ".gz" else path.read_text()
         for c in ET.fromstring(text).iter("testcase"):

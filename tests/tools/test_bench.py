@@ -16,7 +16,7 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     import ptxconf.tools.bench as bench
 
     real = bench.suite
-    monkeypatch.setattr(bench, "suite", lambda name, select, seed: real(name, [M16], seed))  # the whole suite: minutes
+    monkeypatch.setattr(bench, "suite", lambda name, select, seed, devices=None: real(name, [M16], seed, devices))  # the whole suite: minutes
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1", "-o", str(out)])
     capsys.readouterr()
@@ -44,3 +44,18 @@ def test_bench_records_the_bulk_fuzzer_rate_from_its_own_process(tmp_path, capsy
     assert bulk["exit"] == 0 and bulk["cases"] > 0 and bulk["failed_variant_seeds"] == 0
     assert set(bulk["stages_s"]) == {"build", "draw", "launch", "compare"}
     assert bulk["command"].startswith("ptxconf fuzz layouts --bulk --backend emulator --budget 2")
+
+
+def test_scaling_bound_reads_a_recorded_two_gpu_run():
+    """What bounds a run comes from its own summary: host CPU-seconds per stage against the GPUs' seconds."""
+    from pathlib import Path
+
+    from ptxconf.tools.bench import HOST_STAGES, _bound
+
+    summary = json.loads((Path(__file__).resolve().parents[2] / "results/h200x2-suite/summary.json").read_text())
+    entry = {"stages_s": summary["stages_s"], "backend_stats": summary["backend_stats"], "run_wall_s": summary["wall_s"]}
+    b = _bound(entry)
+    assert set(b["host_cpu_s"]) == set(HOST_STAGES)
+    assert b["host_cpu_total_s"] == round(sum(summary["stages_s"][k] for k in HOST_STAGES), 1)
+    steps = summary["backend_stats"]["launch_steps_s"]
+    assert b["gpu_worker_s"] == round(sum(steps.values()), 3) and b["host_cpu_total_s"] > 10 * b["gpu_worker_s"]
