@@ -1,0 +1,160 @@
+"""Linear layouts over GF(2): bases from (register, lane, warp) to the tile's coordinates.
+
+Triton writes a distributed layout as one basis vector per bit of each input dimension; the
+coordinates of an input are the XOR of the bases of its set bits.  Here the input dimensions
+are ``register`` (the element index within a thread, low to high), ``lane`` (5 bits) and
+``warp`` (the warp of a wgmma warpgroup: 2 bits; none for warp-wide instructions), and the
+outputs are the spec's ``(row, col)``, with ``matrix`` first where an operand holds several
+(ldmatrix .x2/.x4, m8n8k4's four computations).  Rows and columns keep the spec's orientation:
+A is M x K, B is K x N.
+
+A map is linear when every dimension is a power of two, slot (0, 0, 0) holds (0, 0) and the
+bases reproduce every slot; :func:`fit` says which of these fails.  wgmma's shared-memory
+layouts are in :mod:`.smem`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .tile import Tile
+
+__all__ = ["LinearLayout", "LinearError", "fit", "fit_flat", "fit_tile", "in_dims_of", "read"]
+
+
+class LinearError(ValueError):
+    """A map with no linear form, or a document that is no linear layout."""
+
+
+@dataclass(frozen=True)
+class LinearLayout:
+    """``bases[in_dim]``: one out-vector per bit of that input, in ``out_dims`` order."""
+
+    bases: dict[str, list[list[int]]]
+    out_dims: dict[str, int]
+
+    def sizes(self) -> dict[str, int]:
+        return {d: 1 << len(b) for d, b in self.bases.items()}
+
+    def __call__(self, **inputs: np.ndarray) -> np.ndarray:
+        """int64[..., len(out_dims)]: the XOR of the bases of the set bits of each input."""
+        shape = np.broadcast_shapes(*(np.shape(x) for x in inputs.values()))
+        out = np.zeros(shape + (len(self.out_dims),), dtype=np.int64)
+        for dim, bases in self.bases.items():
+            x = np.broadcast_to(np.asarray(inputs.get(dim, 0), dtype=np.int64), shape)
+            for bit, vec in enumerate(bases):
+                out ^= ((x >> bit) & 1)[..., None] * np.asarray(vec, dtype=np.int64)
+        return out
+
+    def doc(self, **head: Any) -> dict:
+        return {**head, "in_dims": self.sizes(), "out_dims": dict(self.out_dims),
+                "bases": {d: [list(map(int, v)) for v in b] for d, b in self.bases.items()}}
+
+
+def _bits(n: int, what: str) -> int:
+    if n < 1 or n & (n - 1):
+        raise LinearError(f"{what} {n} is not a power of two")
+    return n.bit_length() - 1
+
+
+def in_dims_of(lanes: int, elements: int) -> dict[str, int]:
+    """The input dimensions of a fragment of ``lanes`` threads holding ``elements`` values each."""
+    dims = {"register": elements, "lane": min(lanes, 32)}
+    if lanes > 32:
+        dims["warp"] = lanes // 32
+    return dims
+
+
+def fit_flat(values: np.ndarray, in_dims: dict[str, int], out_dims: dict[str, int],
+             name=lambda x: f"input {x}") -> LinearLayout:
+    """The linear layout of ``values`` (int64[x, len(out_dims)]), x the inputs' bits concatenated, first
+    dimension lowest; ``name(x)`` says which slot ``x`` is in an error."""
+    widths = {d: _bits(n, f"{d} count") for d, n in in_dims.items()}
+    for dim, n in out_dims.items():
+        _bits(n, f"{dim} extent")
+    if (values < 0).any():
+        raise LinearError(f"only {int((values[:, 0] >= 0).sum())} of {len(values)} slots hold a value")
+    if any(values[0]):
+        raise LinearError(f"{name(0)} holds {tuple(int(x) for x in values[0])}, not the origin")
+    bases, shift = {}, 0
+    for dim in in_dims:
+        bases[dim] = [[int(x) for x in values[1 << (shift + b)]] for b in range(widths[dim])]
+        shift += widths[dim]
+    layout = LinearLayout(bases, dict(out_dims))
+    x = np.arange(len(values))
+    inputs, shift = {}, 0
+    for dim in in_dims:
+        inputs[dim] = (x >> shift) & ((1 << widths[dim]) - 1)
+        shift += widths[dim]
+    got = layout(**inputs)
+    bad = np.argwhere((got != values).any(axis=-1))
+    if len(bad):
+        i = int(bad[0][0])
+        raise LinearError(f"not XOR-linear: {name(i)} holds {tuple(int(v) for v in values[i])}, "
+                          f"the bases give {tuple(int(v) for v in got[i])}")
+    return layout
+
+
+def fit(coords: np.ndarray, out_dims: dict[str, int]) -> LinearLayout:
+    """The linear layout of ``coords`` (int64[lane, register, len(out_dims)]), or :class:`LinearError`."""
+    lanes, elements = coords.shape[:2]
+    dims = in_dims_of(lanes, elements)
+    for d, n in dims.items():
+        _bits(n, f"{d} count")
+    return fit_flat(coords.reshape(lanes * elements, -1), dims, out_dims,
+                    name=lambda x: f"lane {x // elements} register {x % elements}")
+
+
+def out_dims_of(tile: Tile) -> dict[str, int]:
+    dims = {"row": tile.rows, "col": tile.cols}
+    return {"matrix": tile.matrices, **dims} if tile.matrices > 1 else dims
+
+
+def tile_coords(tile: Tile) -> np.ndarray:
+    """int64[lane, element, k]: the tile's coordinates in ``out_dims_of`` order."""
+    return tile.coords if tile.matrices > 1 else tile.coords[..., 1:]
+
+
+def fit_tile(tile: Tile) -> LinearLayout:
+    why = tile.unspecified()
+    if why:
+        raise LinearError(why)
+    return fit(tile_coords(tile), out_dims_of(tile))
+
+
+def read(path: Path) -> LinearLayout:
+    """A linear layout document (``ptxconf export layout --as linear``, or hand-written the same way)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise LinearError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise LinearError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise LinearError(f"{path}: expected a JSON object with 'bases' and 'out_dims'")
+    if "fragment" in doc and isinstance(doc["fragment"], dict):
+        doc = doc["fragment"]
+    for key in ("bases", "out_dims"):
+        if not isinstance(doc.get(key), dict):
+            raise LinearError(f"{path}: field {key!r}: expected an object")
+    out_dims = doc["out_dims"]
+    for name, n in out_dims.items():
+        if not isinstance(n, int):
+            raise LinearError(f"{path}: field out_dims.{name}: expected an integer, found {n!r}")
+    bases: dict[str, list[list[int]]] = {}
+    for dim, vecs in doc["bases"].items():
+        if dim not in ("register", "lane", "warp"):
+            raise LinearError(f"{path}: field bases.{dim}: unknown input dimension (register, lane, warp)")
+        if not isinstance(vecs, list):
+            raise LinearError(f"{path}: field bases.{dim}: expected a list of vectors")
+        for i, vec in enumerate(vecs):
+            if not (isinstance(vec, list) and len(vec) == len(out_dims) and all(isinstance(x, int) for x in vec)):
+                raise LinearError(f"{path}: field bases.{dim}[{i}]: expected {len(out_dims)} integers "
+                                  f"({', '.join(out_dims)}), found {vec!r}")
+        bases[dim] = vecs
+    return LinearLayout(bases, dict(out_dims))

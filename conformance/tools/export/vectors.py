@@ -1,0 +1,221 @@
+"""``export vectors``: the measured truth as neutral data (NPZ arrays plus a JSON manifest).
+
+Numerics: every recorded dot-product case of a numerics directory (``numerics campaign``/``edges``
+runs: the designed cases of each measured variant, ``edge`` where the run is the edges campaign,
+and the shrunk fuzz mismatches under ``mismatches/``; GPU fuzz directories hold mismatches only),
+as input bits A [n, K], B [n, K], C [n], the hardware's D bits [n], mma.sp's dense positions of the
+stored A elements, and each case's label.  The whole-matrix batches a campaign keeps of its fuzz
+launches (``observations.npz`` ``f*``) are left out: only their mismatches are cases.
+
+Lane maps: every ``observed_maps.npz`` of a recorded run, ``[lane, element, 3]`` of (matrix, row,
+col), -1 where the run could not decide.
+
+Each group names the directory, GPU, driver and ptxas that produced it (``not recorded`` where the
+run did not keep one), and numerics groups carry the parameters of this project's model for the
+variant's path, so another model can be compared with it case by case.  Schema: ``vectors.schema.json``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ptxconf.run.diff import RunDir, _load_maps
+
+from . import FORMATS
+
+__all__ = ["VectorsError", "export_vectors", "validate", "MANIFEST", "SCHEMA_FILE"]
+
+MANIFEST = "manifest.json"
+SCHEMA_FILE = Path(__file__).with_name("vectors.schema.json")
+_DEVICE_KEYS = ("gpu", "compute_capability", "driver", "ptxas", "cuda_driver_api")
+NOT_RECORDED = "not recorded"
+
+
+class VectorsError(ValueError):
+    """A path that holds nothing to export: one line naming it."""
+
+
+def _narrow(x: np.ndarray) -> np.ndarray:
+    """Bits in the smallest unsigned dtype that holds them (the arrays compress to a fraction)."""
+    x = np.asarray(x, dtype=np.uint64)
+    top = int(x.max()) if x.size else 0
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return x.astype(dt)
+    return x
+
+
+def _device(info: dict) -> dict:
+    """The producing device's fields, ``not recorded`` where the run kept none."""
+    if "device" in info and isinstance(info["device"], str) and "gpu" not in info:
+        info = {**info, "gpu": info["device"]}
+    return {k: str(info[k]) if k in info else NOT_RECORDED for k in _DEVICE_KEYS}
+
+
+def _types(v: Any) -> dict:
+    from ptxconf.tools.numerics.model import Types
+
+    t = Types.of(v)
+    return {"a": t.a, "b": t.b, "c": t.c, "d": t.d, "satfinite": t.satfinite, "bitop": t.bitop, "rnd": t.rnd}
+
+
+def _model(p: Any) -> dict:
+    return {"path": p.name, **p.describe(), "nan_bits": {k: int(x) for k, x in (p.nan_bits or {}).items()}}
+
+
+class _Writer:
+    def __init__(self):
+        self.arrays: dict[str, np.ndarray] = {}
+        self.numerics: list[dict] = []
+        self.maps: list[dict] = []
+        self.devices: dict[str, dict] = {}
+        self.models: dict[str, dict] = {}
+        self._maps: dict[bytes, str] = {}  # identical maps of several runs are stored once
+
+    @staticmethod
+    def _key(table: dict[str, dict], prefix: str, value: dict) -> str:
+        for key, known in table.items():
+            if known == value:
+                return key
+        key = f"{prefix}{len(table)}"
+        table[key] = value
+        return key
+
+    def device(self, info: dict) -> str:
+        return self._key(self.devices, "device", _device(info))
+
+    def map_array(self, arr: np.ndarray) -> str:
+        arr = np.asarray(arr, dtype=np.int16)
+        digest = arr.tobytes() + str(arr.shape).encode()
+        if digest not in self._maps:
+            key = self._maps[digest] = f"m{len(self._maps)}"
+            self.arrays[key] = arr
+        return self._maps[digest]
+
+    def cases(self, run: str, device: str, source: str, v: Any, params: Any, labels: list[str], a, b, c, d,
+              pos=None) -> None:
+        key = f"n{len(self.numerics)}"
+        self.arrays[f"{key}_a"] = _narrow(a)
+        self.arrays[f"{key}_b"] = _narrow(b)
+        self.arrays[f"{key}_c"] = _narrow(c)
+        self.arrays[f"{key}_d"] = _narrow(d)
+        self.arrays[f"{key}_case"] = np.asarray(labels, dtype=str)
+        entry = {"key": key, "run": run, "device": device, "source": source, "variant": v.id, "family": v.family,
+                 "cases": len(labels), "k": int(np.shape(b)[1]), "types": _types(v),
+                 "model": self._key(self.models, "model", _model(params)),
+                 "sparse": pos is not None}
+        if pos is not None:
+            self.arrays[f"{key}_pos"] = np.asarray(pos, dtype=np.int16)
+        self.numerics.append(entry)
+
+
+def _numerics_dir(w: _Writer, d: Path, specs: Any, spec: Any) -> int:
+    from ptxconf.tools.numerics.harness import path_of, variant_of
+    from ptxconf.tools.numerics.recorded import RecordedRun
+
+    n = 0
+    if (d / "observations.json").exists() and (d / "measure.json").exists():
+        rec = RecordedRun(d, specs, spec)
+        device = w.device(rec.info)
+        kind = "edge" if (d / "coverage.json").exists() else "designed"
+        for (vid, groups, a, b, c, dd), pos in zip(rec.designed, rec.positions):
+            labels = [f"{g}#{i}" for i, g in enumerate(groups)]
+            w.cases(d.name, device, kind, rec.variant(vid), rec.params(vid), labels, a, b, c, dd, pos)
+            n += len(c)
+        replays = [(r.variant, r.key, r.a, r.b, r.c, r.observed, r.pos) for r in rec.replays]
+    elif (d / "mismatches").is_dir():
+        info: dict = {}
+        for f in sorted(d.glob("*.json")):
+            doc = json.loads(f.read_text())
+            if isinstance(doc, dict) and isinstance(doc.get("device"), dict):
+                info = doc["device"]
+        device = w.device(info)
+        replays = []
+        for f in sorted((d / "mismatches").glob("*.json")):
+            r = json.loads(f.read_text())
+            replays.append((r["variant"], f.name, [int(x, 16) for x in r["a"]], [int(x, 16) for x in r["b"]],
+                            int(r["c"], 16), int(r["observed"], 16), r.get("pos")))
+    else:
+        return 0
+    by_variant: dict[str, list] = {}
+    for row in replays:
+        by_variant.setdefault(row[0], []).append(row)
+    for vid, rows in by_variant.items():
+        v = variant_of(specs, vid)
+        pos = [r[6] for r in rows] if rows[0][6] is not None else None
+        w.cases(d.name, device, "fuzz", v, path_of(spec, v), [r[1] for r in rows], [r[2] for r in rows],
+                [r[3] for r in rows], [r[4] for r in rows], [r[5] for r in rows], pos)
+        n += len(rows)
+    return n
+
+
+def _maps_dir(w: _Writer, d: Path) -> int:
+    maps, problem = _load_maps(RunDir(d, {}, None, ""))
+    if problem:
+        raise VectorsError(problem)
+    if not maps:
+        return 0
+    index = json.loads((d / "observed_maps.json").read_text()) if (d / "observed_maps.json").exists() else {}
+    device = w.device(index.get("device", {}))
+    for key in sorted(maps):
+        variant, _, operand = key.rpartition("|")
+        info = index.get("variants", {}).get(variant, {}).get(operand, {})
+        if not info:  # wgmma ids were stored with '/' as '_'
+            alt = variant[::-1].replace("_", "/", 1)[::-1]
+            info = index.get("variants", {}).get(alt, {}).get(operand, {})
+            variant = alt if info else variant
+        w.maps.append({"key": w.map_array(maps[key]), "run": d.name, "device": device, "variant": variant, "operand": operand,
+                       "layout": info.get("layout", NOT_RECORDED), "agrees_with_spec": info.get("agrees_with_spec"),
+                       "shape": list(maps[key].shape)})
+    return len(maps)
+
+
+def export_vectors(paths: list[Path], out: Path, specs: Any = None) -> dict:
+    """Write ``vectors.npz`` and ``manifest.json`` under ``out`` from the run directories ``paths``."""
+    from ptxconf.spec import load_specs
+    from ptxconf.tools.numerics.spec import numerics_spec
+
+    specs = specs or load_specs()
+    spec = numerics_spec(specs)
+    w = _Writer()
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            raise VectorsError(f"{p}: no such directory")
+        found = _numerics_dir(w, p, specs, spec) + _maps_dir(w, p)
+        if not found:
+            raise VectorsError(f"{p}: holds no numerics cases (observations.npz, mismatches/) and no observed lane "
+                               "maps (observed_maps.npz)")
+    out.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **w.arrays)
+    (out / "vectors.npz").write_bytes(buf.getvalue())
+    manifest = {
+        "schema": FORMATS["vectors"],
+        "about": "Recorded PTX matrix-instruction results: dot-product cases with the hardware's D bits, and observed "
+                 "lane maps. Each numerics entry's model names the parameters of this project's model (models) for its path. Arrays are in vectors.npz under each entry's key (numerics: KEY_a, KEY_b [cases, k], "
+                 "KEY_c, KEY_d [cases] with D the hardware's bits, KEY_case labels, KEY_pos [cases, stored] for sparse forms; maps: KEY "
+                 "[lane, element, (matrix, row, col)], -1 undecided; runs that saw the same map share a key). Bits are the element encodings, zero-extended.",
+        "arrays": "vectors.npz",
+        "devices": w.devices,
+        "models": w.models,
+        "numerics": w.numerics,
+        "maps": w.maps,
+        "totals": {"numerics_cases": sum(e["cases"] for e in w.numerics), "numerics_groups": len(w.numerics),
+                   "maps": len(w.maps), "distinct_maps": len(w._maps)},
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, separators=(",", ":")) + "\n")
+    return manifest
+
+
+def validate(manifest: dict) -> list[str]:
+    """Schema errors of a vectors manifest, one line each (empty: valid)."""
+    import jsonschema
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    v = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{'.'.join(map(str, e.absolute_path)) or '(manifest)'}: {e.message}" for e in v.iter_errors(manifest)]

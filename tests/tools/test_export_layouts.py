@@ -1,0 +1,222 @@
+"""Round trips of ``export layout``: every variant's every operand, exported as a CuTe layout, as
+linear-layout bases and as JSON, is evaluated by the small evaluators written here (not the
+exporter's own code) and must give back the spec's map, slot for slot.
+
+Forms share work the way the specs do: variants that hold the same layout object under the same
+parameters and operand name have the same tile, so each such group is exported once and every
+variant is checked to fall in a group that was.  Where a form does not exist the reason must be
+the documented one (slots that hold nothing; a register count that is not a power of two).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import numpy as np
+import pytest
+from ptxconf.cli.main import main
+from ptxconf.tools.export.jsonform import validate
+from ptxconf.tools.export.layouts import export_layout, operands_of
+from ptxconf.tools.export.smem import smem_operands
+
+MMA_A = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+WGMMA_SS = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16/ss"
+
+
+# --- evaluators written for the test ------------------------------------------------------------
+
+
+def cute_literal(text: str):
+    """A CuTe layout's text (print form or C++ type) -> (shape, stride) as nested Python tuples."""
+    text = text.strip()
+    if text.startswith("Layout<"):
+        text = re.sub(r"\bInt<(\d+)>", r"\1", text[len("Layout<"):-1])
+        text = re.sub(r"\b_(\d+)\b", r"\1", text)
+        text = re.sub(r"\b(?:Shape|Stride)<", "(", text).replace(">", ",)")
+        shape, stride = ast.literal_eval("(" + text + ")")
+    else:
+        left, right = text.split(":")
+        shape, stride = ast.literal_eval(left), ast.literal_eval(right)
+    return shape, stride
+
+
+def _leaves(x):
+    return [y for z in x for y in _leaves(z)] if isinstance(x, tuple) else [x]
+
+
+def cute_eval(shape, stride, coord: int) -> int:
+    """The index of a linear coordinate: digits over the leaves, first leaf fastest."""
+    out = 0
+    for s, d in zip(_leaves(shape), _leaves(stride)):
+        out += (coord % s) * d
+        coord //= s
+    return out
+
+
+def cute_table(text: str, lanes: int, elements: int) -> np.ndarray:
+    shape, stride = cute_literal(text)
+    threads = cute_eval(shape[0], stride[0], np.arange(lanes))
+    values = cute_eval(shape[1], stride[1], np.arange(elements))
+    return threads[:, None] + values[None, :]
+
+
+def gf2_eval(bases: dict, inputs: dict, width: int) -> np.ndarray:
+    """XOR of the basis vectors of every set bit of every input (inputs broadcast): [..., width]."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in inputs.values()))
+    out = np.zeros(shape + (width,), dtype=np.int64)
+    for dim, value in inputs.items():
+        for bit, vec in enumerate(bases.get(dim, [])):
+            on = (np.broadcast_to(value, shape) >> bit) & 1
+            out = np.where(on[..., None] == 1, out ^ np.array(vec), out)
+    return out
+
+
+def spec_index(op, operand: str, params: dict) -> np.ndarray:
+    """The column-major tile index CuTe uses (B as (N, K)), straight from the spec's map."""
+    m = op.layout.map(params or None)
+    mat, row, col = m[..., 0], m[..., 1], m[..., 2]
+    rows, cols = op.layout.rows, op.layout.cols
+    first, e0 = (col, cols) if operand == "B" else (row, rows)
+    second = row if operand == "B" else col
+    return np.where(mat >= 0, first + second * e0 + mat * rows * cols, -1)
+
+
+# --- the groups -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def groups(specs):
+    """(layout, params, operand) -> one (variant, operand, params) that has it; and how many variants share it."""
+    reps: dict = {}
+    for v in specs.variants.values():
+        for name in operands_of(v):
+            if name not in v.operands:
+                continue
+            op = v.operands[name]
+            for params in op.param_combinations():
+                key = (id(op.layout), tuple(sorted(params.items())), name)
+                reps.setdefault(key, [v, name, params, 0])[3] += 1
+    return reps
+
+
+def test_every_variant_and_operand_falls_in_an_exported_group(specs, groups):
+    seen = sum(n for *_, n in groups.values())
+    want = sum(len(v.operands[o].param_combinations()) for v in specs.variants.values() for o in v.operands)
+    assert seen == want and len(groups) > 100
+
+
+def test_cute_round_trip(groups):
+    exported, no_form = 0, 0
+    for v, name, params, _ in groups.values():
+        op = v.operands[name]
+        want = spec_index(op, name, params)
+        out = export_layout(v, name, "cute", params)
+        lines = [ln for ln in out.text.splitlines() if not ln.startswith("#") and not ln.startswith("GMMA::")]
+        if not (want >= 0).any():  # wmma: the ISA leaves the map unspecified
+            assert not lines and "unspecified" in out.missing[0], v.id
+            continue
+        if (want < 0).any():  # some slots hold nothing: no TV layout, and it says so
+            assert not lines and "slots hold a value" in out.missing[0], (v.id, name, out.missing)
+            no_form += 1
+            continue
+        assert len(lines) == 2, (v.id, name, out.missing)
+        for text in lines:  # the print form and the C++ type
+            got = cute_table(text, *want.shape)
+            assert np.array_equal(got, want), (v.id, name, text)
+        exported += 1
+    assert exported > 100 and no_form > 10
+
+
+def test_linear_round_trip(groups):
+    exported = 0
+    for v, name, params, _ in groups.values():
+        op = v.operands[name]
+        m = op.layout.map(params or None)
+        out = export_layout(v, name, "linear", params)
+        frag = out.doc.get("fragment")
+        if frag is None:
+            why = out.doc.get("no_linear_form", "")
+            held = m[..., 0] >= 0
+            n = op.layout.elements
+            assert (not held.all() and ("slots hold" in why or "unspecified" in why)) or \
+                (n & (n - 1) and "not a power of two" in why), (v.id, name, why)
+            continue
+        keep = slice(0, 3) if "matrix" in frag["out_dims"] else slice(1, 3)
+        lane = np.arange(op.layout.lanes)[:, None]
+        got = gf2_eval(frag["bases"], {"register": np.arange(op.layout.elements)[None, :], "lane": lane % 32,
+                                       "warp": lane // 32}, len(frag["out_dims"]))
+        assert np.array_equal(got, m[..., keep]), (v.id, name)
+        exported += 1
+    assert exported > 50
+
+
+def test_json_form_is_todays_map_under_its_schema(groups):
+    validated = set()
+    by_size = sorted(groups.values(), key=lambda g: g[0].operands[g[1]].layout.map(g[2] or None).size)
+    for v, name, params, _ in by_size:
+        op = v.operands[name]
+        doc = export_layout(v, name, "json", params).doc
+        if (v.family, name) not in validated:  # the schema once per family and operand, smallest map first (slow)
+            validated.add((v.family, name))
+            assert validate(doc) == [], (v.id, name)
+        m, held = op.layout.map(params or None), op.layout.held(params or None)
+        pick = slice(0, 3) if op.layout.matrices > 1 else slice(1, 3)
+        lanes, elems = np.nonzero(held)
+        want = np.concatenate([lanes[:, None], elems[:, None], m[lanes, elems][:, pick]], axis=1)
+        got = np.asarray(doc["fragment"]["map"], dtype=np.int64).reshape(-1, want.shape[1])
+        assert np.array_equal(got, want) and doc["fragment"]["params"] == params, (v.id, name)
+
+
+def test_json_map_equals_specs_show(capsys):
+    assert main(["specs", "show", MMA_A, "--operand", "A", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert main(["export", "layout", MMA_A, "--operand", "A", "--as", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fragment"]["map"] == shown["map"] and doc["schema"] == "ptxconf-layout/1"
+
+
+def _isa_swizzled_byte(major: str, width: int, bits: int, row: int, col: int, operand: str) -> int:
+    """The byte the ISA puts element (row, col) of a swizzle atom at: 8 rows of ``width`` bytes, then the XOR of
+    address bits [7, 7+b) into [4, 4+b) (PTX ISA 9.2 §9.7.15.5.1.2)."""
+    mn, k = (col, row) if operand == "B" else (row, col)
+    if major == "K":
+        byte = mn * width + k * bits // 8
+    else:
+        byte = k * width + mn * bits // 8
+    b = (width // 16).bit_length() - 1
+    return byte ^ (((byte >> 7) & ((1 << b) - 1)) << 4)
+
+
+def test_wgmma_smem_atoms_under_every_swizzle(specs):
+    seen = set()
+    for v in specs.variants.values():
+        for name in smem_operands(v):
+            atoms = export_layout(v, name, "linear").doc["smem"]
+            majors = {a["major"] for a in atoms}
+            assert {a["swizzle"] for a in atoms} == {"none", "32B", "64B", "128B"} and "K" in majors
+            for a in atoms:
+                key = (name, a["major"], a["swizzle"], a["element_bits"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                width = a["swizzle_bytes"] or 16
+                cells = gf2_eval(a["bases"], {"offset": np.arange(a["in_dims"]["offset"])}, 2)
+                for off, (row, col) in enumerate(cells.tolist()):
+                    assert _isa_swizzled_byte(a["major"], width, a["element_bits"], row, col, name) == \
+                        off * a["element_bits"] // 8, (v.id, key, off)
+                assert len({tuple(c) for c in cells.tolist()}) == len(cells)  # one-to-one onto the atom
+    # A and B: K-major for the 1-, 8-, 16- and 32-bit types, MN-major for the 16-bit ones (imm-trans), four swizzles
+    assert len(seen) == 2 * (4 + 1) * 4
+
+
+def test_headline_forms_written_literally(specs):
+    """The README's worked examples, as data."""
+    cute = export_layout(specs.get(MMA_A), "A", "cute").text.splitlines()
+    assert cute[2] == "((4,8),(2,2,2)):((32,1),(16,8,128))"
+    lin = export_layout(specs.get(MMA_A), "A", "linear").doc["fragment"]["bases"]
+    assert lin == {"register": [[0, 1], [8, 0], [0, 8]], "lane": [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]]}
+    sw128 = next(a for a in export_layout(specs.get(WGMMA_SS), "A", "linear").doc["smem"]
+                 if a["major"] == "K" and a["swizzle"] == "128B")
+    assert sw128["bases"]["offset"] == [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [0, 32], [1, 8], [2, 16], [4, 32]]
