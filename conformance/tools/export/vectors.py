@@ -7,8 +7,9 @@ as input bits A [n, K], B [n, K], C [n], the hardware's D bits [n], mma.sp's den
 stored A elements, and each case's label.  The whole-matrix batches a campaign keeps of its fuzz
 launches (``observations.npz`` ``f*``) are left out: only their mismatches are cases.
 
-Lane maps: every ``observed_maps.npz`` of a recorded run, ``[lane, element, 3]`` of (matrix, row,
-col), -1 where the run could not decide.
+Lane maps: every ``observed_maps.npz`` of a recorded conformance run, the wmma observations
+(``observed_wmma.npz``: the maps the ISA leaves unspecified) and the maps a discovery inferred,
+``[lane, element, 3]`` of (matrix, row, col), -1 where the run could not decide.
 
 Each group names the directory, GPU, driver and ptxas that produced it (``not recorded`` where the
 run did not keep one), and numerics groups carry the parameters of this project's model for the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,25 +155,74 @@ def _numerics_dir(w: _Writer, d: Path, specs: Any, spec: Any) -> int:
     return n
 
 
-def _maps_dir(w: _Writer, d: Path) -> int:
+def _add_map(w: _Writer, run: str, device: str, source: str, variant: str, operand: str, arr, layout: str,
+             agrees: bool | None) -> None:
+    w.maps.append({"key": w.map_array(arr), "run": run, "device": device, "source": source, "variant": variant,
+                   "operand": operand, "layout": layout, "agrees_with_spec": agrees, "shape": list(np.shape(arr))})
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _discovered_variant(f: Path, specs: Any) -> str:
+    """The variant a discovery's NPZ is of: its YAML names it in its layouts (file names replace ':' and '/')."""
+    m = re.search(r"^  observed\.(.+?)\.(?:A|B|C|D|metadata)(?:\.sel\d+)?:\s*$", f.with_suffix(".yaml").read_text(), re.M)
+    for cand in filter(None, (m.group(1) if m else None, f.stem)):
+        for vid in (cand, cand[::-1].replace("_", "/", 1)[::-1]):
+            if vid in specs.variants:
+                return vid
+    raise VectorsError(f"{f}: names no spec variant")
+
+
+def _maps_dir(w: _Writer, d: Path, specs: Any) -> int:
+    """Observed maps of a conformance run (observed_maps.npz), a wmma observation (observed_wmma.npz) or a
+    discovery (one NPZ of A/B/C/D maps per variant beside its observed YAML)."""
+    n = 0
     maps, problem = _load_maps(RunDir(d, {}, None, ""))
     if problem:
         raise VectorsError(problem)
-    if not maps:
-        return 0
-    index = json.loads((d / "observed_maps.json").read_text()) if (d / "observed_maps.json").exists() else {}
-    device = w.device(index.get("device", {}))
-    for key in sorted(maps):
-        variant, _, operand = key.rpartition("|")
-        info = index.get("variants", {}).get(variant, {}).get(operand, {})
-        if not info:  # wgmma ids were stored with '/' as '_'
-            alt = variant[::-1].replace("_", "/", 1)[::-1]
-            info = index.get("variants", {}).get(alt, {}).get(operand, {})
-            variant = alt if info else variant
-        w.maps.append({"key": w.map_array(maps[key]), "run": d.name, "device": device, "variant": variant, "operand": operand,
-                       "layout": info.get("layout", NOT_RECORDED), "agrees_with_spec": info.get("agrees_with_spec"),
-                       "shape": list(maps[key].shape)})
-    return len(maps)
+    if maps:
+        index = _read_json(d / "observed_maps.json")
+        device = w.device(index.get("device", {}))
+        for key in sorted(maps):
+            variant, _, operand = key.rpartition("|")
+            info = index.get("variants", {}).get(variant, {}).get(operand, {})
+            if not info:  # wgmma ids were stored with '/' as '_'
+                alt = variant[::-1].replace("_", "/", 1)[::-1]
+                info = index.get("variants", {}).get(alt, {}).get(operand, {})
+                variant = alt if info else variant
+            _add_map(w, d.name, device, "run", variant, operand, maps[key], info.get("layout", NOT_RECORDED),
+                     info.get("agrees_with_spec"))
+            n += 1
+    if (d / "observed_wmma.npz").exists():
+        doc = _read_json(d / "observed_wmma.json")
+        device = w.device(doc.get("device", {}))
+        with np.load(d / "observed_wmma.npz", allow_pickle=False) as z:
+            for form in sorted(z.files):
+                operand = {"load.a": "A", "load.b": "B", "load.c": "C", "store.d": "D"}.get(
+                    ".".join(form.split(".")[1:3]), NOT_RECORDED)
+                _add_map(w, d.name, device, "wmma-observe", form, operand, z[form], "unspecified by the ISA", None)
+                n += 1
+    if (d / "summary.json").exists() and any(d.glob("*.yaml")):
+        device = w.device(_read_json(d / "summary.json").get("device", {}))
+        for f in sorted(d.glob("*.npz")):
+            if not f.with_suffix(".yaml").exists():
+                continue
+            variant = _discovered_variant(f, specs)
+            with np.load(f, allow_pickle=False) as z:
+                for key in sorted(z.files):
+                    operand, _, sel = key.partition(".sel")  # metadata.sel1: the map of selector 1
+                    lay = specs.get(variant).operands[operand].layout
+                    spec_map = lay.map({"selector": int(sel)} if sel else None)
+                    agrees = spec_map.shape == z[key].shape and bool(np.array_equal(z[key], spec_map))
+                    _add_map(w, d.name, device, "discover", variant, key, z[key], lay.name, agrees)
+                    n += 1
+    return n
 
 
 def export_vectors(paths: list[Path], out: Path, specs: Any = None) -> dict:
@@ -186,10 +237,10 @@ def export_vectors(paths: list[Path], out: Path, specs: Any = None) -> dict:
         p = Path(p)
         if not p.is_dir():
             raise VectorsError(f"{p}: no such directory")
-        found = _numerics_dir(w, p, specs, spec) + _maps_dir(w, p)
+        found = _numerics_dir(w, p, specs, spec) + _maps_dir(w, p, specs)
         if not found:
             raise VectorsError(f"{p}: holds no numerics cases (observations.npz, mismatches/) and no observed lane "
-                               "maps (observed_maps.npz)")
+                               "maps (observed_maps.npz, observed_wmma.npz, a discovery's NPZ files)")
     out.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez_compressed(buf, **w.arrays)
