@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -23,6 +24,12 @@ def _params(items: list[str] | None) -> dict[str, int]:
             raise SystemExit(f"ptxconf: --param {item!r}: expected NAME=INTEGER")
         out[name] = int(value)
     return out
+
+
+def _dumps(doc: dict) -> str:
+    """Indented JSON with each basis vector on one line: ``[0, 8]``, not three."""
+    return re.sub(r"\[\s*(-?\d+(?:,\s*-?\d+)*)\s*\]",
+                  lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", json.dumps(doc, indent=1))
 
 
 def _variant(args):
@@ -76,7 +83,7 @@ def cmd_export_layout(args: argparse.Namespace) -> int:
     except ExportError as exc:
         raise SystemExit(f"ptxconf export layout: {exc}") from None
     if out.doc is not None:
-        print(json.dumps(out.doc, indent=1 if args.form == "linear" else None))
+        print(_dumps(out.doc) if args.form == "linear" else json.dumps(out.doc))
     else:
         sys.stdout.write(out.text)
     for line in out.missing:
@@ -123,7 +130,7 @@ def cmd_check_layout(args: argparse.Namespace) -> int:
     per_register = v.operands[args.operand].fragment.per_register
     status = 0
     refs = [("spec", "the spec", tile.coords)]
-    refs += [(f"observed[{r.run}]", f"observed on {r.device} (run {r.run})", r.coords)
+    refs += [(f"observed[{r.run}]", f"run {r.run} ({r.device})", r.coords)
              for r in recorded_maps(run_dirs(Path(args.runs)), v.id, args.operand)]
     for tag, what, ref in refs:
         if ref.shape != tile.coords.shape:

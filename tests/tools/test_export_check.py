@@ -28,7 +28,7 @@ def test_right_cute_layout_agrees_with_spec_and_every_recorded_run(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "agrees with the spec (256 slots)"
-    assert len(lines) >= 2 and all("agrees with observed" in ln for ln in lines[1:])  # the H100 runs that kept maps
+    assert len(lines) >= 2 and all(ln.startswith("agrees with run h100") for ln in lines[1:])  # the H100 runs that kept maps
 
 
 def test_cpp_form_is_read_too(capsys):
@@ -75,7 +75,7 @@ def test_a_recorded_map_that_differs_is_named(capsys, tmp_path):
                        str(tmp_path / "runs"))
     assert code == 1
     assert out.splitlines()[0] == "agrees with the spec (256 slots)"
-    assert ("differs from observed on GPU X, 1.0 (run gpu-x) in 2 slot(s); first: A lane 9 element 2 (register 1): "
+    assert ("differs from run gpu-x (GPU X, driver 1.0) in 2 slot(s); first: A lane 9 element 2 (register 1): "
             "observed[gpu-x] (row 10, col 3), layout (row 10, col 2)") in out
 
 
@@ -111,7 +111,7 @@ def test_export_layout_exit_codes_and_reasons(capsys):
     assert code == 1 and "register count 12 is not a power of two" in err
     code, out, err = run(capsys, "export", "layout", "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16/ss",
                          "--operand", "A", "--as", "cute")  # A from shared memory: the swizzle atoms
-    assert code == 0 and "GMMA::Layout_K_SW128_Atom<16-bit>: Sw<3,4,3> o (8,64):(64,1)" in out
+    assert code == 0 and "GMMA::Layout_K_SW128_Atom<16-bit>: Sw<3,4,3> o (8,64):(64,1) over (MN, K)" in out
     code, _, err = run(capsys, "export", "layout", "wmma.load.a.sync.aligned.col.m16n16k16.bf16", "--operand", "A",
                        "--as", "cute")
     assert code == 1 and "the ISA leaves this map unspecified" in err

@@ -213,6 +213,12 @@ def test_gmma_smem_atoms(specs, gmma):
                 bit = mn * bits * stride[0] + k * stride[1]
             byte = _swizzle(bit // 8, b, m, s)
             assert np.array_equal(byte * 8 // bits, np.arange(n)), (var.id, a["major"], a["swizzle"])
+            # the CuTe text the export prints: the same atom upcast from bits to elements
+            if a["major"] == "K":
+                elems = f"({shape[0]},{shape[1] // bits}):({stride[0] // bits},{stride[1]})"
+            else:
+                elems = f"({shape[0] // bits},{shape[1]}):({stride[0]},{stride[1] // bits})"
+            assert a["cute"].endswith(f": Sw<{b},{m},{s}> o {elems} over (MN, K)"), (a["cute"], elems)
             checked += 1
     assert checked == 8 + 4 + 4  # 16-bit: K and MN; 8- and 32-bit: K only
 

@@ -101,7 +101,9 @@ def recorded_maps(dirs: list[Path], variant: str, operand: str) -> list[Recorded
         if index.exists():
             try:
                 dev = json.loads(index.read_text()).get("device", {})
-                device = ", ".join(str(dev[k]) for k in ("gpu", "driver", "ptxas") if k in dev) or device
+                parts = [str(dev["gpu"])] if "gpu" in dev else []
+                parts += [f"driver {dev['driver']}"] if "driver" in dev else []
+                device = ", ".join(parts) or device
             except ValueError:
                 pass
         out.append(Recorded(Path(d).name, device, np.asarray(maps[key], dtype=np.int64)))

@@ -82,7 +82,7 @@ def cute_atom(major: str, swizzle: str, width: int, bits: int) -> str:
     along = width * 8 // bits
     name = {"none": "INTER", "32B": "SW32", "64B": "SW64", "128B": "SW128"}.get(swizzle, swizzle)
     shape = f"(8,{along}):({along},1)" if major == "K" else f"({along},8):(1,{along})"
-    return f"GMMA::Layout_{major}_{name}_Atom<{bits}-bit>: Sw<{b},4,3> o {shape}"
+    return f"GMMA::Layout_{major}_{name}_Atom<{bits}-bit>: Sw<{b},4,3> o {shape} over (MN, K)"
 
 
 _ATOMS: dict[tuple, tuple[Any, list[dict]]] = {}
