@@ -8,17 +8,16 @@ names them either way.  Operands wgmma reads from shared memory add ``smem``: th
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ptxconf.spec.yamlsrc import schema_validator
 
 from . import FORMATS
 from .tile import Tile
 
-__all__ = ["layout_doc", "validate", "SCHEMA_FILE"]
+__all__ = ["layout_doc", "validate", "schema_errors", "SCHEMA_FILE"]
 
 SCHEMA_FILE = Path(__file__).with_name("layout.schema.json")
 
@@ -57,17 +56,13 @@ def layout_doc(v: Any, operand: str, tile: Tile | None, smem: list[dict] | None)
     return doc
 
 
-@lru_cache(maxsize=1)
-def _validator():
-    import jsonschema
-
-    schema = json.loads(SCHEMA_FILE.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+def schema_errors(schema_file: Path, doc: dict) -> list[str]:
+    """Errors of ``doc`` under a JSON schema file, one line each naming the field (empty: valid)."""
+    errors = schema_validator(schema_file).iter_errors(doc)
+    return [f"{'.'.join(map(str, e.absolute_path)) or '(document)'}: {e.message}"
+            for e in sorted(errors, key=lambda e: list(map(str, e.absolute_path)))]
 
 
 def validate(doc: dict) -> list[str]:
-    """Schema errors of a layout document, one line each (empty: valid)."""
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(document)'}: {e.message}"
-            for e in sorted(_validator().iter_errors(doc), key=lambda e: list(e.absolute_path))]
+    """Schema errors of a layout document (empty: valid)."""
+    return schema_errors(SCHEMA_FILE, doc)

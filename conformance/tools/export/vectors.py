@@ -265,8 +265,6 @@ def export_vectors(paths: list[Path], out: Path, specs: Any = None) -> dict:
 
 def validate(manifest: dict) -> list[str]:
     """Schema errors of a vectors manifest, one line each (empty: valid)."""
-    import jsonschema
+    from .jsonform import schema_errors
 
-    schema = json.loads(SCHEMA_FILE.read_text())
-    v = jsonschema.validators.validator_for(schema)(schema)
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(manifest)'}: {e.message}" for e in v.iter_errors(manifest)]
+    return schema_errors(SCHEMA_FILE, manifest)
