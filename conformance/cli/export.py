@@ -116,9 +116,12 @@ def cmd_check_layout(args: argparse.Namespace) -> int:
         recorded_maps,
         run_dirs,
     )
+    from ptxconf.tools.export.smem import smem_operands
     from ptxconf.tools.export.tile import ExportError, operand_tile
 
     v = _variant(args)
+    if args.operand not in v.operands and args.operand in smem_operands(v):
+        return _check_smem(args, v)
     try:
         tile = operand_tile(v, args.operand, _params(args.param))
         user = parse_user(args.cute, args.linear)
@@ -143,3 +146,19 @@ def cmd_check_layout(args: argparse.Namespace) -> int:
             status = 1
             print(f"differs from {what} in {n} slot(s); first: {line}")
     return status
+
+
+def _check_smem(args: argparse.Namespace, v) -> int:
+    """A user's shared-memory swizzle atoms (``--linear`` with ``smem``) against the spec's."""
+    from ptxconf.tools.export.check import UserLayoutError, parse_smem, smem_differences
+    from ptxconf.tools.export.smem import smem_atoms
+
+    if args.linear is None:
+        raise SystemExit(f"ptxconf check layout: {v.id} operand {args.operand} is read from shared memory: give its "
+                         "swizzle atoms with --linear FILE (as `export layout --as linear` writes them)")
+    try:
+        lines = smem_differences(parse_smem(args.linear), smem_atoms(v, args.operand))
+    except UserLayoutError as exc:
+        raise SystemExit(f"ptxconf check layout: {exc}") from None
+    print("\n".join(lines))
+    return 1 if any("differs" in ln for ln in lines) else 0

@@ -99,7 +99,7 @@ def test_bad_linear_document_names_the_field(capsys, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"bases": {"register": [[0, 1]], "lane": [[0]]}, "out_dims": {"row": 16, "col": 16}}))
     code, _, err = run(capsys, "check", "layout", "--linear", str(path), MMA, "--operand", "A", "--runs", "/x")
-    assert code == 2 and "field bases.lane[0]: expected 2 integers (row, col), found [0]" in err
+    assert code == 2 and ": field bases.lane[0]: expected 2 integers (row, col), found [0]" in err
 
 
 def test_export_layout_exit_codes_and_reasons(capsys):
@@ -120,3 +120,29 @@ def test_export_layout_exit_codes_and_reasons(capsys):
     code, out, _ = run(capsys, "export", "layout", sparse, "--operand", "metadata", "--as", "json", "--param",
                        "selector=1")
     assert code == 0 and json.loads(out)["fragment"]["params"] == {"selector": 1}
+
+
+WG_SS = "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16/ss"
+
+
+def test_user_swizzle_atoms_against_the_spec(capsys, tmp_path):
+    """B of an /ss form is read from shared memory: a user's swizzle atoms are checked atom by atom."""
+    assert main(["export", "layout", WG_SS, "--operand", "B", "--as", "linear"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    path = tmp_path / "sw.json"
+    path.write_text(json.dumps(doc))
+    code, out, _ = run(capsys, "check", "layout", "--linear", str(path), WG_SS, "--operand", "B")
+    assert code == 0 and out.count("agrees with the spec") == 8  # K- and MN-major, four swizzles each
+    mine = next(a for a in doc["smem"] if a["major"] == "K" and a["swizzle"] == "128B")
+    mine["bases"]["offset"][6] = [0, 1]  # a 128-byte swizzle that forgets to XOR row 1's chunks
+    path.write_text(json.dumps({"smem": [mine]}))
+    code, out, _ = run(capsys, "check", "layout", "--linear", str(path), WG_SS, "--operand", "B")
+    assert code == 1
+    assert out.strip() == ("smem K-major swizzle 128B: differs from the spec at 256 element offset(s); first: "
+                           "offset 64: spec (row 8, col 1), layout (row 0, col 1)")
+    mine["swizzle"] = "256B"
+    path.write_text(json.dumps({"smem": [mine]}))
+    code, _, err = run(capsys, "check", "layout", "--linear", str(path), WG_SS, "--operand", "B")
+    assert code == 2 and "smem atom K-major swizzle 256B: the operand has no such layout" in err
+    code, _, err = run(capsys, "check", "layout", "--cute", A_CUTE, WG_SS, "--operand", "B")
+    assert code == 2 and "is read from shared memory" in err

@@ -21,7 +21,8 @@ from .cute import CuteError, CuteLayout
 from .linear import LinearError, LinearLayout, in_dims_of
 from .tile import Tile
 
-__all__ = ["Recorded", "cute_coords", "linear_coords", "first_difference", "recorded_maps", "UserLayoutError"]
+__all__ = ["Recorded", "cute_coords", "linear_coords", "first_difference", "recorded_maps", "smem_differences",
+           "UserLayoutError"]
 
 
 class UserLayoutError(ValueError):
@@ -88,6 +89,33 @@ def first_difference(tile: Tile, per_register: int, reference: np.ndarray, user:
     return int(differ.sum()), line
 
 
+def smem_differences(user: list[tuple[str, str, LinearLayout]], spec_atoms: list[dict]) -> list[str]:
+    """One line per user atom: agrees with the spec's atom of the same major-ness and swizzle, or where it first
+    differs (element offset, both cells).  Raises UserLayoutError for an atom the operand does not have."""
+    lines = []
+    for major, swizzle, layout in user:
+        spec = next((a for a in spec_atoms if a["major"] == major and a["swizzle"] == swizzle), None)
+        what = f"{major}-major swizzle {swizzle}"
+        if spec is None:
+            have = ", ".join(f"{a['major']}/{a['swizzle']}" for a in spec_atoms)
+            raise UserLayoutError(f"smem atom {what}: the operand has no such layout; it has {have}")
+        n = spec["in_dims"]["offset"]
+        if layout.sizes().get("offset") != n or layout.out_dims != spec["out_dims"]:
+            raise UserLayoutError(f"smem atom {what}: {layout.sizes()} -> {layout.out_dims}; the spec's atom is "
+                                  f"{{'offset': {n}}} -> {spec['out_dims']}")
+        offsets = np.arange(n)
+        want = LinearLayout(spec["bases"], spec["out_dims"])(offset=offsets)
+        got = layout(offset=offsets)
+        bad = np.argwhere((want != got).any(axis=-1))
+        if not len(bad):
+            lines.append(f"smem {what}: agrees with the spec ({n} elements)")
+            continue
+        i = int(bad[0][0])
+        lines.append(f"smem {what}: differs from the spec at {len(bad)} element offset(s); first: offset {i}: spec "
+                     f"(row {want[i][0]}, col {want[i][1]}), layout (row {got[i][0]}, col {got[i][1]})")
+    return lines
+
+
 def recorded_maps(dirs: list[Path], variant: str, operand: str) -> list[Recorded]:
     """The observed map of ``variant``'s ``operand`` in each run directory that recorded one."""
     out = []
@@ -113,6 +141,15 @@ def recorded_maps(dirs: list[Path], variant: str, operand: str) -> list[Recorded
 def run_dirs(root: Path) -> list[Path]:
     """Every recorded run under ``root`` that kept observed maps."""
     return sorted(p.parent for p in Path(root).glob("*/observed_maps.npz"))
+
+
+def parse_smem(linear: str) -> list[tuple[str, str, LinearLayout]]:
+    from .linear import read_smem
+
+    try:
+        return read_smem(Path(linear))
+    except LinearError as exc:
+        raise UserLayoutError(f"--linear: {exc}") from None
 
 
 def parse_user(cute: str | None, linear: str | None) -> Any:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .tile import Tile
 
-__all__ = ["LinearLayout", "LinearError", "fit", "fit_flat", "fit_tile", "in_dims_of", "read"]
+__all__ = ["LinearLayout", "LinearError", "fit", "fit_flat", "fit_tile", "in_dims_of", "read", "read_smem"]
 
 
 class LinearError(ValueError):
@@ -127,8 +127,34 @@ def fit_tile(tile: Tile) -> LinearLayout:
     return fit(tile_coords(tile), out_dims_of(tile))
 
 
-def read(path: Path) -> LinearLayout:
-    """A linear layout document (``ptxconf export layout --as linear``, or hand-written the same way)."""
+def _layout(doc: Any, path: Path, prefix: str, dims: tuple[str, ...]) -> LinearLayout:
+    """One ``{"bases", "out_dims"}`` object at field ``prefix`` of ``path`` (errors: ``FILE: field PREFIX.KEY``)."""
+    where = f"{path}: field {prefix}"
+    if not isinstance(doc, dict):
+        raise LinearError(f"{where.rstrip('.') if prefix else f'{path}: document'}: expected an object with "
+                          "'bases' and 'out_dims'")
+    for key in ("bases", "out_dims"):
+        if not isinstance(doc.get(key), dict):
+            raise LinearError(f"{where}{key}: expected an object")
+    out_dims = doc["out_dims"]
+    for name, n in out_dims.items():
+        if not isinstance(n, int):
+            raise LinearError(f"{where}out_dims.{name}: expected an integer, found {n!r}")
+    bases: dict[str, list[list[int]]] = {}
+    for dim, vecs in doc["bases"].items():
+        if dim not in dims:
+            raise LinearError(f"{where}bases.{dim}: unknown input dimension ({', '.join(dims)})")
+        if not isinstance(vecs, list):
+            raise LinearError(f"{where}bases.{dim}: expected a list of vectors")
+        for i, vec in enumerate(vecs):
+            if not (isinstance(vec, list) and len(vec) == len(out_dims) and all(isinstance(x, int) for x in vec)):
+                raise LinearError(f"{where}bases.{dim}[{i}]: expected {len(out_dims)} integers "
+                                  f"({', '.join(out_dims)}), found {vec!r}")
+        bases[dim] = vecs
+    return LinearLayout(bases, dict(out_dims))
+
+
+def _document(path: Path) -> dict:
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -136,25 +162,29 @@ def read(path: Path) -> LinearLayout:
     except ValueError as exc:
         raise LinearError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise LinearError(f"{path}: expected a JSON object with 'bases' and 'out_dims'")
-    if "fragment" in doc and isinstance(doc["fragment"], dict):
-        doc = doc["fragment"]
-    for key in ("bases", "out_dims"):
-        if not isinstance(doc.get(key), dict):
-            raise LinearError(f"{path}: field {key!r}: expected an object")
-    out_dims = doc["out_dims"]
-    for name, n in out_dims.items():
-        if not isinstance(n, int):
-            raise LinearError(f"{path}: field out_dims.{name}: expected an integer, found {n!r}")
-    bases: dict[str, list[list[int]]] = {}
-    for dim, vecs in doc["bases"].items():
-        if dim not in ("register", "lane", "warp"):
-            raise LinearError(f"{path}: field bases.{dim}: unknown input dimension (register, lane, warp)")
-        if not isinstance(vecs, list):
-            raise LinearError(f"{path}: field bases.{dim}: expected a list of vectors")
-        for i, vec in enumerate(vecs):
-            if not (isinstance(vec, list) and len(vec) == len(out_dims) and all(isinstance(x, int) for x in vec)):
-                raise LinearError(f"{path}: field bases.{dim}[{i}]: expected {len(out_dims)} integers "
-                                  f"({', '.join(out_dims)}), found {vec!r}")
-        bases[dim] = vecs
-    return LinearLayout(bases, dict(out_dims))
+        raise LinearError(f"{path}: expected a JSON object")
+    return doc
+
+
+def read(path: Path) -> LinearLayout:
+    """The register fragment of a linear layout document (``export layout --as linear``: its ``fragment``), or
+    a bare ``{"bases", "out_dims"}`` object written by hand."""
+    doc = _document(path)
+    if "fragment" in doc:
+        return _layout(doc["fragment"], path, "fragment.", ("register", "lane", "warp"))
+    return _layout(doc, path, "", ("register", "lane", "warp"))
+
+
+def read_smem(path: Path) -> list[tuple[str, str, LinearLayout]]:
+    """The shared-memory atoms of a linear layout document: (major, swizzle, offset -> (row, col))."""
+    doc = _document(path)
+    atoms = doc.get("smem")
+    if not isinstance(atoms, list) or not atoms:
+        raise LinearError(f"{path}: field smem: expected a list of swizzle atoms (major, swizzle, bases, out_dims)")
+    out = []
+    for i, atom in enumerate(atoms):
+        layout = _layout(atom, path, f"smem[{i}].", ("offset",))
+        if not (isinstance(atom.get("major"), str) and isinstance(atom.get("swizzle"), str)):
+            raise LinearError(f"{path}: field smem[{i}]: expected 'major' and 'swizzle' strings")
+        out.append((atom["major"], atom["swizzle"], layout))
+    return out
