@@ -17,6 +17,7 @@ import pytest
 from ptxconf.cli.main import main
 from ptxconf.tools.export.jsonform import validate
 from ptxconf.tools.export.layouts import export_layout, operands_of
+from ptxconf.tools.export.linear import validate as validate_linear
 from ptxconf.tools.export.smem import smem_operands
 
 from tests.tools.export_eval import cute_table, gf2_eval, spec_index
@@ -77,6 +78,7 @@ def test_linear_round_trip(groups):
         op = v.operands[name]
         m = op.layout.map(params or None)
         out = export_layout(v, name, "linear", params)
+        assert validate_linear(out.doc) == [], (v.id, name)
         frag = out.doc.get("fragment")
         if frag is None:
             why = out.doc.get("no_linear_form", "")
@@ -135,7 +137,10 @@ def test_wgmma_smem_atoms_under_every_swizzle(specs):
     seen = set()
     for v in specs.variants.values():
         for name in smem_operands(v):
-            atoms = export_layout(v, name, "linear").doc["smem"]
+            doc = export_layout(v, name, "linear").doc
+            if name not in {k[0] for k in seen}:
+                assert validate_linear(doc) == [], v.id
+            atoms = doc["smem"]
             majors = {a["major"] for a in atoms}
             assert {a["swizzle"] for a in atoms} == {"none", "32B", "64B", "128B"} and "K" in majors
             for a in atoms:

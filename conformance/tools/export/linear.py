@@ -27,6 +27,16 @@ from .tile import Tile
 __all__ = ["LinearLayout", "LinearError", "fit", "fit_flat", "fit_tile", "in_dims_of", "read", "read_smem"]
 
 
+SCHEMA_FILE = Path(__file__).with_name("linear.schema.json")
+
+
+def validate(doc: dict) -> list[str]:
+    """Schema errors of a ``ptxconf-linear/1`` document (empty: valid)."""
+    from .jsonform import schema_errors
+
+    return schema_errors(SCHEMA_FILE, doc)
+
+
 class LinearError(ValueError):
     """A map with no linear form, or a document that is no linear layout."""
 
