@@ -4,8 +4,9 @@ exporter's own code) and must give back the spec's map, slot for slot.
 
 Forms share work the way the specs do: variants that hold the same layout object under the same
 parameters and operand name have the same tile, so each such group is exported once and every
-variant is checked to fall in a group that was.  Where a form does not exist the reason must be
-the documented one (slots that hold nothing; a register count that is not a power of two).
+variant is checked to fall in a group that was.  Maps only some slots hold are compared on those
+slots, and the form must say the rest are don't-care; where a form does not exist the reason must be
+the documented one (wmma's unspecified maps; a register count that is not a power of two).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def test_every_variant_and_operand_falls_in_an_exported_group(specs, groups):
 
 
 def test_cute_round_trip(groups):
-    exported, no_form = 0, 0
+    exported, partial = 0, 0
     for v, name, params, _ in groups.values():
         op = v.operands[name]
         want = spec_index(op, name, params)
@@ -60,16 +61,16 @@ def test_cute_round_trip(groups):
         if not (want >= 0).any():  # wmma: the ISA leaves the map unspecified
             assert not lines and "unspecified" in out.missing[0], v.id
             continue
-        if (want < 0).any():  # some slots hold nothing: no TV layout, and it says so
-            assert not lines and "slots hold a value" in out.missing[0], (v.id, name, out.missing)
-            no_form += 1
-            continue
-        assert len(lines) == 2, (v.id, name, out.missing)
+        assert len(lines) == 2 and not out.missing, (v.id, name, out.missing)
+        held = want >= 0
+        # some slots hold nothing (metadata, scale factors, row addresses): the form says so and gives the rest
+        assert held.all() or "don't-care" in out.text, (v.id, name)
         for text in lines:  # the print form and the C++ type
             got = cute_table(text, *want.shape)
-            assert np.array_equal(got, want), (v.id, name, text)
+            assert np.array_equal(got[held], want[held]), (v.id, name, text)
         exported += 1
-    assert exported > 100 and no_form > 10
+        partial += not held.all()
+    assert exported > 100 and partial > 10
 
 
 def test_linear_round_trip(groups):
@@ -80,18 +81,19 @@ def test_linear_round_trip(groups):
         out = export_layout(v, name, "linear", params)
         assert validate_linear(out.doc) == [], (v.id, name)
         frag = out.doc.get("fragment")
+        held = m[..., 0] >= 0
         if frag is None:
             why = out.doc.get("no_linear_form", "")
-            held = m[..., 0] >= 0
             n = op.layout.elements
-            assert (not held.all() and ("slots hold" in why or "unspecified" in why)) or \
-                (n & (n - 1) and "not a power of two" in why), (v.id, name, why)
+            assert (not held.any() and "unspecified" in why) or (n & (n - 1) and "not a power of two" in why), \
+                (v.id, name, why)
             continue
+        assert held.all() or "don't-care" in frag["holds"], (v.id, name)
         keep = slice(0, 3) if "matrix" in frag["out_dims"] else slice(1, 3)
         lane = np.arange(op.layout.lanes)[:, None]
         got = gf2_eval(frag["bases"], {"register": np.arange(op.layout.elements)[None, :], "lane": lane % 32,
                                        "warp": lane // 32}, len(frag["out_dims"]))
-        assert np.array_equal(got, m[..., keep]), (v.id, name)
+        assert np.array_equal(got[held], m[..., keep][held]), (v.id, name)
         exported += 1
     assert exported > 50
 

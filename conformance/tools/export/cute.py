@@ -9,7 +9,8 @@ sum of strided digits; :func:`fit` finds it or says why not.  Printed forms: CuT
 
 Coverage: register fragments (every thread, every value holding one tile cell, copies allowed as
 stride 0).  Maps held only by some slots (sparse metadata, block-scale factors, ldmatrix row
-addresses of x1/x2) have no TV layout; :func:`fit` says so.
+addresses of x1/x2) get a layout that agrees on the held slots, with zero strides where nothing
+decides (:func:`fit_held`); a map no strides fit is refused with the first slot that breaks it.
 """
 
 from __future__ import annotations
@@ -135,11 +136,49 @@ def _nest(pairs: list[tuple[int, int]]) -> tuple[Nested, Nested]:
     return tuple(s for s, _ in pairs), tuple(d for _, d in pairs)
 
 
+def _bit_strides(index: np.ndarray, axis: int) -> list[int]:
+    """Per bit of ``axis``: the index step between two held slots that differ in that bit alone (0: none do)."""
+    n = index.shape[axis]
+    out = []
+    for b in range(n.bit_length() - 1):
+        lo = np.arange(n)[(np.arange(n) >> b) & 1 == 0]
+        a, c = np.take(index, lo, axis=axis), np.take(index, lo + (1 << b), axis=axis)
+        both = (a >= 0) & (c >= 0)
+        out.append(int((c - a)[both][0]) if both.any() else 0)
+    return out
+
+
+def fit_held(index: np.ndarray) -> CuteLayout:
+    """A layout that agrees with ``index`` on its held slots (>= 0); the others are don't-care.
+
+    Thread and value counts must be powers of two: each bit is a mode of size 2 whose stride is read
+    from two held slots that differ in that bit alone, 0 where no such pair exists (CuTe's own atoms
+    write threads an instruction ignores the same way, e.g. the LDSM source layouts)."""
+    index = np.asarray(index, dtype=np.int64)
+    held = index >= 0
+    for name, n in zip(("thread", "value"), index.shape):
+        if n & (n - 1):
+            raise CuteError(f"only {int(held.sum())} of {index.size} (thread, value) slots hold a value, and the "
+                            f"{name} count {n} is not a power of two")
+    ts, vs = _bit_strides(index, 0), _bit_strides(index, 1)
+    lay = CuteLayout((_nest(coalesce_mode([(2, d) for d in ts]))[0], _nest(coalesce_mode([(2, d) for d in vs]))[0]),
+                     (_nest(coalesce_mode([(2, d) for d in ts]))[1], _nest(coalesce_mode([(2, d) for d in vs]))[1]))
+    got = lay.tv(*index.shape)
+    bad = np.argwhere(held & (got != index))
+    if len(bad):
+        t, v = (int(x) for x in bad[0])
+        raise CuteError(f"only {int(held.sum())} of {index.size} (thread, value) slots hold a value, and no "
+                        f"shape:stride form gives them all: thread {t} value {v} holds {int(index[t, v])}, the "
+                        f"strides give {int(got[t, v])}")
+    return lay
+
+
 def fit(index: np.ndarray) -> CuteLayout:
-    """The (thread, value) layout of an int64[thread, value] index table, coalesced mode by mode."""
+    """The (thread, value) layout of an int64[thread, value] index table, coalesced mode by mode; where only
+    some slots hold a value, :func:`fit_held`."""
     index = np.asarray(index, dtype=np.int64)
     if (index < 0).any():
-        raise CuteError(f"only {int((index >= 0).sum())} of {index.size} (thread, value) slots hold a value")
+        return fit_held(index)
     if index[0, 0] != 0:
         raise CuteError(f"thread 0 value 0 holds index {int(index[0, 0])}, not 0 (a CuTe layout has no offset)")
     thr, val = index[:, 0], index[0, :]

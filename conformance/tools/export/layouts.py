@@ -62,6 +62,8 @@ def export_layout(v: Any, operand: str, form: str, params: Mapping[str, int] | N
         if tile is not None:
             try:
                 doc["fragment"] = linear_tile(tile).doc(layout=tile.layout, params=dict(tile.params))
+                if tile.partial():
+                    doc["fragment"]["holds"] = _partial_note(tile, "zero bases")
             except LinearError as exc:
                 out.missing.append(f"register fragment: no linear form: {exc}")
                 doc["no_linear_form"] = str(exc)
@@ -73,7 +75,10 @@ def export_layout(v: Any, operand: str, form: str, params: Mapping[str, int] | N
     if tile is not None:
         try:
             lay = fit_tile(tile)
-            lines += [f"# layout {tile.layout}{_params_text(tile)}: {tile.domain()}", str(lay), lay.cpp()]
+            lines.append(f"# layout {tile.layout}{_params_text(tile)}: {tile.domain()}")
+            if tile.partial():
+                lines.append(f"# {_partial_note(tile, 'stride 0')}")
+            lines += [str(lay), lay.cpp()]
         except CuteError as exc:
             out.missing.append(f"register fragment: no shape:stride form: {exc}")
     for a in atoms:
@@ -81,6 +86,12 @@ def export_layout(v: Any, operand: str, form: str, params: Mapping[str, int] | N
         lines.append(a["cute"])
     out.text = "\n".join(lines) + "\n"
     return out
+
+
+def _partial_note(tile: Tile, how: str) -> str:
+    """What a form of a map that only some slots hold promises."""
+    return (f"{tile.partial()}: the layout gives each of them its cell; the others, which the instruction does "
+            f"not read, are don't-care ({how} where no held pair decides)")
 
 
 def _params_text(tile: Tile) -> str:

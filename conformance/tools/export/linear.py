@@ -8,8 +8,8 @@ outputs are the spec's ``(row, col)``, with ``matrix`` first where an operand ho
 (ldmatrix .x2/.x4, m8n8k4's four computations).  Rows and columns keep the spec's orientation:
 A is M x K, B is K x N.
 
-A map is linear when every dimension is a power of two, slot (0, 0, 0) holds (0, 0) and the
-bases reproduce every slot; :func:`fit` says which of these fails.  wgmma's shared-memory
+A map is linear when every dimension is a power of two and the bases reproduce every held slot
+(unheld slots are don't-care: zero bases where nothing decides); :func:`fit` says which fails.  wgmma's shared-memory
 layouts are in :mod:`.smem`.
 """
 
@@ -83,26 +83,33 @@ def in_dims_of(lanes: int, elements: int) -> dict[str, int]:
 def fit_flat(values: np.ndarray, in_dims: dict[str, int], out_dims: dict[str, int],
              name=lambda x: f"input {x}") -> LinearLayout:
     """The linear layout of ``values`` (int64[x, len(out_dims)]), x the inputs' bits concatenated, first
-    dimension lowest; ``name(x)`` says which slot ``x`` is in an error."""
+    dimension lowest; ``name(x)`` says which slot ``x`` is in an error.
+
+    Slots that hold nothing (-1) are don't-care: a basis is read from two held slots that differ in its
+    bit alone, and is zero where no such pair exists (the others then repeat held ones, as broadcast
+    dimensions do in Triton's layouts)."""
     widths = {d: _bits(n, f"{d} count") for d, n in in_dims.items()}
     for dim, n in out_dims.items():
         _bits(n, f"{dim} extent")
-    if (values < 0).any():
-        raise LinearError(f"only {int((values[:, 0] >= 0).sum())} of {len(values)} slots hold a value")
-    if any(values[0]):
-        raise LinearError(f"{name(0)} holds {tuple(int(x) for x in values[0])}, not the origin")
+    held = (values >= 0).all(axis=-1)
+    x = np.arange(len(values))
+    vecs = []
+    for b in range(sum(widths.values())):
+        lo = x[(x >> b) & 1 == 0]
+        both = held[lo] & held[lo + (1 << b)]
+        vecs.append([int(v) for v in values[lo[both][0] + (1 << b)] ^ values[lo[both][0]]] if both.any()
+                    else [0] * len(out_dims))
     bases, shift = {}, 0
     for dim in in_dims:
-        bases[dim] = [[int(x) for x in values[1 << (shift + b)]] for b in range(widths[dim])]
+        bases[dim] = vecs[shift:shift + widths[dim]]
         shift += widths[dim]
     layout = LinearLayout(bases, dict(out_dims))
-    x = np.arange(len(values))
     inputs, shift = {}, 0
     for dim in in_dims:
         inputs[dim] = (x >> shift) & ((1 << widths[dim]) - 1)
         shift += widths[dim]
     got = layout(**inputs)
-    bad = np.argwhere((got != values).any(axis=-1))
+    bad = np.argwhere(held & (got != values).any(axis=-1))
     if len(bad):
         i = int(bad[0][0])
         raise LinearError(f"not XOR-linear: {name(i)} holds {tuple(int(v) for v in values[i])}, "
