@@ -224,7 +224,8 @@ def test_gmma_smem_atoms(specs, gmma):
 
 
 def test_ldmatrix_copy_atoms(specs):
-    """Copy_Traits<SM75_*_LDSM_*>::DstLayout maps (thread, bit) to the bit of 8-row x 128-bit matrices, stacked.
+    """Copy_Traits<SM75_*_LDSM_*>::DstLayout maps (thread, bit) to the bit of 8-row x 128-bit matrices, stacked;
+    SrcLayout maps (thread, bit) to the bit of the row whose address the thread gives.
 
     The exported CuTe layout of ldmatrix's fragment, evaluated, put in those units (matrix * 1024 + row * 128 +
     col * 16 + bit of a .b16 element), must be the atom's function."""
@@ -241,3 +242,8 @@ def test_ldmatrix_copy_atoms(specs):
         mine_bits = (mat * 1024 + row * 128 + col * 16)[:, :, None] + j  # [lane, element, bit]
         dst = cute_table(hdr.layout(atom, "DstLayout"), 32, lay.elements * 16).reshape(32, lay.elements, 16)
         assert np.array_equal(mine_bits, dst), (atom, form)
+        # SrcLayout: thread t gives the 128 bits of the row its address names (rowaddr); threads ldmatrix ignores
+        # are stride 0 in both, so the layouts agree on every thread, not only on those that hold an address
+        rows = cute_table(_register_export(specs, v.id, "rowaddr"), 32, 1)[:, 0]  # (row 8, col 1, matrix)
+        src = cute_table(hdr.layout(atom, "SrcLayout"), 32, 128)
+        assert np.array_equal(rows[:, None] * 128 + np.arange(128), src), (atom, form)
