@@ -35,6 +35,8 @@ EXTENSIONS = (
     "ptxconf.cli.toolchains",
     "ptxconf.cli.programs",
 )
+# Layout export and check (a separate tuple, so the list above can change without touching it).
+EXTENSIONS += ("ptxconf.cli.export",)
 
 
 def _specs(args):
