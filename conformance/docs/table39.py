@@ -79,8 +79,10 @@ def parse_n(text: str) -> tuple[int, ...]:
     return tuple(vals)
 
 
-def _shape_cell(text: str) -> tuple[list[tuple[int, str]] | None, tuple[int, ...] | None, dict[str, int] | None]:
-    """(M with the K name each goes with, N values, K name -> value); None for what the cell leaves out."""
+def _shape_cell(text: str) -> tuple[list[tuple[int, str]] | None, tuple[int, ...] | None,
+                                    dict[str, tuple[int, ...]] | None]:
+    """(M with the K name each goes with, N values, K name -> values: ``K = 64 / 96`` gives two); None for
+    what the cell leaves out."""
     ms = ns = ks = None
     for clause in (c.strip() for c in text.split(";")):
         if not clause:
@@ -92,15 +94,16 @@ def _shape_cell(text: str) -> tuple[list[tuple[int, str]] | None, tuple[int, ...
             if not m:
                 raise ValueError(f"cannot read {clause!r}")
             ns = parse_n(m.group(1))
-        elif re.fullmatch(r"(K\d*\s*=\s*\d+\s*,?\s*)+", clause):
-            ks = {a: int(b) for a, b in re.findall(r"(K\d*)\s*=\s*(\d+)", clause)}
+        elif re.fullmatch(r"(K\d*\s*=\s*\d+(?:\s*/\s*\d+)*\s*,?\s*)+", clause):
+            ks = {a: tuple(int(x) for x in re.findall(r"\d+", b))
+                  for a, b in re.findall(r"(K\d*)\s*=\s*(\d+(?:\s*/\s*\d+)*)", clause)}
         else:
             raise ValueError(f"cannot read {clause!r} (expected 'MxNxK, ...', 'N = {{...}}' or 'K = ...')")
     return ms, ns, ks
 
 
 def _types(text: str) -> tuple[str, ...]:
-    return tuple(t.lstrip(".") for t in re.findall(r"\.\w+", text))
+    return tuple(dict.fromkeys(t.lstrip(".") for t in re.findall(r"\.\w+", text)))
 
 
 @dataclasses.dataclass
@@ -136,8 +139,8 @@ def parse_rows(t: DocTable) -> ParsedTable:
                 continue
             ab_text, *scale_text = re.split(r"\bx\s*\(scale\)", c["ab"], maxsplit=1, flags=re.I)
             ab, sc = _types(ab_text), _types(" ".join(scale_text))
-            dtype = _types(c["dtype"])
-            if len(dtype) != 1 or not ab:
+            dtype = _types(c["dtype"])  # one cell may name several (".f32 .f16": a cell the rowspan shares)
+            if not dtype or not ab:
                 raise ValueError(f"cannot read dtype {c['dtype']!r} / atype/btype {c['ab']!r}")
             ms, ns, ks = _shape_cell(c["shape"])
             prev = above.get((kind, ws, ctas))
@@ -152,8 +155,9 @@ def parse_rows(t: DocTable) -> ParsedTable:
                 mk = tuple(sorted({m for m, k in ms if k == kname}))
                 if not mk:
                     raise ValueError(f"{kname} = {kval} goes with no MxNx{kname} shape")
-                rows.append(Row(index=len(rows), dtype=dtype[0], ab=ab, M=mk, N=ns, K=(kval,), **base))
-                scales[rows[-1].index] = sc
+                for dt in dtype:
+                    rows.append(Row(index=len(rows), dtype=dt, ab=ab, M=mk, N=ns, K=kval, **base))
+                    scales[rows[-1].index] = sc
             unused = {k for _, k in ms} - set(ks)
             if unused:
                 raise ValueError(f"no value given for {', '.join(sorted(unused))}")
