@@ -56,7 +56,7 @@ def _unmojibake(m: re.Match) -> str:
     return m.group()
 
 
-_LIGATURES = {"\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi", "\ufb04": "ffl", "\u00b6": ""}
+_LIGATURES = {"\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi", "\ufb04": "ffl", "\u00b6": "", "\uf0c1": ""}  # U+F0C1: a permalink icon font glyph
 
 
 def normalize_text(text: str) -> str:

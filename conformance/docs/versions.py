@@ -10,6 +10,7 @@ moved), whatever the text of the formula looks like.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +123,8 @@ def _compare_layouts(key: _Key, a: DocLayout, b: DocLayout, file: str) -> Findin
 
 
 def _formula_text(lay: DocLayout) -> str:
-    return "; ".join(f"{f.field} = {f.isa_text}" for f in (lay.row, lay.col) if f is not None)
+    return "; ".join(f"{f.field} = {re.sub(rf'^{f.field}\s*=\s*', '', f.isa_text.strip())}"
+                     for f in (lay.row, lay.col) if f is not None)
 
 
 def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:

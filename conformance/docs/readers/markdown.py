@@ -129,8 +129,9 @@ class _Reader:
             if is_debris(p.strip()):
                 flush()
                 continue
-            if re.match(r"^\s*Figure \d+\b", p) and group:
-                flush()  # a caption glued under an image or a sentence
+            if re.match(r"^\s*Figure \d+\b", p) and group and (
+                    not "".join(q for _, q in group).strip() or re.search(r"[.:;!?]\s*$", group[-1][1])):
+                flush()  # a caption glued under an image (or under a finished sentence), not "... in\nFigure 51"
             group.append((j, p))
             s = clean_cell(p)
             if LABEL.match(s) or s.endswith(":"):
