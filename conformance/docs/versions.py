@@ -123,8 +123,8 @@ def _compare_layouts(key: _Key, a: DocLayout, b: DocLayout, file: str) -> Findin
 
 
 def _formula_text(lay: DocLayout) -> str:
-    return "; ".join(f"{f.field} = {re.sub(rf'^{f.field}\s*=\s*', '', f.isa_text.strip())}"
-                     for f in (lay.row, lay.col) if f is not None)
+    texts = [(f.field, re.sub(r"^\w+\s*=\s*", "", f.isa_text.strip())) for f in (lay.row, lay.col) if f is not None]
+    return "; ".join(f"{field} = {text}" for field, text in texts)
 
 
 def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
