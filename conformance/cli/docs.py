@@ -164,49 +164,59 @@ def cmd_doc_examples(args: argparse.Namespace) -> int:
     from ptxconf.docs.examples import examples_of
     from ptxconf.spec import load_specs
 
-    try:
-        docs = [(path, examples_of(read_tree(path))) for path in args.files]
-    except DocError as exc:
-        print(f"ptxconf doc-examples: {exc}", file=sys.stderr)
-        return 2
+    docs, unreadable = [], []
+    for path in args.files:
+        try:
+            tree = read_tree(path)
+            docs.append((path, examples_of(tree), tree.version))
+        except DocError as exc:
+            print(f"ptxconf doc-examples: {exc}", file=sys.stderr)
+            unreadable.append((path, exc))
     specs = load_specs(args.specs)
-    exe, note = None, None
+    exe, note, newest = None, None, None
     if not args.no_ptxas:
         from ptxconf.backends.ptxas import PtxasNotFound, find_ptxas, ptxas_info
 
         try:
             exe = find_ptxas(args.ptxas)
-            note = f"ptxas: {ptxas_info(exe)['ptxas']}"
+            info = ptxas_info(exe)
+            note, newest = f"ptxas: {info['ptxas']}", info["max_ptx"]
         except PtxasNotFound as exc:
             if args.ptxas:
                 print(f"ptxconf doc-examples: {exc}", file=sys.stderr)
                 return 2
             note = f"ptxas: not checked ({exc})"
     findings, per_file = [], []
-    for path, examples in docs:
-        fs = check_examples(examples, specs) + (ptxas_check(examples, specs, exe) if exe else [])
+    for path, examples, version in docs:
+        fs = check_examples(examples, specs) + (ptxas_check(examples, specs, exe, version, newest) if exe else [])
         findings += fs
-        per_file.append((path, fs))
+        per_file.append((path, fs, version))
     errata = sum(f.status == "erratum" for f in findings)
+    code = 2 if unreadable else 1 if errata else 0
     if args.json:
         print(json.dumps({"files": args.files, "ptxas": note, "errata": errata,
                           "summary": dict(Counter(f.status for f in findings)),
+                          "unreadable": [{"file": p, "error": str(e)} for p, e in unreadable],
                           "findings": [f.to_json() for f in findings]}, indent=1))
-        return 1 if errata else 0
-    for path, fs in per_file:
+        return code
+    for path, fs, version in per_file:
         ex_keys = {(f.section, f.line, f.instruction) for f in fs}
         bad = {(f.section, f.line, f.instruction) for f in fs if f.status == "erratum"}
         known = {(f.section, f.line, f.instruction) for f in fs if f.status == "explained"} - bad
         templates = {(f.section, f.line, f.instruction) for f in fs if f.status == "template"}
         uncovered = {(f.section, f.line, f.instruction) for f in fs if f.status == "uncovered"} - bad
         real = ex_keys - templates
-        print(f"== {path}: {len(real)} example(s), {len(templates)} syntax line(s); {len(real - uncovered)} checked, "
-              f"{len(bad)} with errata, {len(known)} explained by specs/ errata, {len(uncovered)} not in specs/")
+        stated = f" (document: PTX ISA {version})" if version else ""
+        print(f"== {path}{stated}: {len(real)} example(s), {len(templates)} syntax line(s); {len(real - uncovered)} "
+              f"checked, {len(bad)} with errata, {len(known)} explained by specs/ errata, {len(uncovered)} not in specs/ "
+              f"(exit {1 if bad else 0})")
         for f in fs:
             if args.all or f.status not in ("ok", "template"):
                 print("  " + f.text())
+    for path, exc in unreadable:
+        print(f"== {path}: unreadable: {exc.message} (exit 2)")
     counts = Counter(f.status for f in findings)
     if note:
         print(note)
     print(", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES) + f"; {errata} erratum finding(s)")
-    return 1 if errata else 0
+    return code

@@ -42,12 +42,17 @@ def _is_sparse(v: Variant) -> bool:
     return v.family == SPARSE
 
 
+_SHAPES: dict[str, str | None] = {}  # variant id -> "m16n8k16" (Variant.shape re-reads the instruction each call)
+
+
 def _shape(v: Variant) -> str | None:
-    try:
-        m, n, k = v.shape
-    except ValueError:
-        return None
-    return f"m{m}n{n}k{k}"
+    if v.id not in _SHAPES:
+        try:
+            m, n, k = v.shape
+            _SHAPES[v.id] = f"m{m}n{n}k{k}"
+        except ValueError:
+            _SHAPES[v.id] = None
+    return _SHAPES[v.id]
 
 
 def applies(lay: DocLayout, v: Variant, operand: str) -> bool:
