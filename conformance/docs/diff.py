@@ -259,7 +259,7 @@ def _covers(ex: Extraction, v: Variant) -> str | None:
     """The section of the document whose heading covers this variant's shape/type group, if any."""
     a = v.operands.get("A")
     for sec in ex.sections:
-        if shape_matches(sec.shape, _shape(v)) and sec.family == v.family and (not _section_types(ex, sec.number) or (a and a.type.name in _section_types(ex, sec.number))):
+        if shape_matches(sec.shape, _shape(v)) and sec.family == v.family and (not sec.types or (a and a.type.name in set(sec.types) | _section_types(ex, sec.number))):
             return sec.number
     for lay in ex.layouts:  # a document without headings covers what its formulas name
         if not lay.section and "A" in lay.operands and shape_matches(lay.shape, _shape(v)) and lay.family == v.family and (
