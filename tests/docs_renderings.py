@@ -14,7 +14,6 @@ from __future__ import annotations
 import html
 import re
 import textwrap
-
 from pathlib import Path
 
 from ptxconf.docs.tree import CAPTION, HEADING, PARA, PRE, TABLE, Block, DocTree
