@@ -22,7 +22,7 @@ from ptxconf.families.tcgen05.spec import Kind, MmaTuple, Row, Tcgen05Spec
 from .findings import Finding
 from .tables import DocTable
 
-__all__ = ["ParsedTable", "is_kind_table", "parse_n", "parse_rows", "compare", "fmt_values"]
+__all__ = ["ParsedTable", "is_kind_table", "parse_n", "parse_rows", "compare", "compare_tables", "fmt_values"]
 
 _COLUMNS = {  # column role -> header pattern
     "kind": r"\.?kind",
@@ -111,6 +111,7 @@ class ParsedTable:
     rows: list[Row]  # valid rows split by K name, plus the Invalid rows
     scales: dict[int, tuple[str, ...]]  # Row.index -> scale types the row names
     problems: list[tuple[int, str]]  # (doc line, why) for rows that could not be read
+    unread: set[tuple] = dataclasses.field(default_factory=set)  # (kind, .ws, cta_group, sparsity) of those rows
 
 
 def parse_rows(t: DocTable) -> ParsedTable:
@@ -120,8 +121,10 @@ def parse_rows(t: DocTable) -> ParsedTable:
     scales: dict[int, tuple[str, ...]] = {}
     problems: list[tuple[int, str]] = []
     above: dict[tuple, tuple] = {}  # (kind, ws, cta groups) -> (ms, ns, ks) of the last row that gave shapes
+    unread: set[tuple] = set()
     for line, cells in zip(t.row_lines, t.rows):
         c = {role: cells[i].strip() for role, i in cols.items()}
+        base = None
         try:
             kind = re.sub(r"^\.?kind::", "", c["kind"])
             if not re.fullmatch(r"\w+", kind):
@@ -163,7 +166,9 @@ def parse_rows(t: DocTable) -> ParsedTable:
                 raise ValueError(f"no value given for {', '.join(sorted(unused))}")
         except ValueError as exc:
             problems.append((line, str(exc)))
-    return ParsedTable(rows, scales, problems)
+            if base is not None:
+                unread.update((base["kind"], base["ws"], cg, sp) for cg in base["cta_groups"] for sp in base["sparsities"])
+    return ParsedTable(rows, scales, problems, unread)
 
 
 def doc_tuples(parsed: ParsedTable, spec: Tcgen05Spec) -> set[MmaTuple]:
@@ -311,6 +316,8 @@ def compare(t: DocTable, spec: Tcgen05Spec, file: str, section: str | None, line
         kind, ws, cta, sp, dt = key
         name = group_name(*key)
         line = where_doc(kind, ws, cta, sp, dt) or where_doc(kind, ws, cta, sp)
+        if key not in gd and key[:4] in parsed.unread:
+            continue  # the document's row for it could not be read: reported as unparseable, not as missing
         if key not in gd:
             if key[:4] not in combos_d:
                 why = (f"the document marks it Invalid (line {doc_invalid[key[:4]]})" if key[:4] in doc_invalid
@@ -349,4 +356,55 @@ def compare(t: DocTable, spec: Tcgen05Spec, file: str, section: str | None, line
                            detail=f"{len(t.rows)} rows read as {len(doc)} valid (kind, .ws, cta_group, sparsity, dtype, "
                                   f"atype, btype, scale, M, N, K) tuples, the same set specs/ enumerates"
                                   + "".join(f"; K = {k} only on {_fmt(v[1])} in both" for k, v in sorted(notes.items()))))
+    return out
+
+
+def _groups(parsed: ParsedTable) -> dict[tuple, dict[str, set]]:
+    """(kind, .ws, cta_group, sparsity, dtype) -> the A/B types, scales, M, N and K values its rows allow
+    (``Invalid`` rows as an empty group), read from the document alone: no spec is consulted."""
+    out: dict[tuple, dict[str, set]] = {}
+    for r in parsed.rows:
+        for cta in r.cta_groups:
+            for sp in r.sparsities:
+                g = out.setdefault((r.kind, r.ws, cta, sp, r.dtype), {d: set() for d in ("atype/btype", "scale", "M", "N", "K")})
+                if r.invalid:
+                    continue
+                g["atype/btype"].update(f".{t}" for t in r.ab)
+                g["scale"].update(f".{t}" for t in parsed.scales.get(r.index, ()))
+                g["M"].update(r.M)
+                g["N"].update(r.N)
+                g["K"].update(r.K)
+    return out
+
+
+def compare_tables(old: DocTable, new: DocTable, file: str, section: str | None) -> list[Finding]:
+    """``--base`` for the kind/shape table: groups new, gone, and changed in any of their A/B types, scales,
+    M, N or K, between two renderings of it (Table 39 in ISA 9.0-9.2, Table 48 in 9.4: matched by columns)."""
+    a, b = parse_rows(old), parse_rows(new)
+    out = [Finding("unparseable", f"Table {new.number} ({new.caption})", None, file, line, section, detail=why)
+           for line, why in b.problems]
+    ga, gb = _groups(a), _groups(b)
+    for key in sorted(set(ga) | set(gb), key=lambda k: (k[0], k[1], k[2], k[3], k[4] or "")):
+        name = group_name(*key)
+        line = next((r.line for r in b.rows if (r.kind, r.ws, r.dtype) == (key[0], key[1], key[4])
+                     and key[2] in r.cta_groups and key[3] in r.sparsities), None)
+        if key not in gb and key[:4] in b.unread:
+            continue  # its row could not be read: reported as unparseable above, not as gone
+        if key not in gb:
+            out.append(Finding("removed", name, None, file, None, section, detail=f"in {old.caption!r} (Table {old.number}), gone"))
+        elif key not in ga:
+            what = "Invalid" if not any(gb[key].values()) else "; ".join(
+                f"{d} {_fmt(v)}" for d, v in gb[key].items() if v)
+            out.append(Finding("added", name, None, file, line, section, detail=f"new: {what}"))
+        elif ga[key] != gb[key]:
+            parts, diffs = [], []
+            for d in ga[key]:
+                va, vb = ga[key][d], gb[key][d]
+                if va != vb:
+                    parts.append(f"{d} {_fmt(va)} -> {_fmt(vb)}")
+                    diffs.append({"field": d, "specs": sorted(map(str, va)), "doc": sorted(map(str, vb))})
+            out.append(Finding("changed", name, None, file, line, section, detail="; ".join(parts),
+                               differences=diffs, sides=("base", "new")))
+        else:
+            out.append(Finding("same", name, None, file, line, section))
     return out

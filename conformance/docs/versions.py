@@ -155,6 +155,7 @@ def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
             if was != now:
                 out.append(Finding("changed", name, key[2], new.file, rb.line, rb.section or None,
                                    detail=f"(registers, register, per register, elements) {was} -> {now}"))
+    out += _tables(old, new)
     for key in sorted(set(a.layouts) | set(b.layouts)):
         if key[:2] not in common:
             continue
@@ -167,4 +168,17 @@ def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
                                detail=f"new formula: {_formula_text(lb)}"))
         else:
             out.append(_compare_layouts(key, la, lb, new.file))
+    return out
+
+
+def _tables(old: Extraction, new: Extraction) -> list[Finding]:
+    """The tcgen05 kind/shape table of both renderings, matched by its columns (never its number), by group."""
+    from .table39 import compare_tables, is_kind_table
+
+    olds = [t for t in old.tables if is_kind_table(t)]
+    out: list[Finding] = []
+    for t in (t for t in new.tables if is_kind_table(t)):
+        if olds:
+            section = next((s.number for s in new.sections if s.line <= t.line), None)
+            out += compare_tables(olds[0], t, new.file, section)
     return out

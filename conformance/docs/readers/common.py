@@ -11,7 +11,7 @@ import re
 from ..formula import BINDING_LINE, FORMULA_START
 
 __all__ = ["DEBRIS", "ISA_BINDING_NAMES", "LABEL", "FRAG_HEADER", "is_debris", "is_formula_start", "is_prose",
-           "unglue", "split_fragment_text", "strip_inline_markup"]
+           "unglue", "split_fragment_text"]
 
 ISA_BINDING_NAMES = ("groupID", "threadID_in_group")
 
@@ -66,18 +66,6 @@ def is_prose(text: str) -> bool:
         return False
     core = re.split(r"\s+(?:for|if)\s+|\s*\botherwise\b|//", s, flags=re.I)[0]
     return bool(re.search(r"[A-Za-z_]\w*\s+[A-Za-z_]\w*", core))
-
-
-def strip_inline_markup(text: str) -> str:
-    """Markdown/HTML inline debris: images, empty permalink links, link targets, backquotes, tags."""
-    t = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
-    t = re.sub(r"\[\]\([^)]*\)", "", t)
-    t = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", t)
-    t = re.sub(r"\[([^\]]*)\]\[[^\]]*\]", r"\1", t)
-    t = re.sub(r"</?(?:br|span|code|em|strong|b|i|sup|sub|a)\b[^>]*>", " ", t)
-    t = t.replace("`", "").replace("\\_", "_").replace("\\*", "*").replace("\\|", "|")
-    t = re.sub(r"(?<!\w)\*\*([^*]+)\*\*|(?<!\w)\*([^*\s][^*]*)\*", lambda m: m.group(1) or m.group(2), t)
-    return re.sub(r"[ \t]+", " ", t).strip()
 
 
 _ROW_START = re.compile(r"((?:\.[a-z0-9]+\s*(?:/|,|or|and)\s*)*\.[a-z0-9]+)\s+(?=A vector expression|A \.b32 register)")
