@@ -11,7 +11,9 @@ add on top is settled here:
 * an indented "code block" that holds no formula is a nested list the conversion
   indented by four spaces: it is read again as markdown;
 * a paragraph that opens with ``row =`` / ``col =`` / ``groupID =`` is a formula
-  whose fence the conversion lost;
+  whose fence the conversion lost, and a bare fence whose first line is markdown
+  (a list item, a quote, a table) is a stray one a broken quote left behind: its
+  content is read again as markdown;
 * a pipe table whose rows lost the cells a rowspan covered is put back on its grid
   (:func:`ptxconf.docs.tables.respan`), and a two-level heading that lost its
   colspans is rebuilt (:func:`ptxconf.docs.tables.two_level_header`);
@@ -35,6 +37,7 @@ __all__ = ["front_matter", "read_markdown_blocks"]
 
 _MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 _FRONT = re.compile(r"^---\s*$")
+_STRUCTURE = re.compile(r"^\s*(?:[*+-]\s|\d+[.)]\s|>|\||!\[|#{1,6}\s|<a\s)")  # markdown, not code, opens it
 
 
 def front_matter(lines: list[Line]) -> tuple[int, dict[str, str]]:
@@ -90,6 +93,10 @@ class _Reader:
             elif t.type == "paragraph_open":
                 self.paragraph(_inline(tokens[k + 1]), line)
                 k += 3
+            elif t.type == "fence" and not t.info.strip() and _STRUCTURE.match(
+                    next((b for b in t.content.split("\n") if b.strip()), "")):
+                self.read(t.content, line + 1)  # a stray fence (one a broken quote left open) swallowed markdown
+                k += 1
             elif t.type == "fence":
                 self.code(t.content, line + 1, fenced=True)
                 k += 1
