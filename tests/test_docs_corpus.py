@@ -251,3 +251,10 @@ def test_html_tables_without_optional_end_tags_keep_their_grid():
                 if b.kind == "table"]
 
     assert grid(re.sub(r"</t[dh]>|</tr>|</p>", "", table)) == grid(table) != []
+
+
+def test_a_pdf_is_read_by_pypdf_and_a_broken_one_says_why(tmp_path, capsys):
+    bad = tmp_path / "isa.pdf"
+    bad.write_bytes(b"%PDF-1.7\nnot really a PDF\n")
+    assert main(["doc-diff", str(bad)]) == 2
+    assert "isa.pdf: cannot read this PDF" in capsys.readouterr().err
