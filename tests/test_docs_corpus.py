@@ -258,3 +258,28 @@ def test_a_pdf_is_read_by_pypdf_and_a_broken_one_says_why(tmp_path, capsys):
     bad.write_bytes(b"%PDF-1.7\nnot really a PDF\n")
     assert main(["doc-diff", str(bad)]) == 2
     assert "isa.pdf: cannot read this PDF" in capsys.readouterr().err
+
+
+def test_a_fragment_table_written_one_cell_per_paragraph(specs):
+    """The corpus's 9.4 m8n8k4 with its fragment tables re-written one cell per paragraph (as a converter of
+    ISA 9.3 wrote its accumulator tables): the same findings."""
+    name = "v94-md-m8n8k4.md"
+    lines, out, k = (CORPUS / name).read_text().split("\n"), [], 0
+    while k < len(lines):
+        if re.match(r"^\.[abcd]type\b", lines[k]) and lines[k + 1].startswith("---|"):
+            cells = lines[k].split("|")
+            k += 2
+            while k < len(lines) and "|" in lines[k]:
+                cells += lines[k].split("|")
+                k += 1
+            out += [x for c in cells for x in ("", c.strip())] + [""]
+            continue
+        out.append(lines[k])
+        k += 1
+    text = "\n".join(out)
+    assert "\n\n.ctype / .dtype\n\nFragment\n\nElements (low to high)\n\n`.f64`\n\n" in text
+    ex = extract(tree_from_text(text, name))
+    assert [f.canonical() for f in ex.fragments] == [f.canonical() for f in corpus(name, specs)[0].fragments]
+    got = diff(ex, specs, {})
+    want = corpus(name, specs)[1]
+    assert sorted((f.status, f.subject, f.operand) for f in got) == sorted((f.status, f.subject, f.operand) for f in want)

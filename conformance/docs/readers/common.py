@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 from ..formula import BINDING_LINE, FORMULA_START
+from ..source import Line
+from ..tree import TABLE, Block
 
 __all__ = ["DEBRIS", "ISA_BINDING_NAMES", "LABEL", "FRAG_HEADER", "is_debris", "is_formula_start", "is_prose",
-           "unglue", "split_fragment_text"]
+           "unglue", "split_fragment_text", "fragment_table"]
 
 ISA_BINDING_NAMES = ("groupID", "threadID_in_group")
 
@@ -89,3 +91,19 @@ def split_fragment_text(text: str) -> list[list[str]]:
             elements, desc = el.group(1).strip(), desc[: el.start()].strip()
         rows.append([m.group(1).strip(), desc, elements])
     return rows
+
+
+def fragment_table(body: list[Line]) -> Block:
+    """A fragment table whose cells lost their boundaries (``body``: its lines or paragraphs, header first)
+    as a table block, each row at the line that names its types."""
+    text = " ".join(ln.text.strip() for ln in body)
+    header_m = re.match(r"^\|?\s*(\.?[abcd]type(?:\s*/\s*\.?dtype)?)", text)
+    header = [header_m.group(1) if header_m else ".type", "Fragment", "Elements"]
+    if "low to high" in text:
+        header[2] = "Elements (low to high)"
+    rows = split_fragment_text(text)
+    row_lines = []
+    for r in rows:
+        first = r[0].split("/")[0].strip()
+        row_lines.append(next((ln.number for ln in body[1:] if first in ln.text), body[0].number))
+    return Block(TABLE, body[0].number, rows=[header, *rows], row_lines=[body[0].number, *row_lines])

@@ -18,7 +18,8 @@ add on top is settled here:
   (:func:`ptxconf.docs.tables.respan`), and a two-level heading that lost its
   colspans is rebuilt (:func:`ptxconf.docs.tables.two_level_header`);
 * headings used as labels (``### Multiplicand A:``) are the labels' paragraphs
-  (:func:`ptxconf.docs.tree.heading`).
+  (:func:`ptxconf.docs.tree.heading`);
+* a fragment table written one cell per paragraph is read as the table it is.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from markdown_it.token import Token
 from ..source import Line
 from ..tables import respan, two_level_header
 from ..tree import PARA, PRE, TABLE, Block, caption, clean_cell, heading
-from .common import LABEL, is_debris, is_formula_start, is_prose
+from .common import FRAG_HEADER, LABEL, fragment_table, is_debris, is_formula_start, is_prose
 
 __all__ = ["front_matter", "read_markdown_blocks"]
 
@@ -201,8 +202,32 @@ def _dedent(text: str) -> str:
     return "\n".join(b[pad:] for b in body)
 
 
+_CELL_END = re.compile(r"^(The |Fragment layout|Matrix fragments|Metadata|Multiplicand|Accumulator|Figure|where |row\s*=|col\s*=)")
+
+
+def _one_cell_per_paragraph(blocks: list[Block]) -> list[Block]:
+    """A fragment table a converter wrote one cell per paragraph (``.ctype / .dtype``, ``Fragment``, ...)
+    as the table it is, read from the words as the text reader reads one."""
+    out: list[Block] = []
+    k = 0
+    while k < len(blocks):
+        b = blocks[k]
+        if b.kind == PARA and FRAG_HEADER.match(b.text) and "|" not in b.text:
+            j = k + 1
+            while j < len(blocks) and blocks[j].kind == PARA and not _CELL_END.match(blocks[j].text) \
+                    and not LABEL.match(blocks[j].text):
+                j += 1
+            if j - k >= 4:
+                out.append(fragment_table([Line(x.line, x.text) for x in blocks[k:j]]))
+                k = j
+                continue
+        out.append(b)
+        k += 1
+    return out
+
+
 def read_markdown_blocks(lines: list[Line]) -> list[Block]:
     skip, _ = front_matter(lines)
     r = _Reader(lines)
     r.read("\n".join("" if k < skip else ln.text for k, ln in enumerate(lines)), 0)
-    return r.out
+    return _one_cell_per_paragraph(r.out)
