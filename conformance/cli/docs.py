@@ -1,6 +1,7 @@
 """``ptxconf doc-diff`` / ``doc-import``: check PTX ISA renderings against specs/, or against each other.
 
-``doc-diff FILE...`` compares each document with specs/ lane map by lane map;
+``doc-diff FILE...`` compares each document with specs/ lane map by lane map (each file its own result
+line and exit status: one unreadable file never hides the others);
 ``doc-diff --base OLD NEW...`` compares NEW with an earlier rendering OLD (the
 day a new ISA version appears).  Operands a document says nothing of are listed
 as coverage, never as differences.  ``doc-examples FILE...`` checks the ISA's own
@@ -22,8 +23,9 @@ _SPEC_ORDER = ("same", "changed", "only in doc", "only in specs", "unparseable")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("doc-diff", help="compare PTX ISA text (HTML, markdown, plain, pdftotext) with specs/ "
-                                        "lane map by lane map, or with an earlier ISA rendering (--base)")
+    p = sub.add_parser("doc-diff", help="compare PTX ISA sections (markdown, HTML, PDF, plain text) with specs/ "
+                                        "lane map by lane map and table by table, or with an earlier rendering "
+                                        "(--base); one result line and exit status per file")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--base", metavar="OLD", default=None,
                    help="compare FILE (the new ISA rendering) with OLD instead of specs/: new, removed and changed "

@@ -79,21 +79,26 @@ def parse_n(text: str) -> tuple[int, ...]:
     return tuple(vals)
 
 
-def _shape_cell(text: str) -> tuple[list[tuple[int, str]] | None, tuple[int, ...] | None,
+_N_DEF = re.compile(r"N(\d*)\s*=\s*(\{[^}]*\}\s*(?:steps? of \d+\s*)?(?:after N\s*>\s*\d+\s*)?)")
+
+
+def _shape_cell(text: str) -> tuple[list[tuple[int, str, str]] | None, dict[str, tuple[int, ...]] | None,
                                     dict[str, tuple[int, ...]] | None]:
-    """(M with the K name each goes with, N values, K name -> values: ``K = 64 / 96`` gives two); None for
-    what the cell leaves out."""
+    """(M with the N and K names each goes with, N name -> values, K name -> values); None for what the cell
+    leaves out.  ``64xN1 xK, 128xN2 xK; N1 = {...}; N2 = {...}`` gives each M its own N set (ISA 9.4's
+    .kind::ti16); ``K = 64 / 96`` gives two K values under one name."""
     ms = ns = ks = None
     for clause in (c.strip() for c in text.split(";")):
         if not clause:
             continue
-        if re.fullmatch(r"(\d+\s*x\s*N\s*x\s*K\d*\s*,?\s*)+", clause):
-            ms = [(int(a), b) for a, b in re.findall(r"(\d+)\s*x\s*N\s*x\s*(K\d*)", clause)]
+        if re.fullmatch(r"(\d+\s*x\s*N\d*\s*x\s*K\d*\s*,?\s*)+", clause):
+            ms = [(int(a), f"N{b}", k) for a, b, k in re.findall(r"(\d+)\s*x\s*N(\d*)\s*x\s*(K\d*)", clause)]
         elif clause.startswith("N"):
-            m = re.fullmatch(r"N\s*=\s*(.*)", clause)
-            if not m:
-                raise ValueError(f"cannot read {clause!r}")
-            ns = parse_n(m.group(1))
+            defs = list(_N_DEF.finditer(clause))
+            rest = _N_DEF.sub("", clause).strip()
+            if not defs or rest:
+                raise ValueError(f"N set: cannot read {rest or clause!r}")
+            ns = {f"N{m.group(1)}": parse_n(m.group(2)) for m in defs}
         elif re.fullmatch(r"(K\d*\s*=\s*\d+(?:\s*/\s*\d+)*\s*,?\s*)+", clause):
             ks = {a: tuple(int(x) for x in re.findall(r"\d+", b))
                   for a, b in re.findall(r"(K\d*)\s*=\s*(\d+(?:\s*/\s*\d+)*)", clause)}
@@ -152,16 +157,17 @@ def parse_rows(t: DocTable) -> ParsedTable:
                                  f"and no row above it in this group does")
             ks = ks if ks is not None else prev[2]
             ns = ns if ns is not None else prev[1]
-            ms = ms if ms is not None else [(m, k) for m, k in prev[0] if k in ks]
+            ms = ms if ms is not None else [(m, n, k) for m, n, k in prev[0] if k in ks]
             above[(kind, ws, ctas)] = (ms, ns, ks)
             for kname, kval in ks.items():
-                mk = tuple(sorted({m for m, k in ms if k == kname}))
-                if not mk:
+                if not any(k == kname for _, _, k in ms):
                     raise ValueError(f"{kname} = {kval} goes with no MxNx{kname} shape")
-                for dt in dtype:
-                    rows.append(Row(index=len(rows), dtype=dt, ab=ab, M=mk, N=ns, K=kval, **base))
-                    scales[rows[-1].index] = sc
-            unused = {k for _, k in ms} - set(ks)
+                for nname, nval in ns.items():
+                    mk = tuple(sorted({m for m, n, k in ms if k == kname and n == nname}))
+                    for dt in dtype if mk else ():
+                        rows.append(Row(index=len(rows), dtype=dt, ab=ab, M=mk, N=nval, K=kval, **base))
+                        scales[rows[-1].index] = sc
+            unused = {k for _, _, k in ms} - set(ks) | {n for _, n, _ in ms} - set(ns)
             if unused:
                 raise ValueError(f"no value given for {', '.join(sorted(unused))}")
         except ValueError as exc:
