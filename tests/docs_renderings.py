@@ -14,10 +14,21 @@ from __future__ import annotations
 import html
 import re
 import textwrap
+from pathlib import Path
 
 from ptxconf.docs.tree import CAPTION, HEADING, PARA, PRE, TABLE, Block, DocTree
 
-__all__ = ["FORMATS", "render", "respell"]
+__all__ = ["FORMATS", "render", "respell", "shared_renderings"]
+
+def shared_renderings() -> Path:
+    """``shared/isa-renderings`` beside the checkout (CI), or beside the folder holding it (a worktree):
+    read there in tests, never copied into the project."""
+    repo = Path(__file__).resolve().parents[1]
+    for base in (repo.parent, repo.parent.parent):
+        if (base / "shared" / "isa-renderings").is_dir():
+            return base / "shared" / "isa-renderings"
+    return repo.parent / "shared" / "isa-renderings"
+
 
 _LABEL = re.compile(r"^(Multiplicand\s+[AB]\b[^:]*|Accumulators?\b[^:]*|Metadata)\s*:", re.I)
 _URL = "https://docs.example.invalid/ptx/index.html"

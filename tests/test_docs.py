@@ -165,7 +165,10 @@ def test_family_decision():
     assert section_family("9.7.14.6.2", "Matrix fragments for multiply-accumulate operation with sparse matrix A") == "mma.sp"
     assert section_family("9.7.14.6.2.9", "Matrix Fragments", "mma.sp") == "mma.sp"
     assert section_family("9.7.14.6.1", "Sparse matrix storage") == "mma.sp"
-    assert section_family("9.7.14.5", "Matrix Fragments") == "mma.sync"
+    # meaning over position: a number alone decides nothing (warp-level mma is 9.7.14 up to ISA 9.2, 9.7.16 in 9.4)
+    assert section_family("9.7.14.5", "Matrix Fragments") is None
+    assert section_family("9.7.16.5", "Matrix multiply-accumulate operation using mma instruction") == "mma.sync"
+    assert section_family("9.7.16.6.2.1", "Matrix Fragments for sparse mma.m16n8k16 with .f16 and .bf16 types") == "mma.sp"
     assert {x.family for x in extract_file(TUTORIAL).layouts} == {"mma.sync"}
     assert {x.family for x in extract_file(SPARSE).layouts} == {"mma.sp"}
 

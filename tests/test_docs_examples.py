@@ -19,9 +19,9 @@ from ptxconf.docs.source import Line
 from ptxconf.docs.tree import HEADING, PARA, PRE, Block, DocTree
 from ptxconf.spec import load_specs
 
-from tests.docs_renderings import FORMATS, render
+from tests.docs_renderings import FORMATS, render, shared_renderings
 
-RENDERINGS = Path(__file__).resolve().parents[1].parent / "shared" / "isa-renderings"
+RENDERINGS = shared_renderings()
 
 GOOD = """\
 .reg .b32 %xa<4>, %xb<2>;

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from docs_renderings import FORMATS, render, respell
+from docs_renderings import FORMATS, render, respell, shared_renderings
 from ptxconf.docs import extract, read_tree, tree_from_text
 from ptxconf.docs.diff import diff
 from ptxconf.spec import load_specs
@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover
     from ptxconf.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent / "shared" / "isa-renderings"  # ../shared/isa-renderings: read there, never copied
+REAL = shared_renderings()  # ../shared/isa-renderings: read there, never copied
 SEEDS = REPO / "tests" / "data" / "seeds"
 real = pytest.mark.skipif(not (REAL / "m8n8k16.txt").is_file(),
                           reason="../shared/isa-renderings is not here (an installed wheel has no checkout beside it)")

@@ -11,12 +11,13 @@ new ISA version drops is found by comparing it with the previous version
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from ptxconf.spec.model import Variant
 
 from .findings import Finding
-from .model import Extraction
+from .model import Extraction, shape_matches
 
 __all__ = ["uncovered", "summary"]
 
@@ -35,7 +36,7 @@ def _listed(ex: Extraction, v: Variant, operand: str):
     shapes = {s.number: s.shape for s in ex.sections if s.family == v.family}
     if not ex.sections:
         shapes[""] = next((x.shape for x in ex.layouts), None)
-    return [fr for fr in ex.fragments if operand in fr.operands and t in fr.types and shapes.get(fr.section) == _shape(v)]
+    return [fr for fr in ex.fragments if operand in fr.operands and t in fr.types and shape_matches(shapes.get(fr.section), _shape(v))]
 
 
 def uncovered(ex: Extraction, v: Variant, operand: str, section: str) -> Finding:
@@ -69,4 +70,24 @@ def summary(findings: list[Finding], specs_variants: dict) -> list[str]:
         done = "".join(sorted(compared.get(shape, ())))
         gaps = ", ".join(f"{k} ({len(ids)} variants)" for k, ids in sorted(left.get(shape, {}).items()))
         out.append(f"coverage {shape}: compared {done or 'nothing'}" + (f"; not covered: {gaps}" if gaps else ""))
+    return _by_n(out)
+
+
+def _by_n(lines: list[str]) -> list[str]:
+    """Lines that differ only in a shape's N (a warpgroup's m64nNk16 family) as one line naming the Ns."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    order: list[str] = []
+    for line in lines:
+        m = re.match(r"^coverage m(\d+)n(\d+)k(\d+):(.*)$", line)
+        key = f"coverage m{m.group(1)}nNk{m.group(3)}:{m.group(4)}" if m else line
+        if key not in groups:
+            order.append(key)
+        groups[key].append(int(m.group(2)) if m else 0)
+    out = []
+    for key in order:
+        ns = groups[key]
+        if len(ns) > 3:
+            out.append(key.replace(":", f" (N = {', '.join(map(str, sorted(ns)))}):", 1))
+        else:
+            out += [key.replace("nNk", f"n{n}k", 1) if n else key for n in ns]
     return out

@@ -33,7 +33,7 @@ from .coverage import uncovered
 from .family import DENSE, SPARSE
 from .findings import STATUSES, Finding
 from .formula import DocFormula
-from .model import ISA_BINDINGS, DocLayout, DocMention, Extraction
+from .model import ISA_BINDINGS, DocLayout, DocMention, Extraction, shape_matches
 from .model import SHAPE as _SHAPE
 
 __all__ = ["Finding", "STATUSES", "diff", "doc_map", "applies"]
@@ -42,19 +42,24 @@ def _is_sparse(v: Variant) -> bool:
     return v.family == SPARSE
 
 
+_SHAPES: dict[str, str | None] = {}  # variant id -> "m16n8k16" (Variant.shape re-reads the instruction each call)
+
+
 def _shape(v: Variant) -> str | None:
-    try:
-        m, n, k = v.shape
-    except ValueError:
-        return None
-    return f"m{m}n{n}k{k}"
+    if v.id not in _SHAPES:
+        try:
+            m, n, k = v.shape
+            _SHAPES[v.id] = f"m{m}n{n}k{k}"
+        except ValueError:
+            _SHAPES[v.id] = None
+    return _SHAPES[v.id]
 
 
 def applies(lay: DocLayout, v: Variant, operand: str) -> bool:
     """Whether a doc layout describes this spec operand (family, shape, type, .row/.col)."""
     if operand not in lay.operands or operand not in v.operands:
         return False
-    if lay.shape != _shape(v) or lay.family != v.family:
+    if not shape_matches(lay.shape, _shape(v)) or lay.family != v.family:
         return False
     if lay.types and v.operands[operand].type.name not in lay.types:
         return False
@@ -192,11 +197,11 @@ def _compare_sparse_a(lay: DocLayout, v: Variant, lines: dict[int, str], base: d
 
 
 def _section_types(ex: Extraction, section: str) -> set[str]:
-    """Types a section names: its title's and its fragment tables' and formulas'."""
-    out = {t for s in ex.sections if s.number == section for t in s.types}
-    out |= {t for f in ex.fragments if f.section == section for t in f.types}
-    out |= {t for x in ex.layouts if x.section == section for t in (x.types or ())}
-    return out
+    """Types a section covers: those its fragment tables and formulas name; its title's only where it has
+    neither (a title such as "... with .u8/.s8 type" may name fewer types than its tables list)."""
+    found = {t for f in ex.fragments if f.section == section for t in f.types}
+    found |= {t for x in ex.layouts if x.section == section for t in (x.types or ())}
+    return found or {t for s in ex.sections if s.number == section for t in s.types}
 
 
 def _mentions(ex: Extraction, v: Variant, operand: str) -> list[DocMention]:
@@ -204,7 +209,7 @@ def _mentions(ex: Extraction, v: Variant, operand: str) -> list[DocMention]:
     a = v.operands.get("A")
     out = []
     for m in ex.mentions:
-        if operand not in m.operands or m.family != v.family or m.shape != _shape(v):
+        if operand not in m.operands or m.family != v.family or not shape_matches(m.shape, _shape(v)):
             continue
         types = _section_types(ex, m.section)
         if types and a is not None and a.type.name not in types:
@@ -254,14 +259,23 @@ def _covers(ex: Extraction, v: Variant) -> str | None:
     """The section of the document whose heading covers this variant's shape/type group, if any."""
     a = v.operands.get("A")
     for sec in ex.sections:
-        if sec.shape == _shape(v) and sec.family == v.family and (not sec.types or (a and a.type.name in sec.types)):
+        if shape_matches(sec.shape, _shape(v)) and sec.family == v.family and (not sec.types or (a and a.type.name in set(sec.types) | _section_types(ex, sec.number))):
             return sec.number
     for lay in ex.layouts:  # a document without headings covers what its formulas name
-        if not lay.section and "A" in lay.operands and lay.shape == _shape(v) and lay.family == v.family and (
+        if not lay.section and "A" in lay.operands and shape_matches(lay.shape, _shape(v)) and lay.family == v.family and (
             not lay.types or (a and a.type.name in lay.types)
         ):
             return ""
     return None
+
+
+def _layout_names(names: set[str]) -> str:
+    """Layout names, those that differ only in a parameter (``D.m64nN[N=8]``...) once with the count."""
+    groups: dict[str, int] = {}
+    for n in names:
+        key = re.sub(r"\[(\w+)=[^\]]*\]", r"[\1]", n)
+        groups[key] = groups.get(key, 0) + 1
+    return ", ".join(k if c == 1 else f"{k} ({c} values)" for k, c in sorted(groups.items()))
 
 
 def _figure_key(text: str) -> int:
@@ -313,7 +327,7 @@ def diff(ex: Extraction, specs: Specs, lines: dict[int, str] | None = None) -> l
         sparse = any(m.section == section and m.family == SPARSE for m in ex.mentions)
         out.append(Finding("note", f"{shape}{'.sp' if sparse else ''}", operand, ex.file, None, section or None,
                            detail=f"drawn only ({', '.join(sorted(figures, key=_figure_key))}), no formula: not compared; "
-                                  f"specs/ takes {', '.join(sorted(names))} ({len(ids)} variants)"))
+                                  f"specs/ takes {_layout_names(names)} ({len(ids)} variants)"))
     meta = [m for m in ex.mentions if "metadata" in m.operands and m.family == SPARSE]
     if meta:
         figs = sorted({m.text for m in meta}, key=_figure_key)

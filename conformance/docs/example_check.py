@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from ptxconf.spec.loader import Specs
 from ptxconf.spec.model import REGISTER_BITS, Variant
+from ptxconf.spec.targets import PtxVersion
 
 from .examples import Example
 
@@ -269,7 +270,7 @@ _KIND_TYPE = {"addr": "b64", "desc": "b64", "pred": "pred", "ids": "b16", "reg":
               "tmem": "b32"}
 
 
-def kernel_for(ex: Example, v: Variant | None, version: str = "9.0") -> tuple[str, str, int]:
+def kernel_for(ex: Example, v: Variant | None, version: str) -> tuple[str, str, int]:
     """(PTX module, target, line of the instruction in it): the example's own declarations (one per name,
     commas and ``;`` as PTX wants them) and, for names it never declares, the spec's register types."""
     target = v.min_target.name if v is not None else _DEFAULT_TARGETS.get(ex.family, "sm_100a")
@@ -296,11 +297,25 @@ def kernel_for(ex: Example, v: Variant | None, version: str = "9.0") -> tuple[st
     return "\n".join(body) + "\n", target, line
 
 
-def ptxas_check(examples: list[Example], specs: Specs, exe: str) -> list[ExampleFinding]:
-    """ptxas's verdict on every example that is not a Syntax template: an "erratum" finding with ptxas's first
-    error for each one it rejects (explained when pinned), nothing for those it accepts."""
-    from ptxconf.backends.ptxas import assemble, first_error
+def module_version(v: Variant | None, doc_version: str | None, newest: PtxVersion | None) -> PtxVersion | None:
+    """The ``.version`` an example is assembled at: what it uses (its variant's minimum, which carries the
+    version its qualifiers were introduced in) and the version of the document it comes from, whichever is
+    later; with neither, the newest this ptxas accepts.  None: no version is known at all."""
+    known = [x for x in (v.min_ptx if v is not None else None,
+                         getattr(v.min_target, "min_ptx", None) if v is not None else None,
+                         PtxVersion.parse(doc_version) if doc_version else None) if x is not None]
+    return max(known, key=lambda x: (x.major, x.minor)) if known else newest
 
+
+def ptxas_check(examples: list[Example], specs: Specs, exe: str, doc_version: str | None = None,
+                newest: PtxVersion | None = None) -> list[ExampleFinding]:
+    """ptxas's verdict on every example that is not a Syntax template: an "erratum" finding with ptxas's first
+    error for each one it rejects (explained when pinned), nothing for those it accepts.  Each is assembled at
+    :func:`module_version`; one that needs a newer ``.version`` than this ptxas accepts (``newest``) is
+    "uncovered", never an erratum."""
+    from ptxconf.backends.ptxas import assemble, first_error, ptxas_info
+
+    newest = newest if newest is not None else ptxas_info(exe)["max_ptx"]
     index = _index(specs)
     out = []
     for ex in examples:
@@ -310,7 +325,12 @@ def ptxas_check(examples: list[Example], specs: Specs, exe: str) -> list[Example
         v = index.get(variant_key(ex.opcode, register_a))
         if v is None and ex.family != "tcgen05" and not any(k[0] == _head(ex.opcode.split(".")) for k in index):
             continue  # uncovered: without the spec's operand types the kernel would guess them
-        text, target, _ = kernel_for(ex, v)
+        version = module_version(v, doc_version, newest)
+        if newest < version:
+            out.append(ExampleFinding("uncovered", "ptxas", ex.section, ex.line, ex.opcode, v.id if v else None,
+                                      f"needs .version {version}; this ptxas accepts up to {newest}: not assembled"))
+            continue
+        text, target, _ = kernel_for(ex, v, str(version))
         ok, err = assemble(text, target, exe)
         if ok:
             continue

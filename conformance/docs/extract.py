@@ -21,14 +21,14 @@ from .model import ISA_BINDINGS, SHAPE, DocFragment, DocLayout, DocMention, DocS
 from .readers import parse_tree, read_tree
 from .readers.common import ISA_BINDING_NAMES, is_formula_start
 from .source import DocError, Line
-from .tables import DocTable
+from .tables import DocTable, merge_columns
 from .tree import CAPTION, HEADING, PARA, PRE, TABLE, Block, DocTree
 
 __all__ = ["DocSection", "DocFragment", "DocLayout", "DocMention", "Extraction", "extract", "extract_file",
            "ISA_BINDINGS"]
 
 _SHAPE = SHAPE  # older name, kept for importers
-_OPERAND = re.compile(r"^(Multiplicand\s+([AB])|Accumulators?\b[^:]*|Metadata)\s*:", re.I)
+_OPERAND = re.compile(r"^(Multiplicand\s+([AB])\b[^:]{0,30}|Accumulators?\b[^:]*|Metadata)\s*:", re.I)
 _REFERENCE = re.compile(
     r"^Matrix fragments for ((?:multiplicand B|accumulators? C and D)(?: and (?:multiplicand B|accumulators? C and D))?)"
     r" are the same as (?:in case of |for )?(.*?)\.?$", re.I)
@@ -212,10 +212,10 @@ class _Walker:
             for cm in _COMPUTATION.finditer(" ".join(row)):
                 self.computation(cm)
         if cap is not None and cap.number:
-            rows = [list(r) for r in b.body]
+            header, rows = merge_columns(b.header, [list(r) for r in b.body])
             for k in range(1, len(rows)):  # a rendering that leaves rowspan cells empty means "as above"
                 rows[k] = [c or (rows[k - 1][j] if j < len(rows[k - 1]) else "") for j, c in enumerate(rows[k])]
-            self.tables.append(DocTable(int(cap.number), cap.text, cap.line, b.header, rows, b.row_lines[1:]))
+            self.tables.append(DocTable(int(cap.number), cap.text, cap.line, header, rows, b.row_lines[1:]))
 
     def pre(self, b: Block) -> None:
         if not any(is_formula_start(ln.text.strip()) for ln in b.lines):
@@ -254,13 +254,13 @@ def extract(src: DocTree | list[Line], file: str = "<doc>", fmt: str = "text") -
     w = _Walker(tree.file)
     w.walk(tree.blocks)
     w.flush()
-    if not (w.layouts or w.fragments or w.tables):
+    if not (w.layouts or w.fragments or w.tables or w.mentions):
         first = next((b for b in tree.blocks if b.text.strip()), None)
         raise DocError(tree.file, first.line if first else 1,
                        "no PTX ISA fragment table, 'row = ... col = ...' formula or 'Table N' found "
                        f"(first text: {first.text.strip()[:60]!r})" if first else "empty document")
     return Extraction(tree.file, tree.format, w.sections, w.fragments, w.layouts, w.tables, w.mentions,
-                      examples=w.examples)
+                      examples=w.examples, version=tree.version)
 
 
 def extract_file(path: str | Path) -> Extraction:

@@ -6,8 +6,9 @@ speaks for ``mma.sp`` and the sparse section never for ``mma.sync``.
 
 Decided from the section title first ("... sparse ...", "mma.sp" -> ``mma.sp``;
 "wgmma" / "tcgen05" -> those; any other "mma" -> ``mma.sync``), else from the
-nearest enclosing section that decided, else from the ISA's section numbers
-(PTX ISA 8.x/9.x: 9.7.14.5 dense ``mma`` fragments, 9.7.14.6 sparse).  A
+nearest enclosing section that decided -- never from section numbers, which
+move between ISA versions (warp-level mma is 9.7.14 up to ISA 9.2, 9.7.16 in
+9.4).  A
 document without headings (a tutorial, a pasted excerpt) is ``mma.sp`` only when
 its prose says sparse / ``mma.sp``, otherwise ``mma.sync``.
 """
@@ -20,10 +21,6 @@ __all__ = ["DENSE", "SPARSE", "section_family", "prose_family"]
 
 DENSE = "mma.sync"
 SPARSE = "mma.sp"
-
-# Section-number prefixes of the PTX ISA (8.x/9.x numbering), used when the titles say nothing.
-_NUMBERED = (("9.7.14.6", SPARSE), ("9.7.14.5", DENSE))
-
 
 def _from_text(text: str) -> str | None:
     t = text.lower()
@@ -40,13 +37,7 @@ def _from_text(text: str) -> str | None:
 
 def section_family(number: str, title: str, enclosing: str | None = None) -> str | None:
     """Family of section ``number`` titled ``title``; ``enclosing``: the family of its parent, if decided."""
-    fam = _from_text(title) or enclosing
-    if fam:
-        return fam
-    for prefix, f in _NUMBERED:
-        if number == prefix or number.startswith(prefix + "."):
-            return f
-    return None
+    return _from_text(title) or enclosing
 
 
 def prose_family(text: str) -> str | None:

@@ -45,6 +45,7 @@ def fragment_rows(section: str, operands: tuple[str, ...], header: list[str], ro
                   lines: list[int], header_line: int) -> list[DocFragment]:
     packing = "low to high" if any("low to high" in h for h in header) else None
     out = []
+    above: tuple[str, ...] = ()
     for k, cells in enumerate(rows):
         cells = [*cells, "", ""][:max(3, len(cells))]
         types = cell_types(cells[0])
@@ -52,6 +53,9 @@ def fragment_rows(section: str, operands: tuple[str, ...], header: list[str], ro
             continue
         desc = cells[1].strip()
         elements = element_names(cells[2]) if re.search(r"\b[abcd]\d", cells[2]) else ()
+        if not elements and not cells[2].strip() and above:
+            elements = above  # the ISA's Elements cell spans these rows; the rendering kept it once
+        above = elements
         if not elements and cells[2].strip():
             desc = f"{desc} {cells[2].strip()}".strip()
         regs = re.search(rf"({_COUNT})\s+\.(\w+?)(x2)?\s+registers?", desc)

@@ -12,12 +12,21 @@ from dataclasses import asdict, dataclass, field
 from .formula import DocFormula
 from .tables import DocTable
 
-__all__ = ["ISA_BINDINGS", "SHAPE", "DocSection", "DocMention", "DocFragment", "DocLayout", "Extraction", "doc_types"]
+__all__ = ["ISA_BINDINGS", "SHAPE", "shape_matches", "DocSection", "DocMention", "DocFragment", "DocLayout", "Extraction", "doc_types"]
 
 # The ISA defines these at every fragment section; a document that omits them means these.
 ISA_BINDINGS = {"groupID": "%laneid >> 2", "threadID_in_group": "%laneid % 4"}
 
-SHAPE = re.compile(r"\bm(\d+)n(\d+)k(\d+)\b")
+SHAPE = re.compile(r"\bm(\d+)n(\d+|N)k(\d+)\b")  # "m64nNk16": the ISA's name for every N of a warpgroup shape
+
+
+def shape_matches(doc_shape: str | None, spec_shape: str | None) -> bool:
+    """Whether a shape the document names (``m16n8k16``; ``m64nNk16`` for any N) is ``spec_shape``."""
+    if doc_shape is None or spec_shape is None:
+        return False
+    if "nN" not in doc_shape:
+        return doc_shape == spec_shape
+    return re.fullmatch(re.escape(doc_shape).replace("nN", r"n\d+"), spec_shape) is not None
 _TYPE = re.compile(r"(?<![\w:])\.(f16|bf16|tf32|f32|f64|e4m3|e5m2|e3m2|e2m3|e2m1|s32|s8|u8|s4|u4|b1)\b")
 _WORD_TYPES = {"fp16": "f16", "bf16": "bf16", "tf32": "tf32", "fp64": "f64", "fp32": "f32"}
 
@@ -131,6 +140,7 @@ class Extraction:
     tables: list[DocTable]
     mentions: list[DocMention] = field(default_factory=list)
     examples: list = field(default_factory=list)  # :class:`ptxconf.docs.examples.Example`
+    version: str | None = None  # the ISA version the document states of itself
 
     def canonical(self, section_prefix: str | None = None) -> dict:
         """Line-free content (optionally of one section and its subsections), format-independent."""

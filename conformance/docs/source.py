@@ -38,19 +38,30 @@ _UNICODE = {
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
-# UTF-8 read as cp1252 and written back ("â€¦" for "…"): the ISA's punctuation after a bad copy.
-_MOJIBAKE = {"\u00e2\u20ac\u00a6": "\u2026", "\u00e2\u20ac\u201c": "\u2013", "\u00e2\u20ac\u201d": "\u2014",
-             "\u00e2\u20ac\u2122": "\u2019", "\u00e2\u20ac\u02dc": "\u2018", "\u00e2\u20ac\u0153": "\u201c",
-             "\u00e2\u20ac\u009d": "\u201d", "\u00e2\u0089\u00a4": "\u2264", "\u00e2\u0089\u00a5": "\u2265",
-             "\u00e2\u2030\u00a4": "\u2264", "\u00e2\u2030\u00a5": "\u2265", "\u00c3\u2014": "\u00d7",
-             "\u00c2\u00b6": "\u00b6", "\u00c2\u00a0": " ", "\u00e2\u20ac\u2039": ""}
-_MOJIBAKE_RE = re.compile("|".join(map(re.escape, sorted(_MOJIBAKE, key=len, reverse=True))))
-_LIGATURES = {"\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi", "\ufb04": "ffl", "\u00b6": ""}
+# UTF-8 read as Latin-1 or cp1252 and written back ("\u00e2\u0080\u00a6" or "\u00e2\u20ac\u00a6" for "\u2026"): a
+# lead byte's character followed by continuation bytes' characters, in either single-byte table.
+_CP1252_HIGH = "\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178"
+_CONT = "[\u0080-\u00bf" + _CP1252_HIGH + "]"
+_MOJIBAKE_RE = re.compile(f"[\u00c2-\u00df]{_CONT}|[\u00e0-\u00ef]{_CONT}{{2}}|[\u00f0-\u00f4]{_CONT}{{3}}")
+
+
+def _unmojibake(m: re.Match) -> str:
+    """The character a mis-decoded UTF-8 sequence stood for (the text unchanged when it is no such sequence)."""
+    for enc in ("cp1252", "latin-1"):
+        try:
+            raw = b"".join(c.encode(enc) if ord(c) > 0xFF or enc == "cp1252" else bytes([ord(c)]) for c in m.group())
+            return raw.decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+    return m.group()
+
+
+_LIGATURES = {"\ufb01": "fi", "\ufb02": "fl", "\ufb00": "ff", "\ufb03": "ffi", "\ufb04": "ffl", "\u00b6": "", "\uf0c1": ""}  # U+F0C1: a permalink icon font glyph
 
 
 def normalize_text(text: str) -> str:
     """ASCII operators, ranges and ellipses for every spelling a rendering or a bad copy gives them."""
-    text = _MOJIBAKE_RE.sub(lambda m: _MOJIBAKE[m.group()], text)
+    text = _MOJIBAKE_RE.sub(_unmojibake, text)
     text = "".join(_LIGATURES.get(c, c) for c in text) if any(c in text for c in _LIGATURES) else text
     return _UNICODE_RE.sub(lambda m: _UNICODE[m.group()], text)
 
@@ -84,13 +95,19 @@ def read_text(text: str, file: str = "<doc>") -> tuple[str, list[Line]]:
 
 
 def detect_format(text: str) -> str:
-    """"html", "markdown" or "text".  A text copy of an HTML table also has ``|---|`` lines; markdown's
-    header row before them opens with a pipe, the copy's does not."""
+    """"html", "markdown" or "text".  Markdown may hold raw HTML (a table kept with its rowspans), so an
+    HTML document is one that opens as HTML or has no markdown at all.  A text copy of an HTML table also
+    has ``|---|`` lines; markdown's header row before them opens with a pipe, the copy's does not (a GFM
+    table without outer pipes has none on either row)."""
     head = text[:50000]
+    if re.match(r"\s*(<!doctype\b|<html\b|<\?xml\b)", head, re.I):
+        return "html"
+    markdown = (re.match(r"---[ \t]*\n(?:[\w-]+:.*\n)+---[ \t]*\n", head)
+                or re.search(r"^[ \t>]*(```|~~~|#{1,6} )", head, re.M) or re.search(r"\]\((https?://|#|\.?/)", head)
+                or re.search(r"^[ \t>]*\|[^\n]*\|[ \t]*\n[ \t>]*\|?\s*:?-{3,}:?\s*\|", head, re.M)
+                or re.search(r"^[ \t>]*[^|\s][^\n]*\|[^\n]*\n[ \t>]*:?-{3,}:?[ \t]*\|", head, re.M))
+    if markdown:
+        return "markdown"
     if re.search(r"<(html|body|div|p|table|pre|h[1-6])\b", head, re.I):
         return "html"
-    if re.search(r"^[ \t>]*(```|~~~|#{1,6} )", head, re.M) or re.search(r"\]\((https?://|#|\.?/)", head):
-        return "markdown"
-    if re.search(r"^[ \t>]*\|[^\n]*\|[ \t]*\n[ \t>]*\|?\s*:?-{3,}:?\s*\|", head, re.M):
-        return "markdown"
     return "text"

@@ -22,7 +22,7 @@ from ptxconf.families.tcgen05.spec import Kind, MmaTuple, Row, Tcgen05Spec
 from .findings import Finding
 from .tables import DocTable
 
-__all__ = ["ParsedTable", "is_kind_table", "parse_n", "parse_rows", "compare", "fmt_values"]
+__all__ = ["ParsedTable", "is_kind_table", "parse_n", "parse_rows", "compare", "compare_tables", "fmt_values"]
 
 _COLUMNS = {  # column role -> header pattern
     "kind": r"\.?kind",
@@ -79,28 +79,36 @@ def parse_n(text: str) -> tuple[int, ...]:
     return tuple(vals)
 
 
-def _shape_cell(text: str) -> tuple[list[tuple[int, str]] | None, tuple[int, ...] | None, dict[str, int] | None]:
-    """(M with the K name each goes with, N values, K name -> value); None for what the cell leaves out."""
+_N_DEF = re.compile(r"N(\d*)\s*=\s*(\{[^}]*\}\s*(?:steps? of \d+\s*)?(?:after N\s*>\s*\d+\s*)?)")
+
+
+def _shape_cell(text: str) -> tuple[list[tuple[int, str, str]] | None, dict[str, tuple[int, ...]] | None,
+                                    dict[str, tuple[int, ...]] | None]:
+    """(M with the N and K names each goes with, N name -> values, K name -> values); None for what the cell
+    leaves out.  ``64xN1 xK, 128xN2 xK; N1 = {...}; N2 = {...}`` gives each M its own N set (ISA 9.4's
+    .kind::ti16); ``K = 64 / 96`` gives two K values under one name."""
     ms = ns = ks = None
     for clause in (c.strip() for c in text.split(";")):
         if not clause:
             continue
-        if re.fullmatch(r"(\d+\s*x\s*N\s*x\s*K\d*\s*,?\s*)+", clause):
-            ms = [(int(a), b) for a, b in re.findall(r"(\d+)\s*x\s*N\s*x\s*(K\d*)", clause)]
+        if re.fullmatch(r"(\d+\s*x\s*N\d*\s*x\s*K\d*\s*,?\s*)+", clause):
+            ms = [(int(a), f"N{b}", k) for a, b, k in re.findall(r"(\d+)\s*x\s*N(\d*)\s*x\s*(K\d*)", clause)]
         elif clause.startswith("N"):
-            m = re.fullmatch(r"N\s*=\s*(.*)", clause)
-            if not m:
-                raise ValueError(f"cannot read {clause!r}")
-            ns = parse_n(m.group(1))
-        elif re.fullmatch(r"(K\d*\s*=\s*\d+\s*,?\s*)+", clause):
-            ks = {a: int(b) for a, b in re.findall(r"(K\d*)\s*=\s*(\d+)", clause)}
+            defs = list(_N_DEF.finditer(clause))
+            rest = _N_DEF.sub("", clause).strip()
+            if not defs or rest:
+                raise ValueError(f"N set: cannot read {rest or clause!r}")
+            ns = {f"N{m.group(1)}": parse_n(m.group(2)) for m in defs}
+        elif re.fullmatch(r"(K\d*\s*=\s*\d+(?:\s*/\s*\d+)*\s*,?\s*)+", clause):
+            ks = {a: tuple(int(x) for x in re.findall(r"\d+", b))
+                  for a, b in re.findall(r"(K\d*)\s*=\s*(\d+(?:\s*/\s*\d+)*)", clause)}
         else:
             raise ValueError(f"cannot read {clause!r} (expected 'MxNxK, ...', 'N = {{...}}' or 'K = ...')")
     return ms, ns, ks
 
 
 def _types(text: str) -> tuple[str, ...]:
-    return tuple(t.lstrip(".") for t in re.findall(r"\.\w+", text))
+    return tuple(dict.fromkeys(t.lstrip(".") for t in re.findall(r"\.\w+", text)))
 
 
 @dataclasses.dataclass
@@ -108,6 +116,7 @@ class ParsedTable:
     rows: list[Row]  # valid rows split by K name, plus the Invalid rows
     scales: dict[int, tuple[str, ...]]  # Row.index -> scale types the row names
     problems: list[tuple[int, str]]  # (doc line, why) for rows that could not be read
+    unread: set[tuple] = dataclasses.field(default_factory=set)  # (kind, .ws, cta_group, sparsity) of those rows
 
 
 def parse_rows(t: DocTable) -> ParsedTable:
@@ -117,8 +126,10 @@ def parse_rows(t: DocTable) -> ParsedTable:
     scales: dict[int, tuple[str, ...]] = {}
     problems: list[tuple[int, str]] = []
     above: dict[tuple, tuple] = {}  # (kind, ws, cta groups) -> (ms, ns, ks) of the last row that gave shapes
+    unread: set[tuple] = set()
     for line, cells in zip(t.row_lines, t.rows):
         c = {role: cells[i].strip() for role, i in cols.items()}
+        base = None
         try:
             kind = re.sub(r"^\.?kind::", "", c["kind"])
             if not re.fullmatch(r"\w+", kind):
@@ -136,8 +147,8 @@ def parse_rows(t: DocTable) -> ParsedTable:
                 continue
             ab_text, *scale_text = re.split(r"\bx\s*\(scale\)", c["ab"], maxsplit=1, flags=re.I)
             ab, sc = _types(ab_text), _types(" ".join(scale_text))
-            dtype = _types(c["dtype"])
-            if len(dtype) != 1 or not ab:
+            dtype = _types(c["dtype"])  # one cell may name several (".f32 .f16": a cell the rowspan shares)
+            if not dtype or not ab:
                 raise ValueError(f"cannot read dtype {c['dtype']!r} / atype/btype {c['ab']!r}")
             ms, ns, ks = _shape_cell(c["shape"])
             prev = above.get((kind, ws, ctas))
@@ -146,20 +157,24 @@ def parse_rows(t: DocTable) -> ParsedTable:
                                  f"and no row above it in this group does")
             ks = ks if ks is not None else prev[2]
             ns = ns if ns is not None else prev[1]
-            ms = ms if ms is not None else [(m, k) for m, k in prev[0] if k in ks]
+            ms = ms if ms is not None else [(m, n, k) for m, n, k in prev[0] if k in ks]
             above[(kind, ws, ctas)] = (ms, ns, ks)
             for kname, kval in ks.items():
-                mk = tuple(sorted({m for m, k in ms if k == kname}))
-                if not mk:
+                if not any(k == kname for _, _, k in ms):
                     raise ValueError(f"{kname} = {kval} goes with no MxNx{kname} shape")
-                rows.append(Row(index=len(rows), dtype=dtype[0], ab=ab, M=mk, N=ns, K=(kval,), **base))
-                scales[rows[-1].index] = sc
-            unused = {k for _, k in ms} - set(ks)
+                for nname, nval in ns.items():
+                    mk = tuple(sorted({m for m, n, k in ms if k == kname and n == nname}))
+                    for dt in dtype if mk else ():
+                        rows.append(Row(index=len(rows), dtype=dt, ab=ab, M=mk, N=nval, K=kval, **base))
+                        scales[rows[-1].index] = sc
+            unused = {k for _, _, k in ms} - set(ks) | {n for _, n, _ in ms} - set(ns)
             if unused:
                 raise ValueError(f"no value given for {', '.join(sorted(unused))}")
         except ValueError as exc:
             problems.append((line, str(exc)))
-    return ParsedTable(rows, scales, problems)
+            if base is not None:
+                unread.update((base["kind"], base["ws"], cg, sp) for cg in base["cta_groups"] for sp in base["sparsities"])
+    return ParsedTable(rows, scales, problems, unread)
 
 
 def doc_tuples(parsed: ParsedTable, spec: Tcgen05Spec) -> set[MmaTuple]:
@@ -307,6 +322,8 @@ def compare(t: DocTable, spec: Tcgen05Spec, file: str, section: str | None, line
         kind, ws, cta, sp, dt = key
         name = group_name(*key)
         line = where_doc(kind, ws, cta, sp, dt) or where_doc(kind, ws, cta, sp)
+        if key not in gd and key[:4] in parsed.unread:
+            continue  # the document's row for it could not be read: reported as unparseable, not as missing
         if key not in gd:
             if key[:4] not in combos_d:
                 why = (f"the document marks it Invalid (line {doc_invalid[key[:4]]})" if key[:4] in doc_invalid
@@ -345,4 +362,55 @@ def compare(t: DocTable, spec: Tcgen05Spec, file: str, section: str | None, line
                            detail=f"{len(t.rows)} rows read as {len(doc)} valid (kind, .ws, cta_group, sparsity, dtype, "
                                   f"atype, btype, scale, M, N, K) tuples, the same set specs/ enumerates"
                                   + "".join(f"; K = {k} only on {_fmt(v[1])} in both" for k, v in sorted(notes.items()))))
+    return out
+
+
+def _groups(parsed: ParsedTable) -> dict[tuple, dict[str, set]]:
+    """(kind, .ws, cta_group, sparsity, dtype) -> the A/B types, scales, M, N and K values its rows allow
+    (``Invalid`` rows as an empty group), read from the document alone: no spec is consulted."""
+    out: dict[tuple, dict[str, set]] = {}
+    for r in parsed.rows:
+        for cta in r.cta_groups:
+            for sp in r.sparsities:
+                g = out.setdefault((r.kind, r.ws, cta, sp, r.dtype), {d: set() for d in ("atype/btype", "scale", "M", "N", "K")})
+                if r.invalid:
+                    continue
+                g["atype/btype"].update(f".{t}" for t in r.ab)
+                g["scale"].update(f".{t}" for t in parsed.scales.get(r.index, ()))
+                g["M"].update(r.M)
+                g["N"].update(r.N)
+                g["K"].update(r.K)
+    return out
+
+
+def compare_tables(old: DocTable, new: DocTable, file: str, section: str | None) -> list[Finding]:
+    """``--base`` for the kind/shape table: groups new, gone, and changed in any of their A/B types, scales,
+    M, N or K, between two renderings of it (Table 39 in ISA 9.0-9.2, Table 48 in 9.4: matched by columns)."""
+    a, b = parse_rows(old), parse_rows(new)
+    out = [Finding("unparseable", f"Table {new.number} ({new.caption})", None, file, line, section, detail=why)
+           for line, why in b.problems]
+    ga, gb = _groups(a), _groups(b)
+    for key in sorted(set(ga) | set(gb), key=lambda k: (k[0], k[1], k[2], k[3], k[4] or "")):
+        name = group_name(*key)
+        line = next((r.line for r in b.rows if (r.kind, r.ws, r.dtype) == (key[0], key[1], key[4])
+                     and key[2] in r.cta_groups and key[3] in r.sparsities), None)
+        if key not in gb and key[:4] in b.unread:
+            continue  # its row could not be read: reported as unparseable above, not as gone
+        if key not in gb:
+            out.append(Finding("removed", name, None, file, None, section, detail=f"in {old.caption!r} (Table {old.number}), gone"))
+        elif key not in ga:
+            what = "Invalid" if not any(gb[key].values()) else "; ".join(
+                f"{d} {_fmt(v)}" for d, v in gb[key].items() if v)
+            out.append(Finding("added", name, None, file, line, section, detail=f"new: {what}"))
+        elif ga[key] != gb[key]:
+            parts, diffs = [], []
+            for d in ga[key]:
+                va, vb = ga[key][d], gb[key][d]
+                if va != vb:
+                    parts.append(f"{d} {_fmt(va)} -> {_fmt(vb)}")
+                    diffs.append({"field": d, "specs": sorted(map(str, va)), "doc": sorted(map(str, vb))})
+            out.append(Finding("changed", name, None, file, line, section, detail="; ".join(parts),
+                               differences=diffs, sides=("base", "new")))
+        else:
+            out.append(Finding("same", name, None, file, line, section))
     return out

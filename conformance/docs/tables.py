@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .source import Line
 
-__all__ = ["DocTable", "collect_glued", "parse_glued"]
+__all__ = ["DocTable", "collect_glued", "merge_columns", "parse_glued", "respan", "spread", "two_level_header"]
 
 _CAPTION = re.compile(r"^Table (\d+)\s+(.*)$")
 _HEADING = re.compile(r"^\d+(?:\.\d+)+\.\s+\S")
@@ -107,3 +107,120 @@ def _parse(number: int, caption: str, line: int, block: list[Line]) -> DocTable 
         rows.append(row)
         prev = row
     return DocTable(number, caption, line, header, rows, [s for s, _ in raw_rows])
+
+
+def spread(table: list[list[tuple[str, int, int]]]) -> list[list[str]]:
+    """Rows of cell texts with each rowspan/colspan cell repeated where it reaches (an HTML table's grid)."""
+    grid: dict[tuple[int, int], str] = {}
+    for r, row in enumerate(table):
+        c = 0
+        for text, rs, cs in row:
+            while (r, c) in grid:
+                c += 1
+            for dr in range(max(rs, 1)):
+                for dc in range(max(cs, 1)):
+                    grid[(r + dr, c + dc)] = text
+            c += max(cs, 1)
+    if not grid:
+        return []
+    width = max(c for _, c in grid) + 1
+    height = max(r for r, _ in grid) + 1
+    return [[grid.get((r, c), "") for c in range(width)] for r in range(height) if any((r, c) in grid for c in range(width))]
+
+
+def _signature(value: str) -> str:
+    """What kind of value a cell holds, for placing cells whose row lost its rowspans: ``K = 32`` -> ``K = ``."""
+    v = value.strip()
+    if re.fullmatch(r"(?:\.?[a-z][a-z0-9]*\s*(?:,|/|or|and)?\s*)+", v) and v.startswith("."):
+        return "types"
+    return re.sub(r"\d+", "0", v)[:4]
+
+
+def respan(rows: list[list[str]], width: int) -> list[list[str]]:
+    """Rows of a pipe table whose rendering dropped the cells a rowspan covered, back on the full grid.
+
+    A full row stays as it is.  A short row's cells keep their order and go to the columns where the
+    same value (or else the same kind of value, :func:`_signature`) was seen before, the missing leading
+    columns first when nothing tells; every column the row skips keeps the value of the row above -- what
+    the rowspan meant."""
+    seen: list[set[str]] = [set() for _ in range(width)]
+    kinds: list[set[str]] = [set() for _ in range(width)]
+    out: list[list[str]] = []
+    prev = [""] * width
+    for cells in rows:
+        if not any(c.strip() for c in cells):
+            continue  # the row of a rowspan's tail that the rendering kept empty
+        if len(cells) >= width or not out:
+            row = (list(cells) + [""] * width)[:width]
+        else:
+            row = list(prev)
+            for col, value in zip(_place(cells, seen, kinds, width), cells):
+                row[col] = value
+        for c, value in enumerate(row):
+            if value.strip():
+                seen[c].add(value.strip())
+                kinds[c].add(_signature(value))
+        out.append(row)
+        prev = row
+    return out
+
+
+def _place(cells: list[str], seen: list[set[str]], kinds: list[set[str]], width: int) -> list[int]:
+    """Increasing columns for ``cells`` with the best agreement with what each column held before
+    (same value 3, same kind 1); among equals, the placement furthest right."""
+    n = len(cells)
+
+    def score(i: int, c: int) -> int:
+        v = cells[i].strip()
+        return 3 if v and v in seen[c] else 1 if v and _signature(v) in kinds[c] else 0
+
+    best: dict[tuple[int, int], tuple[int, int, tuple[int, ...]]] = {}
+
+    def go(i: int, lo: int) -> tuple[int, int, tuple[int, ...]]:
+        if i == n:
+            return (0, 0, ())
+        key = (i, lo)
+        if key not in best:
+            options = []
+            for c in range(lo, width - (n - i) + 1):
+                s, pos, rest = go(i + 1, c + 1)
+                options.append((s + score(i, c), pos + c, (c, *rest)))
+            best[key] = max(options)
+        return best[key]
+
+    return list(go(0, 0)[2])
+
+
+def two_level_header(header: list[str], first: list[str]) -> list[str] | None:
+    """The header of a pipe table whose two-level heading lost its colspans (``Various Combinations | | |
+    ... | Shapes Supported | |`` over ``.kind::* | Has .ws | ...``): the lower row where it gives a name, else
+    the upper name carried right.  None when ``header`` has no gap such a row would fill."""
+    if not header or all(h.strip() for h in header) or not any(f.strip() for f in first):
+        return None
+    named = [f for f in first if f.strip()]
+    if len(named) >= len(header) or any(re.search(r"\d", f) and not re.search(r"[a-z]{3}", f) for f in named):
+        return None
+    carried, last = [], ""
+    for h in header:
+        last = h.strip() or last
+        carried.append(last)
+    return [first[k].strip() if k < len(first) and first[k].strip() else carried[k] for k in range(len(header))]
+
+
+def merge_columns(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Neighbouring columns under one header name (a colspan heading: ``Shapes Supported`` over M, N and K)
+    as one column, their cells joined with ``; `` (a value a span repeated across them, once)."""
+    groups: list[list[int]] = []
+    for k, h in enumerate(header):
+        if groups and h and header[groups[-1][0]] == h:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    if len(groups) == len(header):
+        return header, rows
+
+    def join(row: list[str], cols: list[int]) -> str:
+        vals = [row[c].strip() for c in cols if c < len(row) and row[c].strip()]
+        return "; ".join(dict.fromkeys(vals))
+
+    return [header[g[0]] for g in groups], [[join(r, g) for g in groups] for r in rows]

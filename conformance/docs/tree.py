@@ -62,6 +62,7 @@ class DocTree:
     file: str
     format: str
     blocks: list[Block]
+    version: str | None = None  # the ISA version the document states of itself (front matter, title), if any
 
     def sections(self) -> list[Section]:
         """Top-level sections; a numbered heading nests under the nearest heading whose number prefixes it."""
@@ -104,12 +105,20 @@ def clean_cell(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
+_LABEL_HEADING = re.compile(r"^(Multiplicand\s+[AB]\b[^:]{0,30}|Accumulators?\b[^:]{0,30}|Metadata)\s*:?$"
+                            r"|^(?:\.\w+\s*(?:,|and|or|/)?\s*)+:$|:$", re.I)
+
+
 def heading(text: str, line: int) -> Block:
-    """A heading block; ``9.7.14.5.7. Title`` gives the number, an unnumbered title keeps none."""
+    """A heading block; ``9.7.14.5.7. Title`` gives the number, an unnumbered title keeps none.  A heading a
+    conversion made of a label (``### Multiplicand A:``, ``#### .f16 and .bf16:``) is the label's paragraph:
+    it opens an operand or a type group inside its section, never a section of its own."""
     t = clean_cell(text)
     m = _NUMBERED.match(t)
     if m:
         return Block(HEADING, line, m.group(2).strip(), number=m.group(1))
+    if _LABEL_HEADING.search(t):
+        return Block(PARA, line, t if t.endswith(":") else t + ":")
     return Block(HEADING, line, t)
 
 

@@ -10,6 +10,7 @@ moved), whatever the text of the formula looks like.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +123,8 @@ def _compare_layouts(key: _Key, a: DocLayout, b: DocLayout, file: str) -> Findin
 
 
 def _formula_text(lay: DocLayout) -> str:
-    return "; ".join(f"{f.field} = {f.isa_text}" for f in (lay.row, lay.col) if f is not None)
+    texts = [(f.field, re.sub(r"^\w+\s*=\s*", "", f.isa_text.strip())) for f in (lay.row, lay.col) if f is not None]
+    return "; ".join(f"{field} = {text}" for field, text in texts)
 
 
 def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
@@ -153,6 +155,7 @@ def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
             if was != now:
                 out.append(Finding("changed", name, key[2], new.file, rb.line, rb.section or None,
                                    detail=f"(registers, register, per register, elements) {was} -> {now}"))
+    out += _tables(old, new)
     for key in sorted(set(a.layouts) | set(b.layouts)):
         if key[:2] not in common:
             continue
@@ -165,4 +168,17 @@ def compare_versions(old: Extraction, new: Extraction) -> list[Finding]:
                                detail=f"new formula: {_formula_text(lb)}"))
         else:
             out.append(_compare_layouts(key, la, lb, new.file))
+    return out
+
+
+def _tables(old: Extraction, new: Extraction) -> list[Finding]:
+    """The tcgen05 kind/shape table of both renderings, matched by its columns (never its number), by group."""
+    from .table39 import compare_tables, is_kind_table
+
+    olds = [t for t in old.tables if is_kind_table(t)]
+    out: list[Finding] = []
+    for t in (t for t in new.tables if is_kind_table(t)):
+        if olds:
+            section = next((s.number for s in new.sections if s.line <= t.line), None)
+            out += compare_tables(olds[0], t, new.file, section)
     return out

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 from ..formula import BINDING_LINE, FORMULA_START
+from ..source import Line
+from ..tree import TABLE, Block
 
 __all__ = ["DEBRIS", "ISA_BINDING_NAMES", "LABEL", "FRAG_HEADER", "is_debris", "is_formula_start", "is_prose",
-           "unglue", "split_fragment_text", "strip_inline_markup"]
+           "unglue", "split_fragment_text", "fragment_table"]
 
 ISA_BINDING_NAMES = ("groupID", "threadID_in_group")
 
@@ -68,18 +70,6 @@ def is_prose(text: str) -> bool:
     return bool(re.search(r"[A-Za-z_]\w*\s+[A-Za-z_]\w*", core))
 
 
-def strip_inline_markup(text: str) -> str:
-    """Markdown/HTML inline debris: images, empty permalink links, link targets, backquotes, tags."""
-    t = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", text)
-    t = re.sub(r"\[\]\([^)]*\)", "", t)
-    t = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", t)
-    t = re.sub(r"\[([^\]]*)\]\[[^\]]*\]", r"\1", t)
-    t = re.sub(r"</?(?:br|span|code|em|strong|b|i|sup|sub|a)\b[^>]*>", " ", t)
-    t = t.replace("`", "").replace("\\_", "_").replace("\\*", "*").replace("\\|", "|")
-    t = re.sub(r"(?<!\w)\*\*([^*]+)\*\*|(?<!\w)\*([^*\s][^*]*)\*", lambda m: m.group(1) or m.group(2), t)
-    return re.sub(r"[ \t]+", " ", t).strip()
-
-
 _ROW_START = re.compile(r"((?:\.[a-z0-9]+\s*(?:/|,|or|and)\s*)*\.[a-z0-9]+)\s+(?=A vector expression|A \.b32 register)")
 _ELEMENTS = re.compile(r"(?<![\w.])([abcd]\d+(?:[\s,.]+[abcd]\d+)*)\s*$")
 
@@ -101,3 +91,19 @@ def split_fragment_text(text: str) -> list[list[str]]:
             elements, desc = el.group(1).strip(), desc[: el.start()].strip()
         rows.append([m.group(1).strip(), desc, elements])
     return rows
+
+
+def fragment_table(body: list[Line]) -> Block:
+    """A fragment table whose cells lost their boundaries (``body``: its lines or paragraphs, header first)
+    as a table block, each row at the line that names its types."""
+    text = " ".join(ln.text.strip() for ln in body)
+    header_m = re.match(r"^\|?\s*(\.?[abcd]type(?:\s*/\s*\.?dtype)?)", text)
+    header = [header_m.group(1) if header_m else ".type", "Fragment", "Elements"]
+    if "low to high" in text:
+        header[2] = "Elements (low to high)"
+    rows = split_fragment_text(text)
+    row_lines = []
+    for r in rows:
+        first = r[0].split("/")[0].strip()
+        row_lines.append(next((ln.number for ln in body[1:] if first in ln.text), body[0].number))
+    return Block(TABLE, body[0].number, rows=[header, *rows], row_lines=[body[0].number, *row_lines])

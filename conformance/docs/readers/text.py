@@ -15,7 +15,7 @@ import re
 from ..source import Line
 from ..tables import collect_glued, parse_glued
 from ..tree import CAPTION, PARA, PRE, TABLE, Block, caption, clean_cell, heading
-from .common import FRAG_HEADER, LABEL, is_debris, is_formula_start, is_prose, split_fragment_text, unglue
+from .common import FRAG_HEADER, LABEL, fragment_table, is_debris, is_formula_start, is_prose, unglue
 
 __all__ = ["read_text_blocks"]
 
@@ -88,17 +88,7 @@ def _fragment_table(lines: list[Line], k: int) -> tuple[Block, int]:
             break
         body.append(lines[j])
         j += 1
-    text = " ".join(ln.text.strip() for ln in body)
-    header_m = re.match(r"^\|?\s*(\.?[abcd]type(?:\s*/\s*\.?dtype)?)", text)
-    header = [header_m.group(1) if header_m else ".type", "Fragment", "Elements"]
-    if "low to high" in text:
-        header[2] = "Elements (low to high)"
-    rows = split_fragment_text(text)
-    row_lines = []
-    for r in rows:
-        first = r[0].split("/")[0].strip()
-        row_lines.append(next((ln.number for ln in body[1:] if first in ln.text), body[0].number))
-    return Block(TABLE, lines[k].number, rows=[header, *rows], row_lines=[body[0].number, *row_lines]), j
+    return fragment_table(body), j
 
 
 def read_text_blocks(lines: list[Line]) -> list[Block]:
