@@ -2,8 +2,8 @@
 
 Sits beside ``ptxconf.spec`` (it imports it, nothing higher), so a new ISA
 version is checked by meaning, lane map by lane map, not by text.  Every
-rendering (HTML, text copied from it, markdown, pdftotext) is read into one
-block tree (:mod:`.tree`, :mod:`.readers`) before anything is extracted.
+rendering (markdown, HTML, the PDF, text copied from any of them) is read into
+one block tree (:mod:`.tree`, :mod:`.readers`) before anything is extracted.
 """
 
 from .extract import extract, extract_file
