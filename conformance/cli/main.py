@@ -34,6 +34,7 @@ EXTENSIONS = (
     "ptxconf.cli.fuzz",
     "ptxconf.cli.toolchains",
     "ptxconf.cli.programs",
+    "ptxconf.cli.cache",
 )
 
 
