@@ -80,6 +80,10 @@ def cmd_run(args) -> int:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
         if info.get("auto"):
             print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
+        if info.get("backend") == "emulator" and not args.quiet:  # evidence labelled: no GPU made these verdicts
+            print(f"ptxconf run: on the emulator ({info.get('gpu', 'NumPy')}, compute capability "
+                  f"{info.get('compute_capability', '?')}): its verdicts check the suite against specs/, not a GPU",
+                  file=sys.stderr)
         header = {
             "command": "ptxconf " + shlex.join(getattr(args, "argv", None) or sys.argv[1:]),
             "git_revision": git_revision(),
