@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
         session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
                              verbose=args.verbose, skip_done=done,
-                             jobs=args.jobs or (os.cpu_count() or 1))
+                             jobs=_jobs(args.jobs, len(variants)))
         started = time.time()
         try:
             status = session.run(backend)
@@ -109,6 +109,13 @@ def cmd_run(args) -> int:
         raise SystemExit(f"ptxconf run: {exc}") from None
     finally:
         lock.release()
+
+
+def _jobs(asked: int | None, variants: int) -> int:
+    """Worker processes: as asked (default one per core), but no more than there are variants to plan (an idle
+    worker only costs its start-up); a run asked to use workers keeps at least two."""
+    jobs = asked or (os.cpu_count() or 1)
+    return jobs if jobs <= 1 else max(2, min(jobs, variants))
 
 
 def _refuse_links(out_dir: Path) -> None:

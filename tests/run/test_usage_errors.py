@@ -168,3 +168,9 @@ def test_drawing_without_matplotlib_says_install_it(argv, capsys, tmp_path, monk
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails as in a bare install
     line = _usage(capsys, [a.format(tmp_path) for a in argv])
     assert "needs matplotlib: install matplotlib" in line
+
+
+def test_run_starts_no_more_workers_than_variants():
+    from ptxconf.cli.run import _jobs
+
+    assert _jobs(32, 5) == 5 and _jobs(32, 1) == 2 and _jobs(1, 50) == 1 and _jobs(4, 50) == 4
