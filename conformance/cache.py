@@ -78,11 +78,17 @@ def _secret(path: Path) -> bytes:
     """The HMAC secret in ``path``: made there on first use (mode 0600); one owned by someone else, readable by
     others or not a plain file is not trusted, and this process then keys its entries with a secret of its own
     (nothing it writes is read by another process, and nothing foreign is read by it)."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secrets.token_bytes(32))
+    if not path.exists():  # written whole, then linked into place: a reader never sees half a key
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(32))
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:

@@ -166,3 +166,19 @@ def test_cache_info_and_clear(cache, capsys):
     assert cache_store.get("cubin", "a" * 64) is None and cache_store.get("specs", "b" * 64) == b"{}"
     assert main(["cache", "clear"]) == 0
     assert "deleted 1 files" in capsys.readouterr().out and not _entries(cache)
+
+
+def test_the_secret_is_made_once_private_and_a_key_others_can_read_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    key = tmp_path / "config" / "ptx-conformance" / "cache.key"
+    cache_store._secret.cache_clear()
+    try:
+        made = cache_store._secret(key)
+        assert key.read_bytes() == made and key.stat().st_mode & 0o777 == 0o600
+        cache_store._secret.cache_clear()
+        assert cache_store._secret(key) == made  # read back, not made again
+        key.chmod(0o644)
+        cache_store._secret.cache_clear()
+        assert cache_store._secret(key) != made  # readable by others: this process keys with its own secret
+    finally:
+        cache_store._secret.cache_clear()
