@@ -64,6 +64,7 @@ def specs_key(files: list[Path]) -> str | None:
 # JSON's own object hook build the values bottom-up (no recursion of ours), then fills the objects' fields.
 
 _SCALARS = (type(None), bool, int, float, str)
+_NUMBERS = (type(None), bool, int, float)
 
 
 class _Encoder:
@@ -76,70 +77,70 @@ class _Encoder:
         self.count: dict[int, int] = {}  # id(container) -> times met
         self.numbers: dict[int, int] = {}  # id(container) -> reference number, once written
         self.keep: list[Any] = []  # holds what the dicts above name by id
+        self.fields: dict[type, list[str]] = {}  # a dataclass's field names, asked once per class
 
     def _class(self, cls: type) -> int:
         if cls not in self.classes:
             if not cls.__module__.startswith("ptxconf."):
                 raise TypeError(f"{cls.__module__}.{cls.__qualname__} is not a class of this package")
             self.classes[cls] = len(self.table)
-            self.table.append([f"{cls.__module__}:{cls.__qualname__}", [f.name for f in dataclasses.fields(cls)]])
+            self.table.append([f"{cls.__module__}:{cls.__qualname__}", self._names(cls)])
         return self.classes[cls]
 
+    def _names(self, cls: type) -> list[str]:
+        names = self.fields.get(cls)
+        if names is None:
+            names = self.fields[cls] = [f.name for f in dataclasses.fields(cls)]
+        return names
+
     def walk(self, root: Any) -> None:
-        """Number every instance and count every container; a container inside itself is refused."""
-        open_: set[int] = set()
-        stack: list[tuple[Any, bool]] = [(root, False)]
+        """Number every instance and count every container.  (A container inside itself would recurse in
+        :meth:`value` until RecursionError, which :func:`store` takes as "not plain data".)"""
+        stack: list[Any] = [root]
+        containers = (list, tuple, set, frozenset, dict)
         while stack:
-            obj, done = stack.pop()
+            obj = stack.pop()
             t = type(obj)
-            if t in _SCALARS:
-                continue
             i = id(obj)
-            if done:
-                open_.discard(i)
-                continue
-            if t in (list, tuple, set, frozenset, dict):
-                if i in open_:
-                    raise TypeError("a container holds itself")
-                self.count[i] = self.count.get(i, 0) + 1
-                if self.count[i] > 1:
+            if t in containers:
+                n = self.count.get(i, 0)
+                self.count[i] = n + 1
+                if n:
                     continue
                 self.keep.append(obj)
-                open_.add(i)
-                stack.append((obj, True))
-                kids = [x for kv in obj.items() for x in kv] if t is dict else list(obj)
-            elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+                kids: Any = [x for kv in obj.items() for x in kv] if t is dict else obj
+            elif t in self.fields or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
                 if i in self.objects:
                     continue
                 self._class(t)
                 self.objects[i] = len(self.order)
                 self.order.append(obj)
-                kids = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+                kids = [getattr(obj, name) for name in self.fields[t]]
             else:
                 raise TypeError(f"{t.__module__}.{t.__qualname__} is not plain data")
-            stack.extend((c, False) for c in reversed(kids))
+            stack.extend(k for k in kids if type(k) not in _SCALARS)
 
     def value(self, obj: Any) -> Any:
         t = type(obj)
-        if t in _SCALARS:
-            if t is str and self.base and obj.startswith(self.base):
-                return {"p": obj[len(self.base):]}
+        if t in _NUMBERS:
             return obj
+        if t is str:
+            return {"p": obj[len(self.base):]} if self.base and obj.startswith(self.base) else obj
         i = id(obj)
         if i in self.objects:
             return {"r": self.objects[i]}
         if i in self.numbers:
             return {"c": self.numbers[i]}
-        if t is list:
-            out: Any = [self.value(x) for x in obj]
-            if self.count[i] > 1:
-                out = {"l": out}
-        elif t is tuple:
-            out = {"t": [self.value(x) for x in obj]}
-        elif t in (set, frozenset):
-            out = {"s" if t is set else "f": [self.value(x) for x in obj]}
+        v = self.value
+        if t is dict:
+            out: Any = {"d": [[k if type(k) in _NUMBERS else v(k), x if type(x) in _NUMBERS else v(x)]
+                              for k, x in obj.items()]}
         else:
-            out = {"d": [[self.value(k), self.value(v)] for k, v in obj.items()]}
+            items = [x if type(x) in _NUMBERS else v(x) for x in obj]
+            if t is list:
+                out = {"l": items} if self.count[i] > 1 else items
+            else:
+                out = {"t" if t is tuple else "s" if t is set else "f": items}
         if self.count[i] > 1:
             self.numbers[i] = out["i"] = len(self.numbers)
         return out
@@ -151,7 +152,7 @@ def encode(obj: Any, base: str | None = None) -> bytes:
     enc = _Encoder(base)
     enc.walk(obj)
     kinds = [enc.classes[type(o)] for o in enc.order]
-    objects = [[enc.value(getattr(o, f.name)) for f in dataclasses.fields(o)] for o in enc.order]
+    objects = [[enc.value(getattr(o, name)) for name in enc.fields[type(o)]] for o in enc.order]
     head = json.dumps({"format": FORMAT, "classes": enc.table, "kinds": kinds}, separators=(",", ":"))
     body = json.dumps({"objects": objects, "root": enc.value(obj)}, separators=(",", ":"), allow_nan=True)
     return head.encode() + b"\n" + body.encode()
