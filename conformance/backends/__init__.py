@@ -25,5 +25,9 @@ def get_backend(name: str, **kwargs) -> Backend:
     if name == "emulator":
         from .emulator import EmulatorBackend
 
+        if kwargs.get("semantics") is None:  # what the emulator computes D with; a command that observes hardware gives none
+            raise BackendError("this command observes the hardware; the emulator has nothing to observe "
+                               "(run it on a GPU: --backend pycuda)")
+
         return EmulatorBackend(**{k: v for k, v in kwargs.items() if k not in ("build", "use_cache", "ptxas")})
     raise ValueError(f"unknown backend {name!r}; choose auto, pycuda or emulator")

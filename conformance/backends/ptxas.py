@@ -14,7 +14,8 @@ both and whether they agree.
   Spec-invalid variants are assembled one module each.  All modules run on a
   thread pool.
 * Results are cached on disk by sha256 of (ptxas ``--version``, arch, PTX text)
-  under ``$PTXCONF_CACHE/ptxas/`` or ``~/.cache/ptx-conformance/ptxas/``.
+  under ``$PTXCONF_CACHE/ptxas/`` or ``~/.cache/ptx-conformance/ptxas/``, as
+  entries of :mod:`ptxconf.cache` (checked before use, bounded in size).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
-from ptxconf.cache import cache_root
+from ptxconf import cache as cache_store
 from ptxconf.core.family import family_of
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target, parse_target
@@ -218,7 +219,7 @@ def ptxas_info(exe: str) -> dict:
 
 
 def cache_dir() -> Path:
-    return cache_root() / "ptxas"
+    return cache_store.cache_root() / "ptxas"
 
 
 _LOCATION = re.compile(r"^ptxas\s+[^,\n]*,\s*(line \d+)", re.M)
@@ -282,23 +283,17 @@ def assemble(
     Timeouts and crashes are failures whose text says so; they are not cached.
     """
     key = hashlib.sha256("\0".join((_version_output(exe), arch, ptx_text)).encode()).hexdigest()
-    path = cache_dir() / key[:2] / f"{key}.json"
     if use_cache:
+        hit = cache_store.get("ptxas", key)  # None unless intact and written under this user's secret
         try:
-            hit = json.loads(path.read_text())
-            if isinstance(hit["ok"], bool) and isinstance(hit["stderr"], str):  # else damaged: assemble again
-                return hit["ok"], hit["stderr"]
-        except (OSError, ValueError, KeyError, TypeError):
+            doc = json.loads(hit) if hit is not None else None
+            if isinstance(doc, dict) and isinstance(doc.get("ok"), bool) and isinstance(doc.get("stderr"), str):
+                return doc["ok"], doc["stderr"]
+        except ValueError:
             pass
     ok, err, cacheable = _run_ptxas(ptx_text, arch, exe, timeout)
     if use_cache and cacheable:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{id(err)}.tmp")
-            tmp.write_text(json.dumps({"ok": ok, "stderr": err, "arch": arch}))
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        cache_store.put("ptxas", key, json.dumps({"ok": ok, "stderr": err, "arch": arch}).encode())
     return ok, err
 
 
@@ -308,14 +303,10 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
     ``-O0``), cached on disk by sha256 of (this ptxas's ``--version``, arch, options, PTX), so a warm run
     assembles nothing."""
     key = hashlib.sha256("\0".join((_version_output(exe), arch, *options, ptx_text)).encode()).hexdigest()
-    path = cache_dir().parent / "cubin" / key[:2] / f"{key}.cubin"
-    if use_cache and path.is_file():
-        try:
-            data = path.read_bytes()
-            if data.startswith(ELF_MAGIC):  # else a damaged entry: built again and replaced
-                return data, ""
-        except OSError:
-            pass
+    if use_cache:
+        data = cache_store.get("cubin", key)  # a truncated entry or another module's cubin is a miss: built again
+        if data is not None and data.startswith(ELF_MAGIC):
+            return data, ""
     with tempfile.TemporaryDirectory(prefix="ptxconf-") as tmp:
         src, out = Path(tmp) / "m.ptx", Path(tmp) / "m.cubin"
         src.write_text(ptx_text)
@@ -333,13 +324,7 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
     if not data.startswith(ELF_MAGIC):
         return None, f"ptxas exited 0 but wrote no ELF cubin ({len(data)} bytes starting {data[:8]!r})"
     if use_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp_path = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp_path.write_bytes(data)
-            os.replace(tmp_path, path)
-        except OSError:
-            pass
+        cache_store.put("cubin", key, data)
     return data, ""
 
 

@@ -134,16 +134,3 @@ def _report(args: argparse.Namespace, archs: list[str], exe: str, variants: list
         print("ptxas and the spec agree on every testable (arch, variant).")
     print(f"({elapsed:.1f} s)")
     return 1 if bad else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m ptxconf.cli.assemble``)."""
-    parser = argparse.ArgumentParser(prog="ptxconf")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

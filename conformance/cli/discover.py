@@ -27,6 +27,14 @@ from ptxconf.spec.model import Variant
 from ptxconf.tools.discover import Discovery, discover, fit_formula
 
 
+def evidence_label(info: dict) -> str:
+    """What produced a result, said with it: the GPU, or the emulator (which computes from the specs themselves, so
+    its "agrees" checks the tool, not the hardware)."""
+    if info.get("backend") == "emulator":
+        return "the emulator (no hardware observed: the maps come from specs/)"
+    return f"{info.get('gpu', 'a GPU')} ({info.get('backend', '?')})"
+
+
 def _safe(vid: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", vid)
 
@@ -109,6 +117,7 @@ def run(args) -> int:
         return 2
     backend = get_backend(args.backend, semantics=mma)
     info = backend.info()
+    label = evidence_label(info)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -143,10 +152,13 @@ def run(args) -> int:
                     print("    " + d)
     finally:
         backend.close()
-        (out / "summary.json").write_text(json.dumps({"device": info, "variants": rows, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
+        (out / "summary.json").write_text(json.dumps({"backend": info.get("backend"), "evidence": label, "device": info,
+                                                      "variants": rows,
+                                                      "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                                                     indent=1) + "\n")
     bad = [r for r in rows if r["status"] in ("differs", "error")]
     print(f"{sum(r['status'] == 'agrees' for r in rows)} agree, {len(bad)} differ or failed, "
-          f"{sum(r['status'] == 'skip' for r in rows)} skipped -> {out}")
+          f"{sum(r['status'] == 'skip' for r in rows)} skipped on {label} -> {out}")
     return 1 if bad else 0
 
 

@@ -43,8 +43,7 @@ def _variant(args):
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("export", help="layouts as CuTe, linear-layout bases or JSON; recorded results as a dataset")
-    esub = p.add_subparsers(dest="export_command", required=True)
+    esub = sub.group("export", help="layouts as CuTe, linear-layout bases or JSON; recorded results as a dataset")
     e = esub.add_parser("layout", help="one operand's layout as a CuTe layout, linear-layout bases or JSON")
     e.add_argument("--specs", metavar="DIR", help="spec directory (default: the specs/ shipped with the suite)")
     e.add_argument("variant")
@@ -58,8 +57,7 @@ def add_parser(sub) -> None:
     e.add_argument("-o", "--out", required=True, metavar="DIR")
     e.set_defaults(func=cmd_export_vectors)
 
-    c = sub.add_parser("check", help="check a user's own layout against the spec and the recorded hardware maps")
-    csub = c.add_subparsers(dest="check_command", required=True)
+    csub = sub.group("check", help="check a user's own layout against the spec and the recorded hardware maps")
     k = csub.add_parser("layout", help="a CuTe layout (--cute) or linear-layout bases (--linear) of one operand")
     k.add_argument("--specs", metavar="DIR", help="spec directory (default: the specs/ shipped with the suite)")
     how = k.add_mutually_exclusive_group(required=True)

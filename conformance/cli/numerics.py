@@ -37,8 +37,27 @@ def _backend(name: str):
     return backend
 
 
-def _ints(text: str | None) -> list[int]:
-    return [int(x, 0) for x in text.split(",")] if text else []
+def _ints(text: str | None, opt: str, bound: int, what: str) -> list[int]:
+    """Comma-separated integers (0x.., 0b.. or decimal), each in ``0 <= x < bound``; one line naming the option
+    otherwise (a value too wide for its type is refused, not masked)."""
+    out = []
+    for item in text.split(",") if text else []:
+        try:
+            x = int(item.strip(), 0)
+        except ValueError:
+            raise SystemExit(f"ptxconf numerics dot: {opt} {item!r}: not an integer (give bit patterns such as "
+                             "0x3c00)") from None
+        if not 0 <= x < bound:
+            raise SystemExit(f"ptxconf numerics dot: {opt} {item.strip()}: outside {what} (0 to {bound - 1:#x})")
+        out.append(x)
+    return out
+
+
+def _bits(type_name: str) -> tuple[int, str]:
+    from ptxconf.spec.ptxtypes import TYPES
+
+    bits = TYPES[type_name].bits if type_name in TYPES else 64
+    return 1 << bits, f"the {bits} bits of .{type_name}"
 
 
 def _variant(specs, vid: str):
@@ -60,14 +79,18 @@ def cmd_dot(args) -> int:
     p = path_of(spec, v)
     k = k_of(v)
     ka = k // 2 if is_sparse(v) else k
-    a, b = _ints(args.a), _ints(args.b)
+    types = Types.of(v)
+    a, b = _ints(args.a, "--a", *_bits(types.a)), _ints(args.b, "--b", *_bits(types.b))
     a, b = a + [0] * (ka - len(a)), b + [0] * (k - len(b))
     if len(a) != ka or len(b) != k:
         raise SystemExit(f"ptxconf: {v.id} takes {ka} values in --a and {k} in --b")
-    c = int(args.c, 0)
+    cs = _ints(args.c, "--c", *_bits(types.c))
+    if len(cs) != 1:
+        raise SystemExit(f"ptxconf numerics dot: --c {args.c}: give one value")
+    c = cs[0]
     pos = None
     if is_sparse(v):
-        pos = _ints(args.pos)
+        pos = _ints(args.pos, "--pos", k, f"the {k} dense positions")
         if len(pos) != ka:
             raise SystemExit(f"ptxconf: --pos: {v.id} stores {ka} A elements; give their {ka} dense positions")
         if args.explain:
@@ -94,13 +117,15 @@ def cmd_measure(args) -> int:
     backend = _backend(args.backend)
     try:
         m = measure(backend, spec, v)
+        m["backend"] = backend.info().get("backend")
     finally:
         backend.close()
     m.pop("observations")
     if args.json:
         print(json.dumps(m, indent=1, default=str))
     else:
-        print(f"{v.id}  path {m['path']}  ({m['seconds']} s)")
+        on = "the emulator (the model checked against itself)" if m["backend"] == "emulator" else m["backend"]
+        print(f"{v.id}  path {m['path']}  ({m['seconds']} s) on {on}")
         for g in m["groups"]:
             mark = "agrees" if g["agrees"] else "DEPARTS"
             print(f"  {g['group']:17s} {mark:8s} {g['cases']:4d} cases  model {g['model']}  consistent ({g['n_consistent']}): {g['consistent'][:4]}")
@@ -253,6 +278,11 @@ def cmd_pin(args) -> int:
     from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
     from ptxconf.tools.numerics.spec import numerics_spec
 
+    if args.out:  # made before the work: a folder that cannot be made is a usage error, not a crash after it
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SystemExit(f"ptxconf numerics pin: --out {args.out}: {exc.strerror or exc}") from None
     specs, spec, _ = _setup(args)
     runs = []
     for d in args.directories:

@@ -6,7 +6,6 @@ disagreement or failure found, 2 a usage or environment error (one line naming t
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -329,13 +328,3 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_matrix)
 
     add_differential(ts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m ptxconf.cli.toolchains``)."""
-    parser = argparse.ArgumentParser(prog="ptxconf")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    return args.func(args)

@@ -25,6 +25,7 @@ import jsonschema
 import numpy as np
 from ptxconf import registry
 
+from . import stored
 from .expr import Expr, ExprError, parse
 from .model import Fragment, Layout, Operand, Variant
 from .ptxtypes import TYPES
@@ -94,8 +95,8 @@ def load_specs(directory: str | Path | None = None) -> Specs:
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise SpecError(str(directory), None, "", "no *.yaml spec files here")
-    key = _cache_key(files)
-    specs = _cached(key) if key else None
+    key = stored.specs_key(files)
+    specs = stored.load_stored(key, Specs, directory) if key else None
     if specs is not None:
         return specs
     specs = Specs()
@@ -105,56 +106,8 @@ def load_specs(directory: str | Path | None = None) -> Specs:
         if state is not None:  # None: a document kind, loaded whole in the first pass
             _load_variants(path, specs, *state)
     if key:
-        _store(key, specs)
+        stored.store(key, specs, directory)
     return specs
-
-
-def _cache_key(files: list[Path]) -> str | None:
-    """What a loaded ``Specs`` is a function of: the spec files (names and bytes), and the package's own code and
-    schemas (any change to a loader, a variant class or a schema makes a new key).  None where a spec path is not a
-    regular file (a FIFO would block the read: the loader refuses it with its own message)."""
-    import hashlib
-    import sys
-
-    if not all(path.is_file() for path in files):
-        return None
-    h = hashlib.sha256(f"{sys.version_info[:2]}".encode())
-    package = Path(registry.__file__).resolve().parent
-    for path in [*files, *sorted(package.rglob("*.py")), *sorted(package.rglob("*.json"))]:
-        h.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _cache_path(key: str) -> Path:
-    from ptxconf.cache import cache_root
-
-    return cache_root() / "specs" / f"{key}.pickle"
-
-
-def _cached(key: str) -> Specs | None:
-    import pickle
-
-    try:
-        specs = pickle.loads(_cache_path(key).read_bytes())
-    except Exception:  # none yet, unreadable or damaged: parse the files
-        return None
-    return specs if isinstance(specs, Specs) else None
-
-
-def _store(key: str, specs: Specs) -> None:
-    import contextlib
-    import os
-    import pickle
-
-    path = _cache_path(key)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(pickle.dumps(specs, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
-    except Exception:  # a read-only home, a full disk, something that will not pickle: the next run parses again
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 # Spec files whose ``schema`` is a string name a document kind with its own JSON Schema and

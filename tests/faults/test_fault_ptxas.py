@@ -7,20 +7,22 @@ version can be read), exit as documented (1 for a disagreement, 2 when ptxas can
 when every row is untestable), print no traceback and stop within the timeout (the hang test passes
 1 s to ``assemble_report``; the default is ``DEFAULT_TIMEOUT_S``).
 
-A garbage entry in ``$PTXCONF_CACHE/ptxas/`` (not JSON, the wrong types) or in the cubin cache (no ELF
-header) is not trusted: the result is computed again and the entry replaced.
+A garbage entry in ``$PTXCONF_CACHE/ptxas/`` (not JSON, the wrong types), a poisoned one (a lie with a content
+hash anyone can make), or a cubin entry that is truncated, cut or another module's is not trusted: the result is
+computed again and the entry replaced.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import time
 from pathlib import Path
 
 import pytest
-from ptxconf import cli
+from ptxconf import cache, cli
 from ptxconf.backends import ptxas as px
 from ptxconf.cli import assemble as assemble_cli
 
@@ -107,29 +109,65 @@ def _runs(counter: Path) -> int:
     return len(counter.read_text().splitlines()) if counter.exists() else 0
 
 
+def _entry(kind: str) -> Path:
+    (entry,) = [p for p in (cache.cache_root() / kind).rglob("*") if p.is_file()]
+    return entry
+
+
+def _with_payload(entry: Path, payload: bytes) -> bytes:
+    """The entry's bytes with its payload replaced and its header kept (size, key, MAC as they were)."""
+    header = entry.read_bytes().split(b"\n", 2)
+    return header[0] + b"\n" + header[1] + b"\n" + payload
+
+
 @pytest.mark.parametrize("garbage", [b"\x00\xff not json", b"[1, 2]", b'{"ok": "false", "stderr": 3}', b""])
 def test_a_corrupt_assemble_cache_entry_is_recomputed(garbage, tmp_path, tally):
     exe, counter = _counting_ptxas(tmp_path / "bin")
     assert px.assemble(".version 8.0\n", "sm_80", str(exe)) == (True, "")
-    (entry,) = px.cache_dir().rglob("*.json")
+    entry = _entry("ptxas")
     assert _runs(counter) == 1
     entry.write_bytes(garbage)
     assert px.assemble(".version 8.0\n", "sm_80", str(exe)) == (True, "")
     assert _runs(counter) == 2, "the damaged entry must not be trusted"
-    assert json.loads(entry.read_text())["ok"] is True  # and it is replaced by a whole one
+    assert json.loads(cache.get("ptxas", entry.name))["ok"] is True  # and it is replaced by a whole one
     tally.check(lost=0, false_passes=0, injected=1)
 
 
-@pytest.mark.parametrize("garbage", [b"garbage, not a cubin", b"", b"\x7fEL"])
-def test_a_corrupt_cubin_cache_entry_is_rebuilt(garbage, tmp_path, tally):
+def test_a_poisoned_assemble_entry_is_checked_again(tmp_path, tally):
+    """Someone with write access to a shared cache says a module ptxas rejects assembles: the entry's HMAC, made
+    with a secret the writer does not hold, does not match, so ptxas runs again and its verdict is kept."""
+    exe = fake_ptxas(tmp_path / "bin", 'echo "ptxas <input>, line 1; error   : bad" >&2; exit 1')
+    ok, err = px.assemble(".version 8.0\n", "sm_80", str(exe))
+    assert not ok and "error" in err
+    entry = _entry("ptxas")
+    lie = json.dumps({"ok": True, "stderr": "", "arch": "sm_80"}).encode()
+    header = json.loads(entry.read_bytes().split(b"\n", 2)[1])
+    header["size"] = len(lie)
+    header["mac"] = hashlib.sha256(lie).hexdigest()  # a content hash anyone can make
+    entry.write_bytes(cache.MAGIC + json.dumps(header).encode() + b"\n" + lie)
+    assert px.assemble(".version 8.0\n", "sm_80", str(exe)) == (ok, err)
+    tally.check(lost=0, false_passes=0, injected=1)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "cut ELF", "truncated", "another module's"])
+def test_a_damaged_or_swapped_cubin_entry_is_a_miss_and_rebuilt(damage, tmp_path, tally):
     exe, counter = _counting_ptxas(tmp_path / "bin")
     cubin, err = px.compile_cubin(".version 8.0\n", "sm_80", str(exe))
     assert cubin == b"\x7fELF-fake-cubin" and not err and _runs(counter) == 1
-    (entry,) = (px.cache_dir().parent / "cubin").rglob("*.cubin")
-    entry.write_bytes(garbage)
+    entry = _entry("cubin")
+    whole = entry.read_bytes()
+    if damage == "another module's":  # a whole, valid entry of another module copied over this one
+        other, _ = px.compile_cubin(".version 8.1\n", "sm_80", str(exe))
+        assert other is not None and _runs(counter) == 2
+        (theirs,) = [p for p in entry.parent.parent.rglob("*") if p.is_file() and p != entry]
+        entry.write_bytes(theirs.read_bytes())
+    else:
+        entry.write_bytes({"garbage": b"garbage, not a cubin", "empty": b"", "cut ELF": _with_payload(entry, b"\x7fEL"),
+                           "truncated": whole[:-3]}[damage])
+    runs = _runs(counter)
     cubin, err = px.compile_cubin(".version 8.0\n", "sm_80", str(exe))
     assert cubin == b"\x7fELF-fake-cubin" and not err
-    assert _runs(counter) == 2 and entry.read_bytes() == cubin
+    assert _runs(counter) == runs + 1 and cache.get("cubin", entry.name) == cubin
     tally.check(lost=0, false_passes=0, injected=1)
 
 
@@ -137,5 +175,5 @@ def test_a_ptxas_that_writes_no_elf_is_an_error_not_a_cached_cubin(tmp_path, tal
     exe = fake_ptxas(tmp_path / "bin", 'while [ "$1" != -o ]; do shift; done; echo garbage > "$2"; exit 0')
     cubin, err = px.compile_cubin(".version 8.0\n", "sm_80", str(exe))
     assert cubin is None and "no ELF cubin" in err
-    assert not list((px.cache_dir().parent / "cubin").rglob("*.cubin"))
+    assert not (cache.cache_root() / "cubin").exists()
     tally.check(lost=0, false_passes=0, injected=1)

@@ -67,10 +67,14 @@ def cmd_hgemm(args) -> int:
 
 
 def _run(args) -> int:
+    import importlib.util
+
     from ptxconf.spec.loader import load_specs
     from ptxconf.tools.hgemm import kernel as hg
     from ptxconf.tools.hgemm import run as hr
 
+    if not args.emulate and importlib.util.find_spec("cupy") is None:  # before any work: the GPU path is CuPy's
+        raise SystemExit("ptxconf hgemm run: the GPU run needs CuPy: install cupy-cuda12x (or --emulate for NumPy)")
     specs = load_specs(args.specs)
     variants = list(hg.VARIANTS) if args.variants == "all" else args.variants.split(",")
     try:

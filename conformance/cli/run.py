@@ -1,0 +1,203 @@
+"""``ptxconf run`` (the suite) and ``ptxconf replay`` (its comparators again, on a recorded run, without a GPU)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from .specs import load, specs_arg
+
+__all__ = ["add_parser"]
+
+
+def _run_backend(args, semantics):
+    """The run's backend: one device, or with ``--devices`` one backend per GPU behind one interface."""
+    from ptxconf.backends import get_backend
+
+    kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
+    if not getattr(args, "devices", None):
+        return get_backend(args.backend, **kw)
+    if args.backend == "emulator":
+        raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
+    from ptxconf.backends.devices import DeviceSet, parse_devices
+    from ptxconf.backends.pycuda_backend import device_count
+
+    try:
+        ids = parse_devices(args.devices, device_count())
+    except ValueError as exc:
+        raise SystemExit(f"ptxconf run: --devices {exc}") from None
+    first = get_backend("pycuda", device=ids[0], **kw)
+    if len(ids) == 1:
+        return first
+    return DeviceSet([first] + [get_backend("pycuda", device=i, builds_from=first, **kw) for i in ids[1:]])
+
+
+def cmd_run(args) -> int:
+    from ptxconf.backends import BackendError
+    from ptxconf.core.family import family_of, run_variants_of, select_checks
+    from ptxconf.oracle import mma
+    from ptxconf.run.report import RunLog, git_revision, specs_hash
+    from ptxconf.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
+
+    try:
+        checks = select_checks(args.check, args.undefined)
+    except ValueError as exc:
+        raise SystemExit(f"ptxconf: --check {exc}") from None
+    specs = load(args)
+    run_variants_of(specs)  # runnable variants derived from documents (e.g. tcgen05 Table 39 tuples), for this run only
+    variants = specs.select(args.select) if args.select else list(specs.variants.values())
+    if checks is not None:  # only the variants that make a check asked for
+        picked = [v for v in variants if family_of(v).checks_of(v, checks)]
+        if variants and not picked:
+            raise SystemExit(f"ptxconf: no selected variant makes {', '.join(checks)}")
+        variants = picked
+    if not variants:
+        hint = ""
+        if args.select:
+            import difflib
+
+            close = difflib.get_close_matches(args.select[0], list(specs.variants), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise SystemExit(f"ptxconf: --select {' '.join(args.select or [])} matches no variant{hint}")
+    out_dir = Path(args.out)
+    if args.force:
+        _refuse_links(out_dir)
+    try:
+        prepare_out_dir(out_dir, args.force, args.resume)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lock = take_lock(out_dir)
+    except UsageError as exc:
+        raise SystemExit(f"ptxconf run: {exc}") from None
+    try:
+        done = recorded_done(out_dir, args.seed) if args.resume else set()
+        try:
+            backend = _run_backend(args, mma)
+            info = backend.info()
+        except BackendError as exc:
+            raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
+        if info.get("auto"):
+            print(f"ptxconf: --backend auto: {info['auto']}", file=sys.stderr)
+        if info.get("backend") == "emulator" and not args.quiet:  # evidence labelled: no GPU made these verdicts
+            print(f"ptxconf run: on the emulator ({info.get('gpu', 'NumPy')}, compute capability "
+                  f"{info.get('compute_capability', '?')}): its verdicts check the suite against specs/, not a GPU",
+                  file=sys.stderr)
+        header = {
+            "command": "ptxconf " + shlex.join(getattr(args, "argv", None) or sys.argv[1:]),
+            "git_revision": git_revision(),
+            "specs_hash": specs_hash(specs),
+        }
+        log = RunLog(out_dir, info, args.seed, Path(args.junit) if args.junit else None, label=args.label,
+                     flavor=args.junit_flavor, header=header)
+        if args.resume:
+            log.load_recorded(done)
+        session = RunSession(specs, variants, out_dir, log, args.seed, checks,
+                             args.cases, save_observations=not args.no_observations, quiet=args.quiet,
+                             verbose=args.verbose, skip_done=done,
+                             jobs=_jobs(args.jobs, len(variants)))
+        started = time.time()
+        try:
+            status = session.run(backend)
+        finally:
+            backend.close()
+            log.close()
+        session.print_outcome(time.time() - started)
+        return status
+    except UsageError as exc:
+        raise SystemExit(f"ptxconf run: {exc}") from None
+    finally:
+        lock.release()
+
+
+def _jobs(asked: int | None, variants: int) -> int:
+    """Worker processes: as asked (default one per core), but no more than there are variants to plan (an idle
+    worker only costs its start-up); a run asked to use workers keeps at least two."""
+    jobs = asked or (os.cpu_count() or 1)
+    return jobs if jobs <= 1 else max(2, min(jobs, variants))
+
+
+def _refuse_links(out_dir: Path) -> None:
+    """``--force`` deletes the run's own files; one of them that is a symlink would take the deletion elsewhere (or
+    stop it halfway), so the run refuses before deleting anything."""
+    from ptxconf.run.files import RUN_FILES
+
+    for name in RUN_FILES:
+        if (out_dir / name).is_symlink():
+            raise SystemExit(f"ptxconf run: --force: {out_dir / name} is a symlink; --force replaces only the run's own "
+                             "files: remove the link first")
+
+
+def _run_ptxas(args) -> str | None:
+    """``--ptxas VERSION|PATH``: the ptxas that builds the run's cubins (a release installed by ``ptxconf toolchains
+    install``, or a path); None: the one on PATH."""
+    if not args.ptxas:
+        return None
+    from ptxconf.backends.ptxas import PtxasNotFound, find_ptxas
+
+    try:
+        return find_ptxas(args.ptxas)
+    except PtxasNotFound as exc:
+        raise SystemExit(f"ptxconf run: --ptxas: {exc}") from None
+
+
+def cmd_replay(args) -> int:
+    from ptxconf.run.replay import replay_dir
+
+    if args.out and Path(args.out).resolve() == Path(args.directory).resolve():
+        raise SystemExit(f"ptxconf replay: --out {args.out} is the recorded run itself; give a fresh folder "
+                         "(the replay would add its verdicts to the run's own results)")
+    specs = load(args)
+    return replay_dir(
+        specs,
+        Path(args.directory),
+        junit=Path(args.junit) if args.junit else None,
+        quiet=args.quiet,
+        out=Path(args.out) if args.out else None,
+    )
+
+
+def add_parser(commands) -> None:
+    r = commands.add_parser("run", help="run the conformance suite")
+    specs_arg(r)
+    r.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
+    r.add_argument("--select", action="append", metavar="GLOB", help="variant id, prefix or glob (repeatable)")
+    r.add_argument("--check", action="append", metavar="CHECK",
+                   help="value, map.A, map.B, map.C, ... or a glob such as 'undefined.*' (repeatable; default each family's)")
+    r.add_argument("--undefined", action="store_true",
+                   help="also run the checks of inputs the ISA leaves undefined: what the hardware did is recorded "
+                        "as 'undefined by the ISA', never as a pass or a failure")
+    r.add_argument("--cases", type=int, default=8, metavar="N", help="random cases per variant for the value check")
+    r.add_argument("--seed", type=int, default=0, metavar="S")
+    r.add_argument("--out", default="ptxconf-results", metavar="DIR")
+    r.add_argument("--junit", metavar="FILE", help="JUnit XML path (default DIR/junit.xml)")
+    r.add_argument("--no-observations", action="store_true", help="do not save raw inputs/outputs")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress lines or bar")
+    r.add_argument("-v", "--verbose", action="store_true", help="list every failure (default: the first 20)")
+    r.add_argument("--build", default="auto", choices=["auto", "ptxas", "jit"],
+                   help="GPU: assemble modules with ptxas in parallel (cached) or hand PTX to the driver JIT")
+    r.add_argument("--ptxas", metavar="VERSION|PATH",
+                   help="GPU: the ptxas that builds the cubins: a release (13.5, 12.4.131; see ptxconf toolchains) "
+                        "or a path (default: the one on PATH); summary.json names it")
+    r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
+    r.add_argument("--devices", metavar="all|N|I,J",
+                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): modules go to whichever "
+                        "device is free; the same verdicts, in the same order, as on one")
+    r.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes that plan variants, and as many that compare them (default: one per core; 1: "
+                        "everything in this process)")
+    r.add_argument("--force", action="store_true", help="replace the run already in --out")
+    r.add_argument("--resume", action="store_true", help="continue the run in --out, skipping what it recorded")
+    r.add_argument("--label", metavar="NAME", help="the run's name in JUnit classnames (default: the --out folder name)")
+    r.add_argument("--junit-flavor", default="jenkins", choices=["jenkins", "gitlab"],
+                   help="jenkins: valid against junit-10.xsd and Ant's schema; gitlab: adds file= on each testcase")
+    r.set_defaults(func=cmd_run)
+
+    r = commands.add_parser("replay", help="re-run the comparators on a recorded run, without a GPU")
+    specs_arg(r)
+    r.add_argument("directory", metavar="DIR")
+    r.add_argument("--junit", metavar="FILE")
+    r.add_argument("--out", metavar="OUT", help="write results.jsonl and junit.xml of the replay here")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_replay)
