@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf import __version__, registry
+from ptxconf.run.exit import ExitStatus
 from ptxconf.spec import SpecError, load_specs
 
-EXIT_USAGE = 2
+EXIT_USAGE = ExitStatus.USAGE
 
 # Tools register their own subcommands: one line here per module (families add theirs through the registry).
 EXTENSIONS = (
@@ -174,6 +175,17 @@ def _run_backend(args, semantics):
 
 
 def cmd_run(args) -> int:
+    from ptxconf.run.signals import StopSignals
+
+    stop = StopSignals().install()  # before anything else: a signal at any moment is a clean stop
+    try:
+        status = _cmd_run(args, stop)
+        return stop.exit_status if stop.requested else status  # also a signal after the last report
+    finally:
+        stop.release()  # after the last report
+
+
+def _cmd_run(args, stop) -> int:
     from ptxconf.backends import BackendError
     from ptxconf.core.family import family_of, run_variants_of, select_checks
     from ptxconf.oracle import mma
@@ -227,7 +239,7 @@ def cmd_run(args) -> int:
             log.load_recorded(done)
         session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
-                             verbose=args.verbose, skip_done=done,
+                             verbose=args.verbose, skip_done=done, signals=stop,
                              jobs=args.jobs or (os.cpu_count() or 1))
         started = time.time()
         try:
@@ -368,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         raise
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C before a command took the signal (``run`` takes it first thing)
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":

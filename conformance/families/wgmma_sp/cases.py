@@ -93,27 +93,8 @@ def layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, mod
     """(descriptor, where its swizzle pattern starts) for the compressed A or B, as the dense
     family chooses them: canonical strides, K chunks in either order (K-major none), any LBO and a
     K start inside the swizzle row (K-major swizzled), a pattern start off the repeat boundary."""
-    smem = model.smem
-    view = v.a_view if operand == "A" else v
-    ext, kext = (64, view.K) if operand == "A" else (v.N, v.K)
-    major = smem.major_of(trans)
-    W = smem.width(sw)
-    lbo, sbo = wg.canonical_strides(major, sw, W, v.bits, ext, kext)
-    kbytes = kext * v.bits // 8
-    pattern = region
-    if off_boundary and sw != "none":
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
-        end = int(smem.offsets(major, sw, mn, k, v.bits, lbo, sbo).max()) + max(1, v.bits // 8) + (W - kbytes if major == "K" else 0)
-        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
-        if steps:
-            pattern += 128 * int(rng.choice(steps))
-    start = pattern
-    if major == "K" and sw == "none" and rng.integers(2):
-        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
-    if major == "K" and sw != "none":
-        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
-        start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
-    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+    ext, kext = (64, v.a_view.K) if operand == "A" else (v.N, v.K)
+    return wg.descriptor_choice(rng, model, trans, sw, v.bits, ext, kext, region, room, off_boundary)
 
 
 def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model) -> bool:

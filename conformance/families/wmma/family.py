@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.spec.targets import PtxVersion, Target
 
 from . import route as rt
@@ -50,7 +50,7 @@ class WmmaFamily(Family):
         rng = variant_rng(v, seed)
         options = rt.companions(v)
         mv = options[int(rng.integers(len(options)))]
-        target, version = rt.pick_build(v, mv, variant_rng(v, seed, "build"), cc, max_ptx)
+        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
         probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
@@ -77,8 +77,8 @@ class WmmaFamily(Family):
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return apply(probe.variant.doc, probe.mma, probe.routes, rows, out_words)
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_wmma(v, check, seed, in_words, out_words, params)
+    def compare(self, v, rec):
+        return compare_wmma(v, rec)
 
     def add_cli(self, sub) -> None:
         from .observe import add_parser

@@ -14,8 +14,7 @@ from ptxconf.cli import main
 from ptxconf.core.family import compare
 from ptxconf.families.wgmma_sp import cases as spc
 from ptxconf.families.wgmma_sp import probe as sp
-from ptxconf.generators.ptx import Surroundings
-from ptxconf.run.replay import load_observation
+from ptxconf.run.observations import read_observation, recorded_checks
 from ptxconf.spec import SpecError, load_specs
 from ptxconf.spec.loader import check_layout, load_file
 
@@ -157,10 +156,10 @@ def test_bad_spec_names_file_line_field(tmp_path, old, new, field, line_of):
 def _run(variants, out: Path):
     from ptxconf.backends.emulator import EmulatorBackend
     from ptxconf.oracle import mma
-    from ptxconf.run.runner import run_variants, save_observation
+    from ptxconf.run.runner import RunRequest, run_variants
 
     outs = []
-    run_variants(EmulatorBackend(mma), variants, 0, on_outcome=lambda o: (outs.append(o), save_observation(out / "observations", o)))
+    run_variants(EmulatorBackend(mma), variants, RunRequest(0, observations=out / "observations"), outs.append)
     return outs
 
 
@@ -205,7 +204,7 @@ def test_k_major_b_wider_than_the_swizzle_row_is_not_probed(specs):
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
-    from ptxconf.run.runner import observation_name
+    from ptxconf.run.observations import observation_name
 
     d = tmp_path_factory.mktemp("wgsp-rec")
     _run([specs.get(vid) for vid in RECORDED], d)
@@ -213,13 +212,10 @@ def recorded(tmp_path_factory, specs):
 
 
 def _replay(spec_specs, path):
-    meta, inw, outw = load_observation(path)
-    v = spec_specs.get(meta["variant"])
-    out = []
-    for chk in meta["checks"]:
-        a, b = chk["slice"]
-        out.append(compare(v, chk["check"], meta["seed"], inw[a:b], outw[a:b], chk["params"], Surroundings(), chk["meta"]))
-    return out
+    obs = read_observation(path)
+    assert obs.problem is None, obs.problem
+    v = spec_specs.get(obs.meta["variant"])
+    return [compare(v, rec) for _, rec, _ in recorded_checks(obs)]
 
 
 def test_recorded_observations_pass_today(specs, recorded):
