@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ptxconf.core.family import compare, run_variants_of
-from ptxconf.core.verdict import UNDEFINED
+from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.run.observations import (
     Observation,
     observation_files,
@@ -36,9 +36,24 @@ from ptxconf.run.observations import (
 from ptxconf.run.report import Record, RunLog
 from ptxconf.spec.loader import Specs
 
-__all__ = ["replay_dir", "run_status_warning", "FILE_CHECK"]
+__all__ = ["replay_dir", "replay_file", "run_status_warning", "FILE_CHECK"]
 
 FILE_CHECK = "observation"  # the check name of a verdict about a whole unreadable file
+
+
+def replay_file(specs: Specs, path: Path) -> list[Verdict]:
+    """The verdicts of one whole observation file under ``specs`` (a test's or a tool's replay of one variant);
+    raises ValueError naming what is wrong with a damaged file."""
+    obs = read_observation(path)
+    if obs.problem is not None or obs.meta is None:
+        raise ValueError(f"{path}: {obs.problem or 'no meta'}")
+    v = specs.get(obs.meta["variant"])
+    verdicts = []
+    for name, rec, bad in recorded_checks(obs):
+        if rec is None:
+            raise ValueError(f"{path}: {name}: {bad}")
+        verdicts.append(compare(v, rec))
+    return verdicts
 
 
 def run_status_warning(directory: Path, summary: dict) -> str | None:

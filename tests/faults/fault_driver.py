@@ -16,42 +16,40 @@ Nothing else changes: the signals, the lock, the files are those of ``ptxconf ru
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
+from pathlib import Path
+
+
+def _slowed(owner, name: str, seconds: float, mark: str | None = None) -> None:
+    """``owner.name`` made ``seconds`` slower (after making the file ``mark``, where given)."""
+    real = getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        if mark:
+            Path(mark).touch()
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    setattr(owner, name, slow)
 
 
 def main() -> int:
-    from ptxconf.run import report, runner
+    from ptxconf.run import report, runner, session, signals
 
-    plan_delay = float(os.environ.get("PTXCONF_FAULT_PLAN_DELAY", "0"))
-    verdict_delay = float(os.environ.get("PTXCONF_FAULT_VERDICT_DELAY", "0"))
-    module_plans = int(os.environ.get("PTXCONF_FAULT_MODULE_PLANS", "0"))
-    module_delay = float(os.environ.get("PTXCONF_FAULT_MODULE_DELAY", "0"))
-    if module_delay:
-        real_module = runner.launch_module
-
-        def slow_module(*args, **kwargs):
-            time.sleep(module_delay)
-            return real_module(*args, **kwargs)
-
-        runner.launch_module = slow_module
-    if plan_delay:
-        real_plan = runner.plan_variant
-
-        def slow_plan(*args, **kwargs):
-            time.sleep(plan_delay)
-            return real_plan(*args, **kwargs)
-
-        runner.plan_variant = slow_plan
-    if verdict_delay:
-        real_add = report.RunLog.add_verdicts
-
-        def slow_add(self, *args, **kwargs):
-            time.sleep(verdict_delay)
-            return real_add(self, *args, **kwargs)
-
-        report.RunLog.add_verdicts = slow_add
+    cli = importlib.import_module("ptxconf.cli.main")  # the module (``ptxconf.cli.main`` is also its function's name)
+    env = os.environ.get
+    for owner, name, delay in ((runner, "launch_module", "MODULE"), (runner, "plan_variant", "PLAN"),
+                               (report.RunLog, "add_verdicts", "VERDICT"), (cli, "_specs", "START")):
+        if float(env(f"PTXCONF_FAULT_{delay}_DELAY", "0")):
+            _slowed(owner, name, float(env(f"PTXCONF_FAULT_{delay}_DELAY")))
+    mark, report_delay = env("PTXCONF_FAULT_REPORT_MARK"), float(env("PTXCONF_FAULT_REPORT_DELAY", "0"))
+    if mark and report_delay:
+        _slowed(report.RunLog, "write_junit", report_delay, mark + ".reports")
+        _slowed(session.RunSession, "print_outcome", report_delay, mark + ".printed")
+    module_plans = int(env("PTXCONF_FAULT_MODULE_PLANS", "0"))
     if module_plans:
         real_modules = runner.iter_modules
 
@@ -60,21 +58,7 @@ def main() -> int:
             return real_modules(*args, **kwargs)
 
         runner.iter_modules = small_modules
-    _slow_start_and_end()
-    from ptxconf.cli.main import main as cli_main
-
-    return cli_main(sys.argv[1:])
-
-
-def _slow_start_and_end() -> None:
-    import importlib
-    from pathlib import Path
-
-    from ptxconf.run import report, session, signals
-
-    cli = importlib.import_module("ptxconf.cli.main")  # the module (``ptxconf.cli.main`` is also its function's name)
-
-    ready = os.environ.get("PTXCONF_FAULT_READY")
+    ready = env("PTXCONF_FAULT_READY")
     if ready:
         real_install = signals.StopSignals.install
 
@@ -84,26 +68,7 @@ def _slow_start_and_end() -> None:
             return done
 
         signals.StopSignals.install = install
-    start_delay = float(os.environ.get("PTXCONF_FAULT_START_DELAY", "0"))
-    if start_delay:
-        real_specs = cli._specs
-
-        def slow_specs(args):
-            time.sleep(start_delay)
-            return real_specs(args)
-
-        cli._specs = slow_specs
-    mark, report_delay = os.environ.get("PTXCONF_FAULT_REPORT_MARK"), float(os.environ.get("PTXCONF_FAULT_REPORT_DELAY", "0"))
-    if mark and report_delay:
-        for owner, name, which in ((report.RunLog, "write_junit", ".reports"), (session.RunSession, "print_outcome", ".printed")):
-            real = getattr(owner, name)
-
-            def slow(self, *args, _real=real, _which=which, **kwargs):
-                Path(mark + _which).touch()
-                time.sleep(report_delay)
-                return _real(self, *args, **kwargs)
-
-            setattr(owner, name, slow)
+    return cli.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.run.observations import load_observation, read_observation, recorded_checks
+from ptxconf.run.replay import replay_file
 from ptxconf.spec import SpecError, load_specs
 from ptxconf.spec.loader import load_file
 
@@ -203,16 +204,9 @@ def recorded(tmp_path_factory, specs):
     return have
 
 
-def _replay(spec_specs, path):
-    obs = read_observation(path)
-    assert obs.problem is None, obs.problem
-    v = spec_specs.get(obs.meta["variant"])
-    return [compare(v, rec) for _, rec, _ in recorded_checks(obs)]
-
-
 def test_recorded_observations_pass_today(specs, recorded):
     for path in recorded.values():
-        assert all(vd.status == "pass" for vd in _replay(specs, path))
+        assert all(vd.status == "pass" for vd in replay_file(specs, path))
 
 
 FAULTS = [
@@ -236,7 +230,7 @@ FAULTS = [
 def test_comparator_names_the_fault(tmp_path, recorded, name, old, new, vids, fault):
     wrong = load_file(_broken(tmp_path, old, new))
     for vid in vids:
-        verdicts = _replay(wrong, recorded[vid])
+        verdicts = replay_file(wrong, recorded[vid])
         failed = [vd for vd in verdicts if vd.status == "fail"]
         assert failed, f"{name}: the wrong spec passed {vid}"
         for vd in failed:
@@ -364,7 +358,7 @@ def test_replay_names_hardware_ignoring_the_base_offset(specs, off_recorded, tmp
 
         bad = _tamper(path, tmp_path / vid.replace("/", "_") / "observations", change)
         assert replay_dir(specs, bad.parent.parent, quiet=True) != 0
-        verdicts = _replay(specs, bad)
+        verdicts = replay_file(specs, bad)
         failed = {vd.check: vd for vd in verdicts if vd.status == "fail"}
         assert all("[bo]" in c or ",bo]" in c or c.startswith("value") for c in failed), sorted(failed)
         assert any(c.startswith("value") for c in failed) and any("bo]" in c for c in failed)
@@ -389,7 +383,7 @@ def test_replay_catches_a_wrong_base_offset_in_the_descriptor(specs, off_recorde
 
     bad = _tamper(path, tmp_path / "observations", change)
     assert replay_dir(specs, tmp_path, quiet=True) != 0
-    failed = [vd for vd in _replay(specs, bad) if vd.status == "fail"]
+    failed = [vd for vd in replay_file(specs, bad) if vd.status == "fail"]
     assert {vd.check for vd in failed} == {c for c in (ch["check"] for ch in load_observation(path)[0]["checks"])
                                           if c.startswith("value") or "bo]" in c}
     for vd in failed:

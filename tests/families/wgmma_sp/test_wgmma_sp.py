@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.cli import main
-from ptxconf.core.family import compare
 from ptxconf.families.wgmma_sp import cases as spc
 from ptxconf.families.wgmma_sp import probe as sp
-from ptxconf.run.observations import read_observation, recorded_checks
+from ptxconf.run.replay import replay_file
 from ptxconf.spec import SpecError, load_specs
 from ptxconf.spec.loader import check_layout, load_file
 
@@ -211,16 +210,9 @@ def recorded(tmp_path_factory, specs):
     return {vid: d / "observations" / observation_name(vid, 0) for vid in RECORDED}
 
 
-def _replay(spec_specs, path):
-    obs = read_observation(path)
-    assert obs.problem is None, obs.problem
-    v = spec_specs.get(obs.meta["variant"])
-    return [compare(v, rec) for _, rec, _ in recorded_checks(obs)]
-
-
 def test_recorded_observations_pass_today(specs, recorded):
     for path in recorded.values():
-        assert all(vd.status == "pass" for vd in _replay(specs, path))
+        assert all(vd.status == "pass" for vd in replay_file(specs, path))
 
 
 FAULTS = [
@@ -241,7 +233,7 @@ FAULTS = [
 def test_comparator_names_the_fault(tmp_path, recorded, name, old, new, vids, fault):
     wrong = load_file(_broken(tmp_path, old, new))
     for vid in vids:
-        failed = [vd for vd in _replay(wrong, recorded[vid]) if vd.status == "fail"]
+        failed = [vd for vd in replay_file(wrong, recorded[vid]) if vd.status == "fail"]
         assert failed, f"{name}: the wrong spec passed {vid}"
         assert any(fault in vd.message for vd in failed), (vid, [vd.message for vd in failed])
         for vd in failed:
@@ -252,7 +244,7 @@ def test_wrong_metadata_layout_names_the_lanes(tmp_path, recorded):
     """Replay under a metadata layout with the pair's halves exchanged: map.metadata names, per chunk,
     the lane and bits the hardware took the indices from and the lane the (wrong) spec says."""
     wrong = load_file(_broken(tmp_path, 'col: "8 * (threadID_in_group & 1) + (i & 7)"', 'col: "8 * (1 - (threadID_in_group & 1)) + (i & 7)"'))
-    vds = [vd for vd in _replay(wrong, recorded[F16R]) if vd.check.startswith("map.metadata") and vd.status == "fail"]
+    vds = [vd for vd in replay_file(wrong, recorded[F16R]) if vd.check.startswith("map.metadata") and vd.status == "fail"]
     assert vds
     lines = [ln for vd in vds for ln in vd.map_diff if "the hardware's indices match lane" in ln]
     assert lines, [vd.map_diff for vd in vds]
@@ -265,7 +257,7 @@ def test_wrong_metadata_layout_names_the_lanes(tmp_path, recorded):
 def test_wrong_a_fragment_names_lanes_and_positions(tmp_path, recorded):
     wrong = load_file(_broken(tmp_path, 'col: "2 * threadID_in_group + (i & 1) + 8 * (i >> 2)"',
                               'col: "2 * threadID_in_group + (i & 1) + 8 * ((i >> 2) ^ (warp & 1))"'))
-    vds = [vd for vd in _replay(wrong, recorded[F16R]) if vd.status == "fail"]
+    vds = [vd for vd in replay_file(wrong, recorded[F16R]) if vd.status == "fail"]
     assert vds and any(vd.check.startswith("map.A") for vd in vds)
     detail = "\n".join(vd.details(None) for vd in vds if vd.check.startswith("map.A"))
     assert "lane 32 register" in detail or "lane 3" in detail
