@@ -206,6 +206,7 @@ class RunSession:
 
     def _run(self, backend) -> int:
         assert self.signals is not None
+        self.signals.writing()  # the directory is the run's now: a signal is a request it finishes cleanly
         self.stages = Stages()
         self._write_summary("running")
         self.signals.on_second(lambda: self._write_summary("interrupted"))

@@ -2,9 +2,10 @@
 
 SIGINT, SIGTERM and SIGHUP (a closed terminal, handled as SIGTERM) each land in one phase of a real
 ``ptxconf run`` (a child process on the emulator, slowed by ``fault_driver.py`` where a phase is too short
-to aim at).  Every time: exit 130 (SIGINT) or 143 (SIGTERM, SIGHUP), no traceback, summary.json says
-``interrupted`` or ``complete`` (never ``running``) and counts no verdict results.jsonl lacks, the lock is
-gone, and no process of the run is left (``Child.wait``).  A reader of stdout that goes away (``| head -1``)
+to aim at).  Every time: exit 130 (SIGINT) or 143 (SIGTERM, SIGHUP), no traceback, the lock is gone, and no
+process of the run is left (``Child.wait``).  Before the run touches its directory (start-up) it leaves at
+once and writes nothing; after, summary.json says ``interrupted`` or ``complete`` (never ``running``) and
+counts no verdict results.jsonl lacks.  A reader of stdout that goes away (``| head -1``)
 stops the printing, not the run.
 """
 
@@ -63,6 +64,10 @@ def test_a_signal_in_any_phase_stops_the_run_cleanly(phase, signum, tmp_path, re
     assert rc == CODE[signum], f"exit {rc}; stderr:\n{err}"
     assert "Traceback" not in err, err
     assert not (out / ".ptxconf.lock").exists(), "the lock outlived the run"
+    if phase == "start-up":  # nothing begun, nothing written
+        assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.iterdir())
+        tally.check(lost=0, false_passes=0, injected=1)
+        return
     summary = read_summary(out)
     assert summary["status"] in ("interrupted", "complete"), summary["status"]
     records, cut = read_results(out / "results.jsonl")
