@@ -15,7 +15,7 @@ import numpy as np
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
-__all__ = ["RunVariant", "Kernel", "Cases", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
+__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
@@ -52,6 +52,21 @@ class Cases(Protocol):
     cases: int
     params: dict
     meta: dict
+
+
+@dataclass
+class CaseSet:
+    """One check's cases as a family makes them: the verdict name, the input words of each case, the selector
+    params its kernel was built with, and what the comparator needs to read them (tags, layouts)."""
+
+    check: str
+    words: np.ndarray  # uint32[case, lane, in_words]
+    params: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return len(self.words)
 
 
 @dataclass
@@ -98,13 +113,16 @@ def slim(plan: Plan) -> Plan:
     return replace(plan, case_sets=sets)
 
 
-def variant_rng(v: RunVariant, seed: int, stream: str = "") -> np.random.Generator:
-    """A generator of what is random about a variant's probes, from (seed, variant id, stream) alone.
+def variant_rng(v: RunVariant, seed: int, purpose: str | int = "") -> np.random.Generator:
+    """A generator of what is random about a variant's probes, from (seed, variant id, purpose) alone.
 
-    The build (``.target``/``.version``, which depend on what the GPU loads) draws from its own
-    ``"build"`` stream, so the cases, surroundings and launch split of a seed are the same test on
-    every device."""
-    return np.random.default_rng([seed, 0x5EED, *v.id.encode(), *stream.encode()])
+    ``purpose`` names the stream: ``""`` the plan's own draws (surroundings, launch split), ``"build"`` the
+    ``.target``/``.version`` (which depend on what the GPU loads, so the cases, surroundings and launch split of
+    a seed are the same test on every device), ``"bulk"`` the bulk fuzzer's; a family's case draws use its own
+    number (the stream its recorded runs drew from, so a seed still names the cases they recorded)."""
+    if isinstance(purpose, int):
+        return np.random.default_rng([seed, purpose, *v.id.encode()])
+    return np.random.default_rng([seed, 0x5EED, *v.id.encode(), *purpose.encode()])
 
 
 def runnable_targets(v: RunVariant, cc: tuple[int, int]) -> list[Target]:

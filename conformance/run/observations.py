@@ -138,12 +138,14 @@ def why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _archive(raw: bytes) -> np.lib.npyio.NpzFile:
+    """An observation file's bytes as ``np.load``'s lazy archive: the one place they are decompressed."""
+    return np.load(io.BytesIO(zstd_decompress(raw) if raw[:4] == ZSTD_MAGIC else raw), allow_pickle=False)
+
+
 def open_observation(path: Path) -> np.lib.npyio.NpzFile:
     """The arrays of an observation file (``np.load``'s lazy archive), compressed or not; raises on damage."""
-    raw = run_file_bytes(path)
-    if raw[:4] == ZSTD_MAGIC:
-        raw = zstd_decompress(raw)
-    return np.load(io.BytesIO(raw), allow_pickle=False)
+    return _archive(run_file_bytes(path))
 
 
 def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -211,7 +213,7 @@ def read_observation(path: Path) -> Observation:
     if head not in (b"PK\x03\x04", ZSTD_MAGIC):  # np.load would call foreign bytes "pickled data"
         return Observation(path, None, None, None, "empty file" if not head else f"not an .npz archive (starts {head!r})")
     try:
-        z = np.load(io.BytesIO(zstd_decompress(raw) if head == ZSTD_MAGIC else raw), allow_pickle=False)
+        z = _archive(raw)
     except Exception as exc:  # BadZipFile, a damaged frame, EOFError, pickled or foreign data, OSError, ...
         return Observation(path, None, None, None, f"not a readable .npz archive ({why(exc)})")
     problems: list[str] = []

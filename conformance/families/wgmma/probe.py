@@ -21,9 +21,10 @@ has one kernel per immediate set; swizzle mode, LBO/SBO, start offsets and scale
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
 from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
@@ -32,6 +33,8 @@ from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import pack, unpack
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, Target
+
+CASE_STREAM = 0x36A  # variant_rng purpose of the case draws
 
 LANES = 128
 HEAD_WORDS = 6
@@ -264,18 +267,6 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 # --- inputs ----------------------------------------------------------------------------------
 
 
-@dataclass
-class WgCases:
-    check: str
-    words: np.ndarray
-    params: dict = field(default_factory=dict)  # {"imm": {...}}
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
-
-
 def immediate_sets(v: WgmmaVariant) -> list[dict]:
     """The immediate combinations a plan runs (each its own kernel)."""
     out = []
@@ -377,11 +368,11 @@ def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
 
 
-def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[WgCases]:
+def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
     """Case sets per (check, immediate set); swizzle modes and scale-d cycle over the cases."""
     model = model_of(v)
     smem = model.smem
-    rng = np.random.default_rng([seed, 0x36A, *v.id.encode()])
+    rng = variant_rng(v, seed, CASE_STREAM)
     swz = list(smem.swizzles)
     out = []
     sets = immediate_sets(v)
@@ -483,7 +474,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             name = f"{check}[{tag}]" if tag else check
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
-            out.append(WgCases(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import Desc
@@ -30,6 +31,8 @@ from ptxconf.spec.ptxtypes import TYPES
 
 from . import probe as sp
 from .spec import WgmmaSpVariant, k_major_fits
+
+CASE_STREAM = 0x5A5  # variant_rng purpose of the case draws
 
 META_REPS = 6  # patterns per chunk in map.metadata: enough to tell the 2048 (lane, field) slots apart
 SELECTOR_CASES = 4  # value cases of an out-of-range selector
@@ -191,12 +194,12 @@ def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
     return plans, {"digits": digits, "digit_bits": db, "target": check, "shifts": shifts}
 
 
-def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[sp.SpCases]:
+def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
     """Case sets per (check, immediate set, selector); the undefined checks' after all the others, so
     asking for them changes no other check's inputs."""
     model = wg.model_of(v)
     smem = model.smem
-    rng = np.random.default_rng([seed, 0x5A5, *v.id.encode()])
+    rng = variant_rng(v, seed, CASE_STREAM)
     swz = list(smem.swizzles)
     sw_modes = [m for m in swz if m != "none"]
     sets = immediate_sets(v)
@@ -265,5 +268,5 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             dop = v.operands["D"]
             words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
             sp.put_image(v, words, img)
-            out.append(sp.SpCases(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
     return out

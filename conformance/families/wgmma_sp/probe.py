@@ -19,7 +19,7 @@ dense family's numerics.  The :class:`SpModel` may be perturbed (fault hypothese
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ptxconf.families.wgmma import probe as wg
@@ -225,18 +225,6 @@ def module_source(probes: list[SpProbe], version: PtxVersion, target: Target) ->
     return probe_module_source(probes, version, target, kernel_source)
 
 
-@dataclass
-class SpCases:
-    check: str
-    words: np.ndarray
-    params: dict = field(default_factory=dict)  # {"imm": {..., "sel": s}}
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
-
-
-__all__ = ["SpModel", "SpProbe", "SpCases", "apply", "numerics", "model_of", "fields_of", "densify", "module_source",
+__all__ = ["SpModel", "SpProbe", "apply", "numerics", "model_of", "fields_of", "densify", "module_source",
            "in_words", "out_words", "image_bytes", "b_region", "LANES", "HEAD_WORDS", "META_WORD", "A_REGION", "d_words",
            "c_off", "a_off", "b_base", "img_off", "image_of", "put_image", "sparsity"]

@@ -11,11 +11,10 @@ layouts, and a per-kernel state space.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.spec.targets import PtxVersion, Target
 
 from . import route as rt
@@ -23,18 +22,6 @@ from .compare import companion_of, compare_wmma
 from .memory import apply, sizes
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
-
-
-@dataclass
-class WmmaCases:
-    check: str
-    words: np.ndarray  # uint32[case, lane, in_words]
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
 
 
 class WmmaFamily(Family):
@@ -58,7 +45,7 @@ class WmmaFamily(Family):
         case_sets = []
         for cs in make_checks(mv, seed, tuple(c for c in checks if c in CHECKS), value_cases):
             words = rt.case_words(probe, cs.bits, rng)
-            case_sets.append(WmmaCases(cs.check, words, dict(params), cs.meta))
+            case_sets.append(CaseSet(cs.check, words, dict(params), cs.meta))
         in_words = np.concatenate([cs.words for cs in case_sets])
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
