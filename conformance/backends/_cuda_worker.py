@@ -10,16 +10,17 @@ from __future__ import annotations
 import time
 
 
-def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU machines only
-    import signal
+def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: no cover - runs on GPU machines only
+    from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
+
+    # The parent decides when this process ends, and it ends with the parent: Ctrl-C in a terminal reaches the
+    # whole process group, and the parent finishes the module in flight before it stops.
+    if parent is not None:
+        die_with_parent(parent)
+    ignore_stop_signals()
 
     import numpy as np
     import pycuda.driver as cuda
-
-    # The parent decides when this process ends: Ctrl-C in a terminal reaches the whole process
-    # group, and the parent finishes the module in flight before it stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     cuda.init()
     dev = cuda.Device(device)
@@ -30,7 +31,10 @@ def serve(conn, device: int = 0) -> None:  # pragma: no cover - runs on GPU mach
     pool = DeviceMemoryPool()  # a module's buffers come back to it: no allocation or free (which waits) per launch
     try:
         while True:
-            msg = conn.recv()
+            try:
+                msg = conn.recv()
+            except EOFError:  # the pipe's other end is closed: the run is gone
+                return
             if msg[0] == "exit":
                 return
             if msg[0] == "info":

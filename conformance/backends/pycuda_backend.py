@@ -127,7 +127,7 @@ class PyCudaBackend(Backend):
         from . import _cuda_worker
 
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_cuda_worker.serve, args=(child, self.device), daemon=True)
+        self._proc = self._ctx.Process(target=_cuda_worker.serve, args=(child, self.device, os.getpid()), daemon=True)
         self._proc.start()
         self._conn = parent
 

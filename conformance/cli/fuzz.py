@@ -66,6 +66,7 @@ def cmd_case(args) -> int:
     """``fuzz case``: one bulk case, drawn on the host, run through the backend's ordinary launch path."""
     import numpy as np
     from ptxconf.backends import BackendError, Launch, get_backend
+    from ptxconf.core.bulk import bulk_record
     from ptxconf.core.family import family_of, run_variants_of
     from ptxconf.oracle import mma
     from ptxconf.spec import load_specs
@@ -97,7 +98,7 @@ def cmd_case(args) -> int:
     if result.error:
         print(f"FAIL {v.id}:{bc.check}:seed={args.seed}:case={args.case}: {result.error}")
         return 1
-    vd = fam.compare(v, bc.check, args.seed, drawn.in_words, result.out, bc.params, bc.probe.surroundings, bc.meta)
+    vd = fam.compare(v, bulk_record(bc, drawn.in_words, result.out))
     same = bool(((result.out == drawn.expected) | ~drawn.defined[None]).all())
     if vd.status == "pass" and same:
         print(f"PASS {v.id}:{bc.check}:seed={args.seed}:case={args.case} ({backend.name}, {bc.target.name}, .version {bc.version})")

@@ -36,6 +36,19 @@ def _run_backend(args, semantics):
 
 
 def cmd_run(args) -> int:
+    from ptxconf.run.signals import StopSignals
+
+    own = getattr(args, "stop", None) is None  # ``main`` takes the signals before it builds the parser
+    stop = StopSignals().install() if own else args.stop
+    try:
+        status = _cmd_run(args, stop)
+        return stop.exit_status if stop.requested else status  # also a signal after the last report
+    finally:
+        if own:
+            stop.release()  # after the last report
+
+
+def _cmd_run(args, stop) -> int:
     from ptxconf.backends import BackendError
     from ptxconf.core.family import family_of, run_variants_of, select_checks
     from ptxconf.oracle import mma
@@ -65,6 +78,7 @@ def cmd_run(args) -> int:
     out_dir = Path(args.out)
     if args.force:
         _refuse_links(out_dir)
+    stop.writing()  # from here a signal is a request the run finishes cleanly
     try:
         prepare_out_dir(out_dir, args.force, args.resume)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +109,7 @@ def cmd_run(args) -> int:
             log.load_recorded(done)
         session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
-                             verbose=args.verbose, skip_done=done,
+                             verbose=args.verbose, skip_done=done, signals=stop,
                              jobs=_jobs(args.jobs, len(variants)))
         started = time.time()
         try:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ptxconf.core.record import CheckRecord
 from ptxconf.spec.targets import PtxVersion, Target
 
-__all__ = ["BulkCases", "Drawn"]
+__all__ = ["BulkCases", "Drawn", "bulk_record"]
 
 
 @dataclass
@@ -45,3 +46,9 @@ class BulkCases(Protocol):
     def draw(self, xp: Any, first: int, n: int) -> Drawn:
         """Cases ``first .. first + n - 1`` on the array module ``xp``."""
         ...
+
+
+def bulk_record(bc: BulkCases, in_words: Any, out_words: Any) -> CheckRecord:
+    """Drawn cases of ``bc`` and what the device wrote for them, as the record the family's comparator reads."""
+    return CheckRecord(bc.variant.id, bc.check, bc.seed, bc.params or {}, bc.meta or {}, bc.probe.surroundings,
+                       in_words, out_words)

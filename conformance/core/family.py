@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 from ptxconf import registry
-from ptxconf.core.plan import Plan
+from ptxconf.core.plan import Kernel, Plan, RunVariant
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.spec.targets import PtxVersion, Target
 
@@ -43,34 +44,34 @@ class Family:
         known = (self.known_checks or self.checks) + self.undefined_checks
         return tuple(c for c in requested if c in known)
 
-    def checks_of(self, v: Any, requested: Iterable[str] | None) -> tuple[str, ...]:
+    def checks_of(self, v: RunVariant, requested: Iterable[str] | None) -> tuple[str, ...]:
         """The checks a run makes of ``v`` (those of :meth:`checks_for` that ``v`` has): one verdict name each,
         or several named ``check[...]``."""
         return self.checks_for(requested)
 
     # --- specs ---------------------------------------------------------------------------
-    def check_variant(self, v: Any, path: tuple, src: Any) -> None:
+    def check_variant(self, v: RunVariant, path: tuple, src: Any) -> None:
         """Family invariants of one variant loaded from a variant file (raise ``src.error(...)``)."""
 
-    def run_variants(self, specs: Any) -> list[Any]:
+    def run_variants(self, specs: Any) -> list[RunVariant]:
         """Runnable variants derived from the family's documents (added to ``specs`` for a run)."""
         return []
 
     # --- probes ----------------------------------------------------------------------------
-    def plan(self, v: Any, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str],
+    def plan(self, v: RunVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str],
              value_cases: int, cases_per_launch: int | None) -> Plan:
         """Everything random about ``v``'s probes at ``seed``: a function of (seed, variant) alone."""
         raise NotImplementedError(f"family {self.name} has no runnable probes")
 
-    def module_source(self, probes: list[Any], version: PtxVersion, target: Target) -> str:
+    def module_source(self, probes: list[Kernel], version: PtxVersion, target: Target) -> str:
         """One PTX module holding every kernel in ``probes``."""
         raise NotImplementedError(f"family {self.name} has no probe kernels")
 
-    def assembly_probe(self, v: Any) -> Any | None:
+    def assembly_probe(self, v: RunVariant) -> Kernel | None:
         """A kernel for assemble-only checks of ``v`` (``ptxconf assemble``), or None where the family has none."""
         return None
 
-    def bulk_cases(self, v: Any, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> Any:
+    def bulk_cases(self, v: RunVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> Any:
         """``v``'s fresh cases at ``seed`` for the bulk fuzzer (:class:`ptxconf.core.bulk.BulkCases`).
 
         Raise ``NotImplementedError`` saying why where the family (or this variant) has no array-code
@@ -78,26 +79,26 @@ class Family:
         raise NotImplementedError(f"family {self.name} draws no bulk cases")
 
     # --- oracle ----------------------------------------------------------------------------
-    def emulate(self, probe: Any, rows: np.ndarray, out_words: int, emulator: Any) -> np.ndarray:
+    def emulate(self, probe: Kernel, rows: np.ndarray, out_words: int, emulator: Any) -> np.ndarray:
         """What the kernel ``probe`` would write for input rows (in slot order), per the spec.
 
         ``emulator`` carries the injected semantics (``semantics``, ``arithmetic``)."""
         raise NotImplementedError(f"family {self.name} cannot be emulated")
 
-    def compare(self, v: Any, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray,
-                params: dict, surroundings: Any, meta: dict | None) -> Verdict:
-        """One check's verdict from recorded words, through the current spec."""
+    def compare(self, v: RunVariant, rec: CheckRecord) -> Verdict:
+        """One check's verdict from its recorded words, through the current spec (``v``: today's variant of
+        ``rec.variant``); each family reads the fields of ``rec`` it needs."""
         raise NotImplementedError(f"family {self.name} has no comparator")
 
-    def failed(self, v: Any, check: str, seed: int, error: str) -> Verdict:
+    def failed(self, v: RunVariant, rec: CheckRecord, error: str) -> Verdict:
         """The verdict of a check whose cases did not run to the end (a fault, a hang, a module that did not load):
         an error, but for undefined inputs what the GPU did with them, an observation."""
-        if check.split("[", 1)[0] in self.undefined_checks:
-            return Verdict(v.id, check, seed, UNDEFINED, message=f"the probe did not finish: {error}")
-        return Verdict(v.id, check, seed, "error", message=error)
+        if rec.check.split("[", 1)[0] in self.undefined_checks:
+            return Verdict(v.id, rec.check, rec.seed, UNDEFINED, message=f"the probe did not finish: {error}")
+        return Verdict(v.id, rec.check, rec.seed, "error", message=error)
 
     # --- discovery -------------------------------------------------------------------------
-    def discover(self, backend: Any, v: Any, use_spec: bool = True) -> dict | None:
+    def discover(self, backend: Any, v: RunVariant, use_spec: bool = True) -> dict | None:
         """Learn ``v``'s register lane maps from ``backend``, assuming none, where the family has its own way.
 
         None: the generic discovery (``ptxconf.tools.discover``) applies.  Otherwise a dict:
@@ -113,14 +114,13 @@ class Family:
         """Add the family's own ``ptxconf`` verbs."""
 
 
-def family_of(v: Any) -> Family:
+def family_of(v: RunVariant) -> Family:
     return registry.family_of(v)
 
 
-def compare(v: Any, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray, params: dict,
-            surroundings: Any, meta: dict | None = None) -> Verdict:
+def compare(v: RunVariant, rec: CheckRecord) -> Verdict:
     """The verdict of the family that owns ``v``."""
-    return family_of(v).compare(v, check, seed, in_words, out_words, params, surroundings, meta)
+    return family_of(v).compare(v, rec)
 
 
 def known_checks() -> tuple[str, ...]:
@@ -156,7 +156,7 @@ def select_checks(requested: Iterable[str] | None, undefined: bool = False) -> t
     return tuple(dict.fromkeys(names)) or None
 
 
-def run_variants_of(specs: Any) -> list[Any]:
+def run_variants_of(specs: Any) -> list[RunVariant]:
     """Add every family's derived runnable variants to ``specs`` (this object only); returns them."""
     added = []
     for fam in registry.families():

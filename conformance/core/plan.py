@@ -7,19 +7,42 @@ loads, stacking the checks' cases, and splitting them into launches.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
+from ptxconf.generators.ptx import Surroundings
 from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
-__all__ = ["Cases", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
+__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
     PtxVersion(8, m) for m in range(0, 9)
 ] + [PtxVersion(9, m) for m in range(0, 3)]
+
+
+class RunVariant(Protocol):
+    """What the run loop and the generic layers read of a variant (a spec variant, a tcgen05 tuple, ...)."""
+
+    id: str
+    family: str  # the spec family (a registry key)
+    file: str  # the spec file it came from
+    min_ptx: PtxVersion
+    requires: Sequence[Target]  # the targets, any of which runs it
+    operands: Mapping[str, Any]  # by name: each has ``layout`` (``name``, ``map()``) where maps are observed
+
+    def valid_for(self, target: Target, /) -> str | None:
+        """Why ``target`` cannot run it (None: it can)."""
+        ...
+
+
+class Kernel(Protocol):
+    """What the run loop reads of a family's probe kernel."""
+
+    name: str
+    surroundings: Surroundings
 
 
 class Cases(Protocol):
@@ -32,12 +55,27 @@ class Cases(Protocol):
 
 
 @dataclass
+class CaseSet:
+    """One check's cases as a family makes them: the verdict name, the input words of each case, the selector
+    params its kernel was built with, and what the comparator needs to read them (tags, layouts)."""
+
+    check: str
+    words: np.ndarray  # uint32[case, lane, in_words]
+    params: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> int:
+        return len(self.words)
+
+
+@dataclass
 class Plan:
-    variant: Any
+    variant: RunVariant
     seed: int
     version: PtxVersion
     target: Target
-    probe: Any  # the kernel of every launch, unless ``probes`` is given
+    probe: Kernel  # the kernel of every launch, unless ``probes`` is given
     case_sets: Sequence[Cases]
     in_words: np.ndarray  # uint32[row, lane, in_words], every check's cases in order
     slices: dict[str, tuple[int, int]]
@@ -45,14 +83,14 @@ class Plan:
     warps_per_block: int
     out_words: int  # output words per lane of one row
     # Checks whose immediates differ need their own kernels: launch i runs probes[launch_probe[i]].
-    probes: list[Any] = field(default_factory=list)
+    probes: list[Kernel] = field(default_factory=list)
     launch_probe: list[int] = field(default_factory=list)
 
-    def probe_of(self, launch: int) -> Any:
+    def probe_of(self, launch: int) -> Kernel:
         return self.probes[self.launch_probe[launch]] if self.launch_probe else self.probe
 
     @property
-    def kernels(self) -> list[Any]:
+    def kernels(self) -> list[Kernel]:
         """Every kernel this plan launches (for the module)."""
         return self.probes or [self.probe]
 
@@ -75,21 +113,24 @@ def slim(plan: Plan) -> Plan:
     return replace(plan, case_sets=sets)
 
 
-def variant_rng(v: Any, seed: int, stream: str = "") -> np.random.Generator:
-    """A generator of what is random about a variant's probes, from (seed, variant id, stream) alone.
+def variant_rng(v: RunVariant, seed: int, purpose: str | int = "") -> np.random.Generator:
+    """A generator of what is random about a variant's probes, from (seed, variant id, purpose) alone.
 
-    The build (``.target``/``.version``, which depend on what the GPU loads) draws from its own
-    ``"build"`` stream, so the cases, surroundings and launch split of a seed are the same test on
-    every device."""
-    return np.random.default_rng([seed, 0x5EED, *v.id.encode(), *stream.encode()])
+    ``purpose`` names the stream: ``""`` the plan's own draws (surroundings, launch split), ``"build"`` the
+    ``.target``/``.version`` (which depend on what the GPU loads, so the cases, surroundings and launch split of
+    a seed are the same test on every device), ``"bulk"`` the bulk fuzzer's; a family's case draws use its own
+    number (the stream its recorded runs drew from, so a seed still names the cases they recorded)."""
+    if isinstance(purpose, int):
+        return np.random.default_rng([seed, purpose, *v.id.encode()])
+    return np.random.default_rng([seed, 0x5EED, *v.id.encode(), *purpose.encode()])
 
 
-def runnable_targets(v: Any, cc: tuple[int, int]) -> list[Target]:
+def runnable_targets(v: RunVariant, cc: tuple[int, int]) -> list[Target]:
     """Targets whose PTX has the variant's features and loads on a GPU of ``cc``."""
     return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
 
 
-def support_reason(v: Any, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
+def support_reason(v: RunVariant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
     """Why this GPU (or emulated GPU) cannot run the variant, or None: decided before anything is built."""
     if v.min_ptx > max_ptx:
         return f"needs .version {v.min_ptx}; the loader here accepts up to {max_ptx}"
@@ -100,12 +141,19 @@ def support_reason(v: Any, cc: tuple[int, int], max_ptx: PtxVersion) -> str | No
     return None
 
 
-def pick_build(v: Any, rng: np.random.Generator, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
-    """A ``.target`` the GPU loads and a ``.version`` from the variant's minimum up to the loader's maximum."""
-    targets = [t for t in runnable_targets(v, cc) if max(v.min_ptx, t.min_ptx) <= max_ptx]
+def pick_build(v: RunVariant, rng: np.random.Generator, cc: tuple[int, int], max_ptx: PtxVersion,
+               *also: RunVariant) -> tuple[Target, PtxVersion]:
+    """A ``.target`` the GPU loads and a ``.version`` valid for ``v`` and the forms ``also`` in the same kernel (a
+    wmma load's mma): from their highest minimum up to the lowest of the loader's maximum and theirs."""
+    forms = (v, *also)
+    low = max(f.min_ptx for f in forms)
+    high = min([max_ptx] + [f.max_ptx for f in forms if getattr(f, "max_ptx", None) is not None])
+    targets = [t for t in runnable_targets(forms[-1], cc)
+               if all(f.valid_for(t) is None for f in forms[:-1]) and max(low, t.min_ptx) <= high]
+    if not targets:
+        raise ValueError(f"{v.id}: no target of compute capability {cc[0]}.{cc[1]} takes .version {low}..{high}")
     target = targets[int(rng.integers(len(targets)))]
-    low = max(v.min_ptx, target.min_ptx)
-    versions = [p for p in PTX_VERSIONS if low <= p <= max_ptx]
+    versions = [p for p in PTX_VERSIONS if max(low, target.min_ptx) <= p <= high]
     return target, versions[int(rng.integers(len(versions)))]
 
 
@@ -128,12 +176,12 @@ def split_launches(rng: np.random.Generator, cases: int, cases_per_launch: int |
     return order, per_launch, wpb
 
 
-def plan_by_kernel(v: Any, seed: int, version: PtxVersion, target: Target, case_sets: Sequence[Any],
-                   kernel_of: Callable[[Any], Any], out_words: int, rng: np.random.Generator,
+def plan_by_kernel(v: RunVariant, seed: int, version: PtxVersion, target: Target, case_sets: Sequence[Any],
+                   kernel_of: Callable[[Any], Kernel], out_words: int, rng: np.random.Generator,
                    cases_per_launch: int | None, warps_per_block: int = 1) -> Plan:
     """A plan whose checks carry their input words (``cs.words``) and may need different kernels
     (``kernel_of(cs)``: immediates differ): one kernel per distinct one, launches never mix them."""
-    probes: list[Any] = []
+    probes: list[Kernel] = []
     of_set = []
     for cs in case_sets:
         p = kernel_of(cs)

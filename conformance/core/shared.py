@@ -6,15 +6,22 @@ all through the run's one process.  Inside an :func:`arena`, :func:`share` puts 
 memory-backed directory (``/dev/shm`` where it has room); the array pickles as (file, offset, shape, dtype) and
 the receiving process maps the same pages.  Without an arena, with a small array or when the directory refuses
 the space, arrays stay ordinary and pickle by value: sharing changes speed, never results.
+
+Each run's directory is named by a random token, and the run holds a lock (``flock``) on a file in it for as
+long as it lives (its forked workers inherit the lock).  A directory whose lock nobody holds is a dead run's and
+is removed; one whose lock is held is never touched, whatever its name says, also when its run lives in another
+PID namespace sharing this ``/dev/shm`` (where no pid can be checked).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import mmap
 import os
 import resource
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +33,7 @@ __all__ = ["SharedArray", "arena", "share", "zeros", "is_shared", "release", "MI
 
 MIN_BYTES = 256 << 10  # below this, pickling by value costs less than a file and a mapping
 _PREFIX = "ptxconf-words-"
+_OWNER = ".owner"  # locked by the run that made the directory, while it lives
 _state: dict[str, object] = {"dir": None}
 _count = itertools.count()
 
@@ -88,15 +96,28 @@ def _directory() -> Path:
 
 
 def _stale(base: Path) -> None:
-    """Directories of runs whose process is gone (killed before it could clean up)."""
+    """Remove the directories of runs that are gone (killed before they could clean up): those whose owner lock
+    nobody holds.  A directory without the lock file (one being made, or an older version's) is left alone."""
     for d in base.glob(_PREFIX + "*"):
         try:
-            pid = int(d.name[len(_PREFIX):].split("-")[0])
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (ValueError, PermissionError, OSError):
+            fd = os.open(d / _OWNER, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
             continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a live run's
+            continue
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
+def _own(d: Path) -> int:
+    """The owner lock of a new run directory, held (by this process and its forked workers) until closed."""
+    fd = os.open(d / _OWNER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
 
 
 @contextlib.contextmanager
@@ -108,8 +129,14 @@ def arena(enabled: bool = True) -> Iterator[Path | None]:
     base = _directory()
     _stale(base)
     try:
-        d = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base))
+        d = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{secrets.token_hex(8)}-", dir=base))
     except OSError:
+        yield None
+        return
+    try:
+        owner = _own(d)
+    except OSError:
+        shutil.rmtree(d, ignore_errors=True)
         yield None
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -122,6 +149,7 @@ def arena(enabled: bool = True) -> Iterator[Path | None]:
     finally:
         _state["dir"] = None
         shutil.rmtree(d, ignore_errors=True)
+        os.close(owner)
 
 
 def directory() -> Path | None:

@@ -23,7 +23,9 @@ from multiprocessing.connection import wait
 from typing import Any
 
 import numpy as np
+from ptxconf.core.bulk import bulk_record
 from ptxconf.core.family import family_of
+from ptxconf.core.lifetime import die_with_parent
 from ptxconf.core.plan import support_reason
 
 __all__ = ["BulkResult", "fuzz_bulk", "replay_case_command", "STAGES"]
@@ -59,7 +61,7 @@ class BulkResult:
 def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
     """The family comparator's account of cases the device found different."""
     v = bc.variant
-    vd = family_of(v).compare(v, bc.check, bc.seed, in_rows, out_rows, bc.params, bc.probe.surroundings, bc.meta)
+    vd = family_of(v).compare(v, bulk_record(bc, in_rows, out_rows))
     if vd.status == "pass":
         return "the device found differing words that the comparator passes (the bulk prediction and the comparator disagree)"
     lines = vd.details(v).splitlines()  # the summary, then element by element: lane, register, row, col, bits
@@ -113,9 +115,10 @@ def _prepare(device: Any, v: Any, seed: int, cc: tuple[int, int], max_ptx: Any) 
     return bc, image, time.perf_counter() - t0
 
 
-def _serve(conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: range, start: tuple[int, int],
+def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: range, start: tuple[int, int],
            deadline: float, cases: int, batch: int, backend_name: str) -> None:
     """A worker: seed by seed, variant by variant, until the deadline; messages to the parent through ``conn``."""
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         device = make_device()
@@ -186,7 +189,7 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
 
     def start(j: int, at: tuple[int, int]) -> None:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child, lambda: make_device(devices[j]), variants, plan[j], at, deadline,
+        proc = ctx.Process(target=_serve, args=(os.getpid(), child, lambda: make_device(devices[j]), variants, plan[j], at, deadline,
                                                 cases, batch, backend_name), daemon=True)
         proc.start()
         child.close()

@@ -33,8 +33,17 @@ from typing import Any
 
 import numpy as np
 from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
-from ptxconf.run.replay import Observation, read_observation, read_summary
-from ptxconf.run.runner import observation_files, observation_stem, open_observation
+from ptxconf.run.observations import (
+    Observation,
+    observation_files,
+    observation_stem,
+    open_observation,
+    read_observation,
+    read_observed_maps,
+    read_results_bytes,
+    read_summary,
+    run_file_bytes,
+)
 
 __all__ = ["DiffUsageError", "RunDir", "diff_runs", "load_run", "read_results", "render_text"]
 
@@ -96,7 +105,7 @@ def read_results(path: Path) -> tuple[dict[str, dict], list[str]]:
     """
     records: dict[str, dict] = {}
     warnings: list[str] = []
-    raw = path.read_bytes()
+    raw = read_results_bytes(path)
     lines = raw.split(b"\n")
     complete_end = raw.endswith(b"\n")
     for i, line in enumerate(lines, 1):
@@ -123,7 +132,8 @@ _JUNIT_STATUS = {"failure": "fail", "error": "error", "skipped": "skip"}
 def _read_junit(path: Path) -> tuple[dict[str, dict], list[str]]:
     """Statuses from a JUnit file, for runs recorded before results.jsonl was kept."""
     try:
-        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        raw = run_file_bytes(path)
+        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
         root = ET.fromstring(data)
     except (OSError, EOFError, ET.ParseError) as exc:
         return {}, [f"{path}: unreadable ({type(exc).__name__}: {exc}); statuses not compared"]
@@ -241,8 +251,7 @@ def _load_maps(run: RunDir) -> tuple[dict[str, np.ndarray] | None, str | None]:
     if not path.exists():
         return None, None
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}, None
+        return read_observed_maps(path), None
     except Exception as exc:  # truncated or foreign: say so, diff the rest
         return None, f"{path}: unreadable ({type(exc).__name__}: {exc}); observed maps not compared"
 

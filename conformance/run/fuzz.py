@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ptxconf.backends.base import Backend
 
 from .report import replay_command
-from .runner import run_variants
+from .runner import RunRequest, run_variants
 
 __all__ = ["FuzzResult", "fuzz_layouts"]
 
@@ -53,7 +53,8 @@ def fuzz_layouts(backend: Backend, variants: list, budget_s: float, first_seed: 
 
     seed = first_seed
     while not out_of_time():
-        run_variants(backend, variants, seed, checks, value_cases, on_outcome, stop=out_of_time, jobs=jobs)
+        request = RunRequest(seed, None if checks is None else tuple(checks), value_cases, jobs=jobs)
+        run_variants(backend, variants, request, on_outcome, stop=out_of_time)
         res.seeds += 1
         res.seconds = time.monotonic() - t0
         if on_round:

@@ -14,20 +14,22 @@ from __future__ import annotations
 import copyreg
 import io
 import multiprocessing as mp
+import os
 import pickle
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
 
 from ptxconf.core import shared
+from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
 from ptxconf.core.plan import slim
 from threadpoolctl import threadpool_limits
 
-__all__ = ["plan_in_parallel", "ComparePool"]
+__all__ = ["plan_in_parallel", "ComparePool", "WorkersUnavailable"]
 
 _STATE: dict[str, Any] = {"variants": {}, "reductions": copyreg.dispatch_table}
 
@@ -64,13 +66,13 @@ def _dumps(obj: Any) -> bytes:
 _loads = pickle.loads
 
 
-def _worker() -> None:
-    """A worker's set-up.  Signals are the parent's: a Ctrl-C reaches the whole process group, and the parent
-    decides.  BLAS runs on one thread: the run already puts a worker on every core, and a BLAS thread pool in each
+def _worker(parent: int) -> None:
+    """A worker's set-up.  It ends with the run's process (``parent``), and its signals are the parent's: a Ctrl-C
+    reaches the whole process group, and the parent decides.  BLAS runs on one thread: the run already puts a worker on every core, and a BLAS thread pool in each
     of them only oversubscribes the cores (on the 16-core H100 host the warm suite took 18.2 s and 17.4 s with one
     BLAS thread per worker, 19.0 s and 18.2 s with the default pools)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    die_with_parent(parent)
+    ignore_stop_signals()
     threadpool_limits(1)
 
 
@@ -89,15 +91,28 @@ def _compare(data: bytes) -> bytes:
     return _dumps((verdicts, time.perf_counter() - t0))
 
 
+class WorkersUnavailable(RuntimeError):
+    """No worker processes here (no usable /dev/shm for multiprocessing's semaphores, a process limit): the run
+    plans and compares in its own process instead."""
+
+
 def _pool(jobs: int) -> ProcessPoolExecutor:
     """``jobs`` forked workers, all started now (before the run starts threads of its own).
 
     Why not ``multiprocessing.Pool``: its worker-handler thread wakes whenever results wait in the pipe and
     polls every worker's exit status each time; under a run's result traffic that spun through about a
     million polls, holding this process's GIL for a fifth of the run (profiled on the H100)."""
-    pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_worker)
-    for job in [pool.submit(int) for _ in range(jobs)]:  # fork every worker now
-        job.result()
+    try:
+        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_worker, initargs=(os.getpid(),))
+    except OSError as exc:  # the pool's semaphores live in /dev/shm
+        raise WorkersUnavailable(f"no worker processes: multiprocessing cannot make its semaphores ({exc}); "
+                                 "/dev/shm must be a writable directory with room") from None
+    try:
+        for job in [pool.submit(int) for _ in range(jobs)]:  # fork every worker now
+            job.result()
+    except (OSError, BrokenProcessPool) as exc:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise WorkersUnavailable(f"no worker processes: {type(exc).__name__}: {exc}") from None
     return pool
 
 
@@ -106,13 +121,18 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
                      on_seconds: Callable[[float], None] | None = None) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
-    ``on_seconds`` hears each plan's seconds in its worker."""
+    ``on_seconds`` hears each plan's seconds in its worker.  The workers start now (raises
+    :class:`WorkersUnavailable`); the plans come as they are taken."""
     _STATE["plan"] = plan
     _register(variants)
+    return _planned(_pool(jobs), jobs, items, on_seconds)
+
+
+def _planned(pool: ProcessPoolExecutor, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
+             on_seconds: Callable[[float], None] | None) -> Iterator[Any]:
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
     # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
     window = 8 * jobs
-    pool = _pool(jobs)
     pending: deque[Future] = deque()
     todo = iter(items)
     try:

@@ -17,153 +17,43 @@ read), naming the file and what is wrong, and every other file replays.
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from ptxconf.core.family import compare, run_variants_of
-from ptxconf.core.verdict import UNDEFINED
-from ptxconf.generators.ptx import Surroundings
-from ptxconf.run.report import Record, RunLog
-from ptxconf.run.runner import (
-    ZSTD_MAGIC,
+from ptxconf.core.verdict import UNDEFINED, Verdict
+from ptxconf.run.observations import (
+    Observation,
     observation_files,
     observation_name,
-    observation_seed,
     observation_stem,
-    open_observation,
+    read_observation,
+    read_summary,
+    recorded_checks,
+    why,
 )
+from ptxconf.run.report import Record, RunLog
 from ptxconf.spec.loader import Specs
 
-__all__ = ["Observation", "load_observation", "read_observation", "read_summary", "replay_dir", "run_status_warning"]
+__all__ = ["replay_dir", "replay_file", "run_status_warning", "FILE_CHECK"]
 
 FILE_CHECK = "observation"  # the check name of a verdict about a whole unreadable file
 
 
-def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Meta, input and output words of one observation file; raises on any damage (see ``read_observation``)."""
-    with open_observation(path) as z:
-        return json.loads(str(z["meta"])), z["in_words"], z["out_words"]
-
-
-@dataclass
-class Observation:
-    """What could be read of one observation file.
-
-    ``meta`` is None when the checks cannot be read; ``problem`` says what is wrong with the
-    file as a whole (None when the words are whole and consistent).
-    """
-
-    path: Path
-    meta: dict | None
-    in_words: np.ndarray | None
-    out_words: np.ndarray | None
-    problem: str | None
-
-    @property
-    def seed(self) -> int | None:
-        if self.meta is not None:
-            return self.meta["seed"]
-        return observation_seed(self.path.name)
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _meta_problem(meta: Any) -> str | None:
-    """What is wrong with a decoded meta document, or None; checked so replay never trips on a KeyError."""
-    if not isinstance(meta, dict):
-        return f"meta is a JSON {type(meta).__name__}, not an object"
-    missing = [k for k in ("variant", "seed", "checks", "surroundings") if k not in meta]
-    if missing:
-        return f"meta lacks {', '.join(missing)}"
-    if not isinstance(meta["variant"], str) or not isinstance(meta["seed"], int):
-        return "meta variant or seed has the wrong type"
-    if not isinstance(meta["checks"], list) or not isinstance(meta["surroundings"], dict):
-        return "meta checks or surroundings has the wrong type"
-    for i, chk in enumerate(meta["checks"]):
-        if not isinstance(chk, dict) or not isinstance(chk.get("check"), str):
-            return f"meta checks[{i}] has no check name"
-    return None
-
-
-def _slice_problem(chk: dict, cases: int) -> str | None:
-    s = chk.get("slice")
-    if not (isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s)):
-        return f"check {chk['check']}: slice {s!r} is not [start, stop]"
-    if not 0 <= s[0] < s[1] <= cases:
-        return f"check {chk['check']}: cases {s[0]}..{s[1]} outside the {cases} recorded"
-    if not isinstance(chk.get("params", {}), dict):
-        return f"check {chk['check']}: params is not an object"
-    return None
-
-
-def read_observation(path: Path) -> Observation:
-    """Read one observation file, never raising: damage is described in ``problem``."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        return Observation(path, None, None, None, f"cannot be read ({_why(exc)})")
-    if head not in (b"PK\x03\x04", ZSTD_MAGIC):  # np.load would call foreign bytes "pickled data"
-        return Observation(path, None, None, None, "empty file" if not head else f"not an .npz archive (starts {head!r})")
-    try:
-        z = open_observation(path)
-    except Exception as exc:  # BadZipFile, a damaged frame, EOFError, pickled or foreign data, OSError, ...
-        return Observation(path, None, None, None, f"not a readable .npz archive ({_why(exc)})")
-    problems: list[str] = []
-    meta = None
-    arrays: dict[str, np.ndarray] = {}
-    with z:
-        if "meta" not in z.files:
-            problems.append("no 'meta' array")
-        else:
-            try:
-                meta = json.loads(str(z["meta"]))
-            except Exception as exc:
-                problems.append(f"meta is not valid JSON ({_why(exc)})")
-            else:
-                bad = _meta_problem(meta)
-                if bad:
-                    problems.append(bad)
-                    meta = None
-        for name in ("in_words", "out_words"):
-            if name not in z.files:
-                problems.append(f"no '{name}' array")
-                continue
-            try:
-                arrays[name] = z[name]
-            except Exception as exc:  # a truncated or corrupt member: zlib.error, BadZipFile, ValueError
-                problems.append(f"'{name}' unreadable ({_why(exc)})")
-    iw, ow = arrays.get("in_words"), arrays.get("out_words")
-    if iw is not None and ow is not None and not problems:
-        if iw.ndim != 3 or ow.ndim != 3:
-            problems.append(f"in_words {iw.shape} and out_words {ow.shape} must be [case, lane, word]")
-        elif iw.shape[:2] != ow.shape[:2]:
-            problems.append(f"in_words {iw.shape} and out_words {ow.shape} differ in cases or lanes")
-        elif not (np.issubdtype(iw.dtype, np.integer) and np.issubdtype(ow.dtype, np.integer)):
-            problems.append(f"words are {iw.dtype}/{ow.dtype}, not integers")
-    return Observation(path, meta, iw, ow, "; ".join(problems) or None)
-
-
-def read_summary(directory: Path) -> tuple[dict, str | None]:
-    """summary.json of a run (empty when absent) and a problem with it, if it cannot be read."""
-    path = directory / "summary.json"
-    if not path.exists():
-        return {}, None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return {}, f"{path} cannot be read ({_why(exc)})"
-    if not isinstance(doc, dict):
-        return {}, f"{path} is not a JSON object"
-    return doc, None
+def replay_file(specs: Specs, path: Path) -> list[Verdict]:
+    """The verdicts of one whole observation file under ``specs`` (a test's or a tool's replay of one variant);
+    raises ValueError naming what is wrong with a damaged file."""
+    obs = read_observation(path)
+    if obs.problem is not None or obs.meta is None:
+        raise ValueError(f"{path}: {obs.problem or 'no meta'}")
+    v = specs.get(obs.meta["variant"])
+    verdicts = []
+    for name, rec, bad in recorded_checks(obs):
+        if rec is None:
+            raise ValueError(f"{path}: {name}: {bad}")
+        verdicts.append(compare(v, rec))
+    return verdicts
 
 
 def run_status_warning(directory: Path, summary: dict) -> str | None:
@@ -218,22 +108,14 @@ def _replay_file(log: RunLog, specs: Specs, obs: Observation) -> None:
                            "variant no longer in specs", f"recorded in {obs.path.name}"))
         return
     v = specs.variants[vid]
-    try:
-        sur = Surroundings(**meta["surroundings"])
-    except TypeError as exc:
-        _damaged(log, specs, obs, f"surroundings unreadable ({_why(exc)})", names)
-        return
-    for chk in meta["checks"]:
-        bad = _slice_problem(chk, obs.in_words.shape[0])
-        if bad:
-            _damaged(log, specs, obs, bad, [chk["check"]])
+    for name, rec, bad in recorded_checks(obs):
+        if rec is None:
+            _damaged(log, specs, obs, bad or "unreadable", [name])
             continue
-        a, b = chk["slice"]
         try:
-            verdict = compare(v, chk["check"], meta["seed"], obs.in_words[a:b], obs.out_words[a:b],
-                              chk.get("params", {}), sur, chk.get("meta"))
+            verdict = compare(v, rec)
         except Exception as exc:  # words of the wrong shape for this variant, or a meta the comparator cannot use
-            _damaged(log, specs, obs, f"the comparator cannot use it ({_why(exc)})", [chk["check"]])
+            _damaged(log, specs, obs, f"the comparator cannot use it ({why(exc)})", [name])
             continue
         log.add_verdict(specs, verdict, 0.0, "replay")
 

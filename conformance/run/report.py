@@ -33,6 +33,7 @@ from ptxconf.revision import git_revision
 from ptxconf.spec.loader import Specs
 
 from .files import atomic_write
+from .observations import read_observed_maps, read_results_bytes, run_file_bytes
 
 __all__ = ["Record", "RunLog", "replay_command", "git_revision", "specs_hash", "relative_file"]
 
@@ -105,10 +106,10 @@ class RunLog:
         path = self.out_dir / "results.jsonl"
         kept = []
         if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in read_results_bytes(path).splitlines():
                 try:
                     rec = Record(**json.loads(line))
-                except (ValueError, TypeError):
+                except (ValueError, TypeError):  # (UnicodeDecodeError too; TypeError: not an object of a record's fields)
                     continue  # a line cut by a kill: that verdict is made again
                 if (rec.variant, rec.check) in keep and rec.status != "skip":
                     kept.append(rec)
@@ -120,13 +121,10 @@ class RunLog:
         maps = self.out_dir / "observed_maps.npz"
         index = self.out_dir / "observed_maps.json"
         if maps.exists() and index.exists():
-            import numpy as np
-
             try:
-                with np.load(maps, allow_pickle=False) as z:
-                    self.observed.update({k: z[k] for k in z.files})
-                self.observed_index.update(json.loads(index.read_text()).get("variants", {}))
-            except (OSError, ValueError):
+                self.observed.update(read_observed_maps(maps))
+                self.observed_index.update(json.loads(run_file_bytes(index)).get("variants", {}))
+            except (OSError, ValueError, AttributeError, RecursionError):
                 pass
         return n
 

@@ -11,12 +11,9 @@ which family it holds: every family-specific step goes through :class:`Family`.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import os
-import re
+import sys
 import time
-import zipfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,9 +29,11 @@ from ptxconf.core.verdict import Verdict
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion
 
-from .files import ZSTD_MAGIC, atomic_write, zstd_compress, zstd_decompress
+from .observations import publish_observation, records, write_observation
+from .stages import Stages
 
-__all__ = ["Plan", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason", "PTX_VERSIONS", "save_observation", "plan_groups", "iter_modules"]
+__all__ = ["Plan", "RunRequest", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason",
+           "PTX_VERSIONS", "plan_groups", "iter_modules", "run_module", "module_of"]
 
 
 def plan_variant(
@@ -51,18 +50,34 @@ def plan_variant(
     return fam.plan(v, seed, cc, max_ptx, fam.checks if checks is None else tuple(checks), value_cases, cases_per_launch)
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run asks of each variant it plans: one value, handed down, instead of the same parameters through
+    every function of the loop."""
+
+    seed: int
+    checks: tuple[str, ...] | None = None  # None: each family's default checks
+    value_cases: int = 8
+    cases_per_launch: int | None = None  # the benchmark's one-case-per-launch baseline; None: the plan's own split
+    jobs: int = 1  # processes that plan and compare (1: this one)
+    observations: Path | None = None  # where observation files go (None: none written)
+
+    def plan(self, v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> Plan:
+        return plan_variant(v, self.seed, cc, max_ptx, self.checks, self.value_cases, self.cases_per_launch)
+
+
 @dataclass
 class VariantOutcome:
     plan: Plan | None
     verdicts: list[Verdict] = field(default_factory=list)
     out_words: np.ndarray | None = None
     seconds: float = 0.0
-    saved: bool = False  # the observation file is written, pending (by the worker that compared it)
+    saved: bool = False  # the observation file is written, pending (by the process that compared it)
 
 
-def run_module(backend: Backend, plans: list[Plan]) -> list[VariantOutcome]:
+def run_module(backend: Backend, plans: list[Plan], stages: Stages | None = None) -> list[VariantOutcome]:
     """Run plans that share a (.version, .target) as one module."""
-    return _run_module(backend, plans)
+    return _run_module(backend, plans, stages=stages)
 
 
 def module_of(plans: list[Plan]) -> str:
@@ -71,16 +86,11 @@ def module_of(plans: list[Plan]) -> str:
     return family_of(first.variant).module_source([q for p in plans for q in p.kernels], first.version, first.target)
 
 
-STAGES: dict[str, float] = {}  # seconds per stage of this process's runs: plan, module, launch, compare, report
-
-
-def _stage(name: str, seconds: float) -> None:
-    STAGES[name] = STAGES.get(name, 0.0) + seconds
-
-
-def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
+def launch_module(backend: Backend, plans: list[Plan], module: str,
+                  stages: Stages | None = None) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
     """Every launch of every plan in one call to the backend: per plan, its out words and the failed launches
     (their cases and why)."""
+    stages = stages or Stages()
     launches, owner = [], []
     # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
     outs = [shared.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), np.uint32) for p in plans]
@@ -91,16 +101,15 @@ def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tupl
             launches.append(Launch(plan.probe_of(li), plan.in_words, plan.out_words, order, plan.warps_per_block,
                                    rows=np.asarray(cases), into=outs[k]))
             owner.append((k, cases))
-    t1 = time.perf_counter()
-    try:
-        results = backend.run(module, launches) if launches else []
-    except Exception as exc:  # the backend itself failed (a worker gone, a broken pipe): these cases are errors
-        why = f"the backend failed: {type(exc).__name__}: {exc}"
-        results = [LaunchResult(None, error=why) for _ in launches]
-    if len(results) != len(launches):  # a short answer must not leave cases compared against zeros
-        why = f"the backend returned {len(results)} results for {len(launches)} launches"
-        results = [LaunchResult(None, error=why) for _ in launches]
-    _stage("launch", time.perf_counter() - t1)
+    with stages("launch"):
+        try:
+            results = backend.run(module, launches) if launches else []
+        except Exception as exc:  # the backend itself failed (a worker gone, a broken pipe): these cases are errors
+            why = f"the backend failed: {type(exc).__name__}: {exc}"
+            results = [LaunchResult(None, error=why) for _ in launches]
+        if len(results) != len(launches):  # a short answer must not leave cases compared against zeros
+            why = f"the backend returned {len(results)} results for {len(launches)} launches"
+            results = [LaunchResult(None, error=why) for _ in launches]
     errors: list[list[tuple[np.ndarray, str]]] = [[] for _ in plans]
     for (k, cases), result in zip(owner, results):
         if result.error:
@@ -112,26 +121,20 @@ def launch_module(backend: Backend, plans: list[Plan], module: str) -> list[tupl
 
 def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
     """Every check of one plan against its observed out words (a pure function: it may run in a worker)."""
-    verdicts = []
-    for cs in plan.case_sets:
-        a, b = plan.slices[cs.check]
-        verdicts.append(
-            compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params, plan.probe.surroundings, cs.meta)
-        )
-    return verdicts
+    return [compare(plan.variant, rec) for rec in records(plan, out)]
 
 
 def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None, float]:
-    """A worker's task: the verdicts and, with ``observations``, the observation file written there under its pending
-    name (the run's process then compresses nothing, and publishes it once the verdicts are recorded); a write that
-    failed comes back as its error text, for the run to stop on; and the seconds that writing took (a stage of its
-    own)."""
+    """What the process that compares a plan does, in every mode: the verdicts and, with ``observations``, the
+    observation file written there under its pending name (the run publishes it once the verdicts are recorded); a
+    write that failed comes back as its error text, for the run to stop on; and the seconds that writing took (a
+    stage of its own)."""
     verdicts = compare_plan(plan, out)
     if observations is None:
         return verdicts, None, 0.0
     t0 = time.perf_counter()
     try:
-        save_observation(observations, VariantOutcome(plan, out_words=out), pending=True)
+        write_observation(observations, plan, out, pending=True)
     except OSError as exc:
         return verdicts, f"{exc}", time.perf_counter() - t0
     return verdicts, None, time.perf_counter() - t0
@@ -141,14 +144,10 @@ def _after_failed_launches(plan: Plan, out: np.ndarray, errs: list[tuple[np.ndar
     """A check with a case in a failed launch gets its family's verdict for that (an error, or for undefined
     inputs an observation); the others compare as usual."""
     fam, verdicts = family_of(plan.variant), []
-    for cs in plan.case_sets:
-        a, b = plan.slices[cs.check]
+    for rec in records(plan, out):
+        a, b = plan.slices[rec.check]
         why = next((msg for cases, msg in errs if ((cases >= a) & (cases < b)).any()), None)
-        if why is None:
-            verdicts.append(compare(plan.variant, cs.check, plan.seed, plan.in_words[a:b], out[a:b], cs.params,
-                                    plan.probe.surroundings, cs.meta))
-        else:
-            verdicts.append(fam.failed(plan.variant, cs.check, plan.seed, why))
+        verdicts.append(compare(plan.variant, rec) if why is None else fam.failed(plan.variant, rec, why))
     return verdicts
 
 
@@ -156,22 +155,34 @@ def _error_verdicts(plan: Plan, why: str) -> list[Verdict]:
     return [Verdict(plan.variant.id, cs.check, plan.seed, "error", message=why) for cs in plan.case_sets]
 
 
-def _compared_here(plans: list[Plan], launched: list, share: float) -> Iterator[VariantOutcome]:
-    """Each launched plan's outcome, compared in this process."""
+def _compared_here(plans: list[Plan], launched: list, share: float, observations: Path | None,
+                   stages: Stages) -> Iterator[VariantOutcome]:
+    """Each launched plan's outcome, compared (and with ``observations``, its observation written pending) in this
+    process."""
     for plan, (out, errs) in zip(plans, launched):
         t3 = time.perf_counter()
         outcome = VariantOutcome(plan, out_words=None if errs else out)
-        outcome.verdicts = _after_failed_launches(plan, out, errs) if errs else compare_plan(plan, out)
-        _stage("compare", time.perf_counter() - t3)
+        saving = 0.0
+        if errs:
+            outcome.verdicts = _after_failed_launches(plan, out, errs)
+        else:
+            outcome.verdicts, unsaved, saving = compare_and_save(plan, out, observations)
+            if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
+                raise OSError(unsaved)
+            outcome.saved = observations is not None
+        stages.add("compare", time.perf_counter() - t3 - saving)
+        stages.add("save", saving)
         outcome.seconds = share + time.perf_counter() - t3
         yield outcome
 
 
-def _run_module(backend: Backend, plans: list[Plan], module: str | None = None) -> list[VariantOutcome]:
+def _run_module(backend: Backend, plans: list[Plan], module: str | None = None,
+                stages: Stages | None = None) -> list[VariantOutcome]:
     """Every launch of every plan in one call to the backend, then each plan's comparisons, here."""
+    stages = stages or Stages()
     t0 = time.perf_counter()
-    launched = launch_module(backend, plans, module if module is not None else module_of(plans))
-    return list(_compared_here(plans, launched, (time.perf_counter() - t0) / max(1, len(plans))))
+    launched = launch_module(backend, plans, module if module is not None else module_of(plans), stages)
+    return list(_compared_here(plans, launched, (time.perf_counter() - t0) / max(1, len(plans)), None, stages))
 
 
 COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a worker killed) its checks are errors
@@ -180,9 +191,10 @@ COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a wo
 class _Comparisons:
     """Comparisons running in worker processes while the GPU runs the next module; outcomes leave in order."""
 
-    def __init__(self, pool, observations: Path | None = None):
+    def __init__(self, pool, observations: Path | None, stages: Stages):
         self.pool = pool
         self.observations = observations
+        self.stages = stages
         self.pending: deque[tuple[VariantOutcome, object, float]] = deque()
 
     def submit(self, plans: list[Plan], launched: list, share: float) -> None:
@@ -212,13 +224,21 @@ class _Comparisons:
                     if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
                         raise OSError(unsaved)
                     outcome.saved = self.observations is not None
-                _stage("compare", seconds - saving)
-                _stage("save", saving)
-                _stage("compare_wait", time.perf_counter() - t0)
+                self.stages.add("compare", seconds - saving)
+                self.stages.add("save", saving)
+                self.stages.add("compare_wait", time.perf_counter() - t0)
                 outcome.seconds += seconds
             yield outcome
 
 
+def _in_this_process(why: Exception) -> None:
+    """Say once per process why the run plans and compares without workers (results are the same, only slower)."""
+    if str(why) not in _SAID:
+        _SAID.add(str(why))
+        print(f"ptxconf run: {why}; planning and comparing in this process instead", file=sys.stderr, flush=True)
+
+
+_SAID: set[str] = set()
 MODULE_PLANS = 64  # plans per module at most: the first module runs while later variants are still unplanned
 LOOKAHEAD = min(4, os.cpu_count() or 1)  # modules planned and handed to the backend to build ahead of the one running
 
@@ -234,7 +254,8 @@ def plan_groups(
 ) -> dict[tuple[str, str, str], list[Plan]]:
     """Plan every variant the backend can run; group plans that share a module (family, .version, .target)."""
     groups: dict[tuple[str, str, str], list[Plan]] = {}
-    for plans in iter_modules(backend, variants, seed, checks, value_cases, cases_per_launch, on_skip, max_plans=None):
+    request = RunRequest(seed, None if checks is None else tuple(checks), value_cases, cases_per_launch)
+    for plans in iter_modules(backend, variants, request, on_skip, max_plans=None):
         first = plans[0]
         groups.setdefault((family_of(first.variant).name, str(first.version), first.target.name), []).extend(plans)
     return groups
@@ -243,21 +264,19 @@ def plan_groups(
 def iter_modules(
     backend: Backend,
     variants: list[Variant],
-    seed: int,
-    checks: Iterable[str] | None = None,
-    value_cases: int = 8,
-    cases_per_launch: int | None = None,
+    request: RunRequest,
     on_skip: Callable[[Variant, str], None] | None = None,
     max_plans: int | None = MODULE_PLANS,
     stop: Callable[[], bool] | None = None,
-    jobs: int = 1,
+    stages: Stages | None = None,
 ) -> Iterator[list[Plan]]:
     """Plans grouped into modules, yielded as soon as a group is full (then the rest at the end).
 
     Planning is lazy so that a long run writes its first verdicts within seconds, and ``stop``
-    (a pending interrupt) is asked before each variant is planned.  ``jobs`` > 1 plans in that
+    (a pending interrupt) is asked before each variant is planned.  ``request.jobs`` > 1 plans in that
     many forked processes (the same plans, in the same order).
     """
+    stages = stages or Stages()
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     cc_for = getattr(backend, "cc_for", lambda v: cc)
     groups: dict[tuple[str, str, str], list[Plan]] = {}
@@ -269,20 +288,22 @@ def iter_modules(
                 on_skip(v, why)
             continue
         runnable.append(v)
-    if jobs > 1 and len(runnable) > 1:
-        from .planpool import plan_in_parallel
+    made = None
+    if request.jobs > 1 and len(runnable) > 1:
+        from .planpool import WorkersUnavailable, plan_in_parallel
 
-        made = plan_in_parallel(
-            jobs, lambda v, vcc: plan_variant(v, seed, vcc, max_ptx, checks, value_cases, cases_per_launch),
-            {v.id: v for v in runnable}, [(v.id, cc_for(v)) for v in runnable], lambda s: _stage("plan_work", s))
-    else:
-        made = (plan_variant(v, seed, cc_for(v), max_ptx, checks, value_cases, cases_per_launch) for v in runnable)
+        try:
+            made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), {v.id: v for v in runnable},
+                                    [(v.id, cc_for(v)) for v in runnable], lambda s: stages.add("plan_work", s))
+        except WorkersUnavailable as exc:
+            _in_this_process(exc)
+    if made is None:
+        made = (request.plan(v, cc_for(v), max_ptx) for v in runnable)
     for v in runnable:
         if stop and stop():
             return
-        t0 = time.perf_counter()
-        plan = next(made)
-        _stage("plan", time.perf_counter() - t0)
+        with stages("plan"):
+            plan = next(made)
         key = (family_of(v).name, str(plan.version), plan.target.name)
         groups.setdefault(key, []).append(plan)
         if max_plans and len(groups[key]) >= max_plans:
@@ -293,21 +314,19 @@ def iter_modules(
 def run_variants(
     backend: Backend,
     variants: list[Variant],
-    seed: int,
-    checks: Iterable[str] | None = None,
-    value_cases: int = 8,
+    request: RunRequest,
     on_outcome: Callable[[VariantOutcome], None] | None = None,
     on_skip: Callable[[Variant, str], None] | None = None,
     progress=None,
     stop: Callable[[], bool] | None = None,
-    jobs: int = 1,
-    observations: Path | None = None,
+    stages: Stages | None = None,
 ) -> None:
     """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules.
 
-    With workers (``jobs`` > 1) and ``observations``, each outcome's observation file is written there by the
-    worker that compared it (``outcome.saved``) and published (renamed) after ``on_outcome`` recorded its verdicts;
-    otherwise saving is the caller's."""
+    With ``request.observations``, each compared outcome's observation file is written there, pending, by the
+    process that compared it (a worker, or this one: ``outcome.saved``) and published (renamed) after
+    ``on_outcome`` recorded its verdicts.  ``stages`` (the run's) hears the seconds of each stage."""
+    observations = request.observations
 
     def skipped(v: Variant, why: str) -> None:
         if on_skip:
@@ -328,33 +347,35 @@ def run_variants(
 
     recording = [False]  # an error while recording verdicts stops the run with nothing more written
     with shared.arena():  # words cross processes as shared files (the workers forked below inherit the arena)
-        _run_variants(backend, variants, seed, checks, value_cases, emit, skipped, stop, jobs, observations,
-                      lambda: recording[0])
+        _run_variants(backend, variants, request, emit, skipped, stop, lambda: recording[0], stages or Stages())
 
 
-def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: Iterable[str] | None, value_cases: int,
+def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest,
                   emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None],
-                  stop: Callable[[], bool] | None, jobs: int, observations: Path | None,
-                  recording: Callable[[], bool]) -> None:
+                  stop: Callable[[], bool] | None, recording: Callable[[], bool], stages: Stages) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
+    observations = request.observations
     pool = None
-    if jobs > 1 and len(variants) > 1:
-        from .planpool import ComparePool
+    if request.jobs > 1 and len(variants) > 1:
+        from .planpool import ComparePool, WorkersUnavailable
 
-        pool = ComparePool(jobs, compare_and_save, {v.id: v for v in variants})
-    comparisons = _Comparisons(pool, observations) if pool else None
+        try:
+            pool = ComparePool(request.jobs, compare_and_save, {v.id: v for v in variants})
+        except WorkersUnavailable as exc:
+            _in_this_process(exc)
+    comparisons = _Comparisons(pool, observations, stages) if pool else None
     # With several devices, that many modules are in flight at once (each launch call blocks on its own device).
     slots = max(1, getattr(backend, "parallel", 1))
     launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch") if slots > 1 else None
 
     def launch(plans: list[Plan], source: str) -> tuple[list, float]:
         t0 = time.perf_counter()
-        launched = launch_module(backend, plans, source)
+        launched = launch_module(backend, plans, source, stages)
         return launched, (time.perf_counter() - t0) / max(1, len(plans))
 
     def finish(plans: list[Plan], launched: list, share: float) -> None:
         if comparisons is None:
-            for outcome in _compared_here(plans, launched, share):
+            for outcome in _compared_here(plans, launched, share, observations, stages):
                 emit(outcome)
         else:
             comparisons.submit(plans, launched, share)
@@ -362,16 +383,15 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
                 emit(outcome)
 
     try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
-        modules = iter_modules(backend, variants, seed, checks, value_cases, on_skip=skipped, stop=stop, jobs=jobs)
+        modules = iter_modules(backend, variants, request, on_skip=skipped, stop=stop, stages=stages)
         ahead: deque[tuple[list[Plan], str]] = deque()
         inflight: deque[tuple[list[Plan], Future]] = deque()
         while True:
             # Keep the next modules built in the background (ptxas pool) while this one runs.
             while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
-                t0 = time.perf_counter()
-                source = module_of(plans)
-                backend.prefetch(source)
-                _stage("module", time.perf_counter() - t0)
+                with stages("module"):
+                    source = module_of(plans)
+                    backend.prefetch(source)
                 ahead.append((plans, source))
             stopping = bool(stop and stop())
             if launcher is None:
@@ -404,88 +424,3 @@ def _run_variants(backend: Backend, variants: list[Variant], seed: int, checks: 
             launcher.shutdown(wait=True)
         if pool is not None:
             pool.close()
-
-
-OBSERVATION_SUFFIX = ".npz.zst"  # an .npz (stored, not deflated) in one Zstandard frame; older runs wrote .npz
-_OBSERVATION_SEED = re.compile(r"\.seed(-?\d+)\.npz(?:\.zst)?$")
-
-
-def observation_name(variant_id: str, seed: int) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}{OBSERVATION_SUFFIX}"
-
-
-def find_observation(directory: Path, variant_id: str, seed: int) -> Path | None:
-    """The observation file of (variant, seed) under ``directory``: this version's, or an older run's ``.npz``."""
-    name = observation_name(variant_id, seed)
-    return next((p for p in (directory / name, directory / name.removesuffix(".zst")) if p.exists()), None)
-
-
-def has_observation(directory: Path, variant_id: str, seed: int) -> bool:
-    return find_observation(directory, variant_id, seed) is not None
-
-
-def observation_files(directory: Path) -> list[Path]:
-    """Every observation file under ``directory``, in name order: this version's and older runs' plain ``.npz``."""
-    return sorted([*directory.glob("*.npz"), *directory.glob("*" + OBSERVATION_SUFFIX)])
-
-
-def observation_stem(name: str) -> str:
-    """The file name without its seed and suffix (the sanitised variant id)."""
-    return _OBSERVATION_SEED.sub("", name)
-
-
-def observation_seed(name: str) -> int | None:
-    m = _OBSERVATION_SEED.search(name)
-    return int(m.group(1)) if m else None
-
-
-def open_observation(path: Path) -> np.lib.npyio.NpzFile:
-    """The arrays of an observation file (``np.load``'s lazy archive), compressed or not; raises on damage."""
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-        if head == ZSTD_MAGIC:
-            return np.load(io.BytesIO(zstd_decompress(head + fh.read())), allow_pickle=False)
-    return np.load(path, allow_pickle=False)
-
-
-PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
-
-
-def publish_observation(directory: Path, plan: Plan) -> None:
-    """The pending observation of ``plan`` under its own name: done once its verdicts are in results.jsonl, so that a
-    run killed in between leaves no observation whose verdicts it never recorded (a replay would pass them)."""
-    path = directory / observation_name(plan.variant.id, plan.seed)
-    os.replace(path.with_name(path.name + PENDING), path)
-
-
-def save_observation(directory: Path, outcome: VariantOutcome, pending: bool = False) -> Path:
-    """Inputs and outputs per lane, and everything needed to re-run the comparators (``pending``: under the name
-    :func:`publish_observation` renames)."""
-    plan = outcome.plan
-    directory.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "variant": plan.variant.id,
-        "seed": plan.seed,
-        "version": str(plan.version),
-        "target": plan.target.name,
-        "warps_per_block": plan.warps_per_block,
-        "surroundings": vars(plan.probe.surroundings),
-        "checks": [
-            {"check": cs.check, "slice": list(plan.slices[cs.check]), "params": cs.params, "meta": cs.meta}
-            for cs in plan.case_sets
-        ],
-    }
-    path = directory / (observation_name(plan.variant.id, plan.seed) + (PENDING if pending else ""))
-    atomic_write(path, observation_bytes(in_words=plan.in_words, out_words=outcome.out_words, meta=np.array(json.dumps(meta))))
-    return path
-
-
-def observation_bytes(**arrays: np.ndarray) -> bytes:
-    """An observation file's bytes: the arrays as an ``.npz`` (what ``np.load`` reads), stored, in one Zstandard
-    frame at level 1 (``zstd -d`` gives the ``.npz`` back)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name, arr in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
-    return zstd_compress(buf.getbuffer())

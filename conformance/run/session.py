@@ -3,36 +3,51 @@
 What a run promises: no verdict made is lost (each is flushed to results.jsonl as it is made);
 no partial run reads as complete (summary.json says ``running`` from the first second, then
 ``complete`` or ``interrupted`` with what was not run); one writer per directory (a lock).
-SIGINT/SIGTERM stop launching new work, finish the module in flight, write the reports and
-exit 130/143; a second signal writes the summary and exits at once.
+SIGINT/SIGTERM/SIGHUP (:mod:`ptxconf.run.signals`) stop launching new work, finish the module in flight,
+write the reports and exit 130/143; a second signal writes the summary and exits at once.  A closed
+stdout (``| head -1``) stops the printing, never the run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptxconf.core.family import family_of
 from ptxconf.core.verdict import UNDEFINED, labelled
 
+from .exit import ExitStatus
 from .files import RunLock, clear_run, holds_a_run
+from .observations import has_observation, read_results_bytes, read_summary
 from .report import Record, RunLog
-from .runner import STAGES, has_observation, run_variants, save_observation
+from .runner import RunRequest, run_variants
+from .signals import StopSignals
+from .stages import Stages
 
-__all__ = ["RunSession", "UsageError", "EXIT_NOTHING_RAN", "prepare_out_dir", "recorded_done", "take_lock"]
+__all__ = ["RunSession", "UsageError", "prepare_out_dir", "recorded_done", "take_lock", "say"]
 
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-EXIT_NOTHING_RAN = 5  # as pytest: every selected variant was skipped (no GPU, no target)
-EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 PROGRESS_EVERY_S = 10.0
+
+
+def say(text: str, stream=None) -> bool:
+    """Print a line for people; False (and stdout silenced for good) when its reader is gone (``| head -1``):
+    the run goes on and still writes every file."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream, flush=True)
+        return True
+    except BrokenPipeError:
+        if stream is sys.stdout:  # the interpreter's own flush at exit would fail again: point it at /dev/null
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+        return False
 
 
 class UsageError(Exception):
@@ -61,26 +76,22 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     A variant's verdicts are written in one piece, so a variant with any recorded verdict is done, unless its
     observation is missing (a kill between the verdicts and the observation written after them): it runs again,
     so that every recorded verdict of the finished run can be replayed."""
-    summary = out / "summary.json"
-    observations = True
-    if summary.exists():
-        try:
-            doc = json.loads(summary.read_text())
-            recorded_seed = doc.get("seed")
-            observations = "--no-observations" not in str(doc.get("command", "")).split()
-        except (ValueError, AttributeError):
-            recorded_seed = None
-        if recorded_seed is not None and recorded_seed != seed:
-            raise UsageError(f"--resume: {out} was run with --seed {recorded_seed}, not {seed}")
+    doc, _ = read_summary(out)  # unreadable: no seed to hold the resume to
+    recorded_seed = doc.get("seed")
+    observations = "--no-observations" not in str(doc.get("command", "")).split()
+    if recorded_seed is not None and recorded_seed != seed:
+        raise UsageError(f"--resume: {out} was run with --seed {recorded_seed}, not {seed}")
     done = set()
     compared: dict[str, bool] = {}
     path = out / "results.jsonl"
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_results_bytes(path).splitlines():
             try:
                 r = json.loads(line)
-            except ValueError:
+            except ValueError:  # (UnicodeDecodeError too)
                 continue  # a line cut by a kill: that verdict is made again
+            if not (isinstance(r, dict) and isinstance(r.get("variant"), str) and isinstance(r.get("check"), str)):
+                continue  # not a verdict line: nothing of it counts as done
             if r.get("seed") == seed and r.get("status") != "skip":
                 done.add((r["variant"], r["check"]))
                 compared.setdefault(r["variant"], r.get("status") != "error")
@@ -124,15 +135,15 @@ class Progress:
             return
         self.family, self.last = family, now
         rate = self.done / max(now - self.t0, 1e-9)
-        print(f"ptxconf run: {self.done}/{self.total} variants ({family}), {totals(self.counts)}, "
-              f"{now - self.t0:.0f} s, {rate:.1f} variants/s", file=self.stream, flush=True)
+        self.quiet = not say(f"ptxconf run: {self.done}/{self.total} variants ({family}), {totals(self.counts)}, "
+                             f"{now - self.t0:.0f} s, {rate:.1f} variants/s", self.stream)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-@dataclass
+@dataclass(repr=False)
 class RunSession:
     """Everything one run needs besides the backend: where it writes, what it selected, how it stops."""
 
@@ -147,30 +158,24 @@ class RunSession:
     quiet: bool = False
     verbose: bool = False
     skip_done: set = field(default_factory=set)
-    signal_seen: int | None = None
+    signals: StopSignals | None = None  # the CLI's, installed before anything else; None: the session's own
     variants_done: set = field(default_factory=set)
     cases_run: int = 0
     jobs: int = 1  # processes that plan (1: in this one)
     t0: float = field(default_factory=time.monotonic)
     backend_stats: dict = field(default_factory=dict)
-    _writer: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=2))
-    _writes: list = field(default_factory=list)
-    _first_signal_at: float = 0.0
+    stages: Stages = field(default_factory=Stages)  # seconds per stage of this run (summary.json ``stages_s``)
     _done_variants: set | None = None
 
-    def stop_requested(self) -> bool:
-        return self.signal_seen is not None
+    def __repr__(self) -> str:  # never the specs and variants (a signal or a fork once formatted them: seconds)
+        return f"RunSession({self.out_dir}, {len(self.variants)} variants, seed {self.seed})"
 
-    def _on_signal(self, signum, frame) -> None:
-        if self.signal_seen is not None and time.monotonic() - self._first_signal_at < 1.0:
-            return  # the same signal again, sent to the whole process group (timeout, a terminal): one request
-        if self.signal_seen is not None:  # a second request: leave at once, files stay whole
-            self._write_summary("interrupted")
-            os._exit(EXIT_SIGNAL.get(signum, 130))
-        self.signal_seen = signum
-        self._first_signal_at = time.monotonic()
-        print(f"\nptxconf run: {signal.Signals(signum).name}: finishing the module in flight, then writing the reports "
-              "(again to stop at once)", file=sys.stderr, flush=True)
+    def stop_requested(self) -> bool:
+        return self.signals is not None and self.signals.requested
+
+    @property
+    def signal_seen(self) -> int | None:
+        return self.signals.seen if self.signals is not None else None
 
     def _write_summary(self, status: str) -> None:
         not_run = [v.id for v in self.variants if v.id not in self.variants_done]
@@ -180,31 +185,45 @@ class RunSession:
             extra["variants_not_run"] = not_run
         if self.backend_stats:
             extra["backend_stats"] = self.backend_stats
-        extra["stages_s"] = {k: round(v, 3) for k, v in sorted(STAGES.items())}
+        extra["stages_s"] = self.stages.rounded()
         self.log.write_summary(status, extra)
 
     def run(self, backend) -> int:
         """Run every selected variant; the exit status.  A file that cannot be written (a full disk) stops the
         run with one line (UsageError, exit 2); summary.json then says ``interrupted`` or keeps ``running``."""
+        own = self.signals is None
+        if own:  # a session started without the CLI (a test, a library caller) takes the signals itself
+            self.signals = StopSignals().install()
         try:
             return self._run(backend)
         except OSError as exc:
             self.log.close_quietly()
             raise UsageError(f"the run stopped: cannot write its files: {exc}; summary.json does not say complete, "
                              "results.jsonl keeps the verdicts recorded") from None
+        finally:
+            if own:
+                self.signals.release()
 
     def _run(self, backend) -> int:
-        previous = {s: signal.signal(s, self._on_signal) for s in EXIT_SIGNAL}
-        STAGES.clear()
-        progress = Progress(len(self.variants), self.quiet)
+        assert self.signals is not None
+        self.signals.writing()  # the directory is the run's now: a signal is a request it finishes cleanly
+        self.stages = Stages()
         self._write_summary("running")
+        self.signals.on_second(lambda: self._write_summary("interrupted"))
+        if self.signals.requested:  # a signal during start-up: nothing runs, the summary says so
+            self._finish("interrupted")
+            return self.signals.exit_status
+        progress = Progress(len(self.variants), self.quiet)
         last_summary = [time.monotonic()]
         todo = [v for v in self.variants if not self._all_done(v)]
         self.variants_done |= {v.id for v in self.variants if self._all_done(v)}
         progress.update(len(self.variants) - len(todo), "resumed", [])
 
         def on_outcome(outcome) -> None:
-            t_report = time.perf_counter()
+            with self.stages("report"):
+                record(outcome)
+
+        def record(outcome) -> None:
             v = outcome.plan.variant
             per = outcome.seconds / max(1, len(outcome.verdicts))
             self.log.add_verdicts(self.specs, outcome.verdicts, per, backend.name)
@@ -214,15 +233,11 @@ class RunSession:
                     op = v.operands[target]
                     self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
             self.cases_run += len(outcome.plan.in_words)
-            if outcome.out_words is not None and self.save_observations and not outcome.saved:
-                # Compressing in a thread overlaps with the next module's planning (zlib releases the GIL).
-                self._writes.append(self._writer.submit(save_observation, self.out_dir / "observations", outcome))
             self.variants_done.add(v.id)
             progress.update(1, family_of(v).name, [vd.status for vd in outcome.verdicts])
             if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
                 self._write_summary("running")
                 last_summary[0] = time.monotonic()
-            STAGES["report"] = STAGES.get("report", 0.0) + time.perf_counter() - t_report
 
         def on_skip(v, why) -> None:
             checks = family_of(v).checks_of(v, self.checks)
@@ -232,8 +247,9 @@ class RunSession:
             progress.update(1, family_of(v).name, ["skip"] * len(checks))
 
         try:
-            run_variants(backend, todo, self.seed, self.checks, self.cases, on_outcome, on_skip, stop=self.stop_requested,
-                         jobs=self.jobs, observations=self.out_dir / "observations" if self.save_observations else None)
+            request = RunRequest(self.seed, self.checks, self.cases, jobs=self.jobs,
+                                 observations=self.out_dir / "observations" if self.save_observations else None)
+            run_variants(backend, todo, request, on_outcome, on_skip, stop=self.stop_requested, stages=self.stages)
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
             try:
                 self._finish("interrupted")
@@ -242,17 +258,13 @@ class RunSession:
             raise
         finally:
             progress.close()
-            for s, h in previous.items():
-                signal.signal(s, h)
         self.backend_stats = backend.stats()
-        self._finish("interrupted" if self.signal_seen is not None else "complete")
-        return EXIT_SIGNAL[self.signal_seen] if self.signal_seen is not None else self.exit_status()
+        everything = len(self.variants_done) == len(self.variants)
+        self._finish("complete" if everything or not self.signals.requested else "interrupted")
+        return self.signals.exit_status if self.signals.requested else self.exit_status()
 
     def _finish(self, status: str) -> None:
         """JUnit and observed maps, then the summary last: ``complete`` only once everything is written."""
-        for w in self._writes:
-            w.result()  # an observation that could not be written fails the run loudly, before the summary
-        self._writes.clear()
         self.log.write_junit()
         self.log.write_observed()
         self._write_summary(status)
@@ -264,35 +276,38 @@ class RunSession:
             self._done_variants = {vid for vid, _ in self.skip_done}
         return v.id in self._done_variants
 
-    def exit_status(self) -> int:
+    def exit_status(self) -> ExitStatus:
         c = self.log.counts()
         if c.get("fail") or c.get("error"):
-            return EXIT_FAIL
+            return ExitStatus.FAIL
         if not c.get("pass") and not c.get(UNDEFINED):  # an undefined observation ran: something did
-            return EXIT_NOTHING_RAN
-        return 0
+            return ExitStatus.NOTHING_RAN
+        return ExitStatus.OK
 
     def print_outcome(self, wall: float) -> None:
-        """Failure details first, the one-line total last (what a CI log shows at its end)."""
+        """Failure details first, the one-line total last (what a CI log shows at its end); a reader that is gone
+        (``| head -1``) ends the printing, nothing else."""
         c = self.log.counts()
+        lines: list[str] = []
         shown = 0
         for r in self.log.records:
             if r.status in ("fail", "error"):
                 if self.verbose or shown < 20:
-                    print(f"\n{r.status.upper()} {r.name}\n{r.details}")
+                    lines.append(f"\n{r.status.upper()} {r.name}\n{r.details}")
                 shown += 1
         if shown > 20 and not self.verbose:
-            print(f"\n... and {shown - 20} more failures (all in {self.out_dir / 'results.jsonl'}; -v lists them here)")
+            lines.append(f"\n... and {shown - 20} more failures (all in {self.out_dir / 'results.jsonl'}; -v lists them here)")
         undefined = [r for r in self.log.records if r.status == UNDEFINED]
         if undefined:
-            print()
+            lines.append("")
         for r in undefined[: None if self.verbose else 20]:
-            print(f"{r.name}: {labelled(r.status, r.message)}")
+            lines.append(f"{r.name}: {labelled(r.status, r.message)}")
         if len(undefined) > 20 and not self.verbose:
-            print(f"... and {len(undefined) - 20} more undefined observations (-v lists them here)")
-        state = "" if self.signal_seen is None else " (interrupted: summary.json lists what was not run)"
-        print()
-        print(f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}")
+            lines.append(f"... and {len(undefined) - 20} more undefined observations (-v lists them here)")
+        not_run = len(self.variants) - len(self.variants_done)
+        state = "" if self.signal_seen is None or not not_run else " (interrupted: summary.json lists what was not run)"
+        lines += ["", f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}"]
+        say("\n".join(lines))
 
 
 def take_lock(out: Path) -> RunLock:

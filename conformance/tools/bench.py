@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.backends.base import Backend
-from ptxconf.run.runner import STAGES, Plan, plan_groups, run_module
+from ptxconf.run.runner import Plan, plan_groups, run_module
+from ptxconf.run.stages import Stages
 from ptxconf.spec.loader import Specs
 
 
@@ -37,22 +38,21 @@ def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) 
 
 
 def _timed(backend: Backend, groups: dict[tuple, list[Plan]]) -> dict:
-    STAGES.clear()
+    stages = Stages()
     t0 = time.perf_counter()
     cases = launches = failed = 0
     for plans in groups.values():
-        for outcome in run_module(backend, plans):
+        for outcome in run_module(backend, plans, stages):
             cases += len(outcome.plan.in_words)
             launches += len(outcome.plan.launches)
             failed += sum(v.status != "pass" for v in outcome.verdicts)
     wall = time.perf_counter() - t0
     return {"cases": cases, "launches": launches, "wall_s": round(wall, 3),
             "cases_per_s": round(cases / wall, 1), "non_passing_checks": failed,
-            "stages_s": {k: round(v, 3) for k, v in sorted(STAGES.items())}}
+            "stages_s": stages.rounded()}
 
 
 def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants: int) -> dict:
-    STAGES.clear()
     t0 = time.perf_counter()
     groups = _plans(backend, variants, seed, None)
     planning = {"wall_s": round(time.perf_counter() - t0, 3), "variants": sum(len(p) for p in groups.values())}

@@ -7,12 +7,15 @@ verdict; one wrong output word turns the verdict into a failure; the module name
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from ptxconf import registry
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.core.family import Family, compare, family_of, run_variants_of
 from ptxconf.oracle import mma
+from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
 from ptxconf.spec import load_specs
 
@@ -55,18 +58,15 @@ def test_plan_emulate_compare_replay(v):
     assert all(k.name in module for k in a.kernels)
     (outcome,) = run_module(backend, [a])
     assert outcome.verdicts and all(vd.status == "pass" for vd in outcome.verdicts), [vd.message for vd in outcome.verdicts]
-    for cs, live in zip(a.case_sets, outcome.verdicts):
-        lo, hi = a.slices[cs.check]
-        again = compare(v, cs.check, a.seed, a.in_words[lo:hi], outcome.out_words[lo:hi], cs.params,
-                        a.probe.surroundings, cs.meta)
+    recs = records(a, outcome.out_words)
+    for rec, live in zip(recs, outcome.verdicts):
+        again = compare(v, rec)
         assert (again.status, again.check) == (live.status, live.check)
     # One flipped bit in the first check's outputs is a failure, not a pass.
-    cs = a.case_sets[0]
-    lo, hi = a.slices[cs.check]
-    bad = outcome.out_words[lo:hi].copy()
+    bad = recs[0].out_words.copy()
     bad[0, :, 0] ^= np.uint32(0x00010001)
-    broken = compare(v, cs.check, a.seed, a.in_words[lo:hi], bad, cs.params, a.probe.surroundings, cs.meta)
-    assert broken.status == "fail", f"{v.id}: a corrupted output passed {cs.check}"
+    broken = compare(v, replace(recs[0], out_words=bad))
+    assert broken.status == "fail", f"{v.id}: a corrupted output passed {recs[0].check}"
 
 
 @pytest.mark.parametrize("vid", [

@@ -131,3 +131,25 @@ def test_no_import_circle():
     for m in sorted(GRAPH):
         if m not in seen:
             visit(m)
+
+
+def _reach(mod: str) -> set[str]:
+    """Every project module ``mod`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [mod]
+    while todo:
+        for dep in GRAPH.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+RUN_LOOP = {"ptxconf.run.runner", "ptxconf.run.session", "ptxconf.run.planpool"}
+
+
+def test_replay_and_diff_stand_on_the_observation_module_not_the_run_loop():
+    """What replay and diff trust of a run is read by ``run.observations``; neither needs the loop that wrote it."""
+    for mod in ("ptxconf.run.replay", "ptxconf.run.diff"):
+        assert "ptxconf.run.observations" in GRAPH[mod], mod
+        assert not _reach(mod) & RUN_LOOP, f"{mod} reaches {sorted(_reach(mod) & RUN_LOOP)}"

@@ -5,6 +5,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import pickle
+import secrets
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -61,13 +65,18 @@ def test_small_arrays_no_arena_and_a_refusing_directory_stay_ordinary(tmp_path):
         assert shared.is_shared(z) and z.shape == BIG and not z.any()
 
 
+def _words_files(d) -> list[str]:
+    """The arena's word files (not its owner lock)."""
+    return [n for n in os.listdir(d) if n != shared._OWNER]
+
+
 def test_release_removes_the_file_but_mapped_pages_stay_readable():
     with shared.arena() as d:
         s = shared.share(_words())
         ref = pickle.dumps(s)
-        assert len(os.listdir(d)) == 1
+        assert len(_words_files(d)) == 1
         shared.release(s)
-        assert os.listdir(d) == []
+        assert _words_files(d) == []
         assert np.array_equal(s, _words())
         with pytest.raises(FileNotFoundError):
             pickle.loads(ref)
@@ -93,14 +102,28 @@ def test_another_process_maps_the_same_words():
         assert s[0, 0, 0] == 7
 
 
-def test_arena_removes_directories_of_dead_runs():
+def test_arena_removes_directories_of_dead_runs_and_never_a_live_one():
+    """A dead run's directory (its owner lock free) goes; a live run's (its lock held, here by another process that
+    shares nothing else with this one, as a run in another PID namespace would) stays, whatever its name says."""
     base = shared._directory()
-    dead = base / f"{shared._PREFIX}999999999-stale"
-    dead.mkdir(exist_ok=True)
+    dead = base / f"{shared._PREFIX}{secrets.token_hex(8)}-stale"
+    dead.mkdir()
+    (dead / shared._OWNER).write_bytes(b"")
     (dead / "x").write_bytes(b"0")
-    with shared.arena():
-        pass
-    assert not dead.exists()
+    live = base / f"{shared._PREFIX}999999999-live"  # an old-style pid name no process has here
+    live.mkdir(exist_ok=True)
+    (live / shared._OWNER).write_bytes(b"")
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+                               str(live / shared._OWNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with shared.arena() as mine:
+            assert mine is not None and mine.name.startswith(shared._PREFIX)
+        assert not dead.exists() and live.exists()
+    finally:
+        holder.communicate("")
+        shutil.rmtree(live, ignore_errors=True)
 
 
 def test_gpu_worker_gets_shared_words_by_reference_and_anything_else_by_rows():

@@ -9,6 +9,7 @@ pytest prints ``faults: N injected, L verdicts lost, P false passes`` (summed ov
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,31 @@ class Tally:
         self.add(injected, lost, false_passes)
         assert lost == 0, f"{lost} recorded verdict(s) lost"
         assert false_passes == 0, f"{false_passes} false pass(es)"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every fault test runs ``ptxconf`` end to end (most in a child process): all are ``e2e``."""
+    here = str(Path(__file__).parent)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def no_worker_outlives_its_run():
+    """A run inside the test's own process (a backend that fails, a full disk) leaves no worker behind it either:
+    every process it forked has ended by the end of the test (each gets a bounded time to)."""
+    import os
+    import time
+
+    from faultkit import TIMEOUT_S, children_of
+
+    before = children_of(os.getpid())
+    yield
+    end = time.monotonic() + TIMEOUT_S
+    while (left := children_of(os.getpid()) - before) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not left, f"{len(left)} worker process(es) outlived the run: pids {sorted(left)}"
 
 
 @pytest.fixture(scope="session")

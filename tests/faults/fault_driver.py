@@ -5,49 +5,51 @@ Run as ``python tests/faults/fault_driver.py run ...`` (the arguments of ``ptxco
 * ``PTXCONF_FAULT_PLAN_DELAY``: seconds slept before each variant is planned (a long planning phase);
 * ``PTXCONF_FAULT_VERDICT_DELAY``: seconds slept before each variant's verdicts are written (a slow GPU);
 * ``PTXCONF_FAULT_MODULE_PLANS``: variants per module (many small modules, as a whole-suite run has);
-* ``PTXCONF_FAULT_MODULE_DELAY``: seconds slept before each module is launched (a slow build or launch).
+* ``PTXCONF_FAULT_MODULE_DELAY``: seconds slept before each module is launched (a slow build or launch);
+* ``PTXCONF_FAULT_READY``: a file made once the run has taken its signals (the earliest moment a test can aim at);
+* ``PTXCONF_FAULT_START_DELAY``: seconds slept while the specs load (a long start-up);
+* ``PTXCONF_FAULT_REPORT_DELAY`` with ``PTXCONF_FAULT_REPORT_MARK``: the file made, then the seconds slept, as the
+  final reports begin (JUnit), and again as the outcome is printed (after the last report).
 
 Nothing else changes: the signals, the lock, the files are those of ``ptxconf run``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
+from pathlib import Path
+
+
+def _slowed(owner, name: str, seconds: float, mark: str | None = None) -> None:
+    """``owner.name`` made ``seconds`` slower (after making the file ``mark``, where given)."""
+    real = getattr(owner, name)
+
+    def slow(*args, **kwargs):
+        if mark:
+            Path(mark).touch()
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    setattr(owner, name, slow)
 
 
 def main() -> int:
-    from ptxconf.run import report, runner
+    from ptxconf.run import report, runner, session, signals
 
-    plan_delay = float(os.environ.get("PTXCONF_FAULT_PLAN_DELAY", "0"))
-    verdict_delay = float(os.environ.get("PTXCONF_FAULT_VERDICT_DELAY", "0"))
-    module_plans = int(os.environ.get("PTXCONF_FAULT_MODULE_PLANS", "0"))
-    module_delay = float(os.environ.get("PTXCONF_FAULT_MODULE_DELAY", "0"))
-    if module_delay:
-        real_module = runner.launch_module
-
-        def slow_module(*args, **kwargs):
-            time.sleep(module_delay)
-            return real_module(*args, **kwargs)
-
-        runner.launch_module = slow_module
-    if plan_delay:
-        real_plan = runner.plan_variant
-
-        def slow_plan(*args, **kwargs):
-            time.sleep(plan_delay)
-            return real_plan(*args, **kwargs)
-
-        runner.plan_variant = slow_plan
-    if verdict_delay:
-        real_add = report.RunLog.add_verdicts
-
-        def slow_add(self, *args, **kwargs):
-            time.sleep(verdict_delay)
-            return real_add(self, *args, **kwargs)
-
-        report.RunLog.add_verdicts = slow_add
+    cli = importlib.import_module("ptxconf.cli.main")  # the module (``ptxconf.cli.main`` is also its function's name)
+    env = os.environ.get
+    for owner, name, delay in ((runner, "launch_module", "MODULE"), (runner, "plan_variant", "PLAN"),
+                               (report.RunLog, "add_verdicts", "VERDICT"), (cli, "_specs", "START")):
+        if float(env(f"PTXCONF_FAULT_{delay}_DELAY", "0")):
+            _slowed(owner, name, float(env(f"PTXCONF_FAULT_{delay}_DELAY")))
+    mark, report_delay = env("PTXCONF_FAULT_REPORT_MARK"), float(env("PTXCONF_FAULT_REPORT_DELAY", "0"))
+    if mark and report_delay:
+        _slowed(report.RunLog, "write_junit", report_delay, mark + ".reports")
+        _slowed(session.RunSession, "print_outcome", report_delay, mark + ".printed")
+    module_plans = int(env("PTXCONF_FAULT_MODULE_PLANS", "0"))
     if module_plans:
         real_modules = runner.iter_modules
 
@@ -56,9 +58,17 @@ def main() -> int:
             return real_modules(*args, **kwargs)
 
         runner.iter_modules = small_modules
-    from ptxconf.cli.main import main as cli_main
+    ready = env("PTXCONF_FAULT_READY")
+    if ready:
+        real_install = signals.StopSignals.install
 
-    return cli_main(sys.argv[1:])
+        def install(self):
+            done = real_install(self)
+            Path(ready).touch()
+            return done
+
+        signals.StopSignals.install = install
+    return cli.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

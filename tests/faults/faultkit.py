@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +22,7 @@ DRIVER = Path(__file__).with_name("fault_driver.py")
 # Small: 12 mma.sync variants (value and three map checks each) and 6 ldmatrix forms; about 1 s on the emulator.
 SELECT = ("mma.sync.aligned.m16n8k16.row.col.f*", "ldmatrix.sync.aligned.m8n8*")
 TIMEOUT_S = 60.0
+MARK = "PTXCONF_FAULT_RUN_MARK"  # in the environment of a child run and so of every process it starts
 
 
 def select_args(select=SELECT) -> list[str]:
@@ -39,15 +41,67 @@ def child_env(**delays: str) -> dict[str, str]:
     return env
 
 
+def processes_marked(mark: str) -> list[int]:
+    """Pids of the live processes whose environment holds ``MARK=mark`` (Linux: read from /proc)."""
+    needle = f"{MARK}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        if needle in env.split(b"\0") and state != "Z":  # a zombie holds no memory: its parent has only to reap it
+            found.append(int(entry.name))
+    return found
+
+
+def assert_no_survivors(mark: str, wait_s: float = TIMEOUT_S) -> None:
+    """No process of the run marked ``mark`` outlives it: each gets ``wait_s`` to end (a worker finishing the
+    task in hand, the kernel delivering the parent-death signal), then the test fails naming them (and kills
+    them, by pid, so that one failure leaves nothing behind)."""
+    end = time.monotonic() + wait_s
+    while (left := processes_marked(mark)) and time.monotonic() < end:
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, f"{len(left)} process(es) of the run outlived it: pids {left}"
+
+
+def children_of(pid: int) -> set[int]:
+    """Pids of the live (not zombie) processes whose parent is ``pid``."""
+    kids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            kids.add(int(entry.name))
+    return kids
+
+
 class Child:
-    """A CLI run in a child process; stdout and stderr go to files (no pipe can fill and block it)."""
+    """A CLI run in a child process; stdout and stderr go to files (no pipe can fill and block it).
+
+    Its environment carries a mark of its own, so that every process the run starts can be found afterwards:
+    once the run has ended (:meth:`wait`, :meth:`kill_now`), none of them may be left."""
 
     def __init__(self, args: list[str], logs: Path, env: dict | None = None, driver: bool = True):
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path, self.stderr_path = logs / "stdout.txt", logs / "stderr.txt"
         cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "ptxconf.cli.main"]
+        self.mark = uuid.uuid4().hex
+        env = {**(env or child_env()), MARK: self.mark}
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
-            self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env or child_env())
+            self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env)
         self.t0 = time.monotonic()
 
     @property
@@ -62,11 +116,14 @@ class Child:
 
     def wait(self, timeout: float = TIMEOUT_S) -> int:
         try:
-            return self.proc.wait(timeout=timeout)
+            rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+            assert_no_survivors(self.mark)
             raise AssertionError(f"the run outlived {timeout} s and was killed; stderr:\n{self.stderr()}") from None
+        assert_no_survivors(self.mark)
+        return rc
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -78,6 +135,7 @@ class Child:
         if self.alive():
             os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
+        assert_no_survivors(self.mark)
 
 
 def run_child(args: list[str], logs: Path, env: dict | None = None, driver: bool = False,

@@ -23,7 +23,7 @@ from faultkit import REPO, read_results, read_summary, run_args, verdicts
 from ptxconf import cli
 from ptxconf.backends.base import LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.run.runner import observation_name
+from ptxconf.run.observations import observation_name
 
 VICTIM = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 

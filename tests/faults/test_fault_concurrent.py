@@ -19,7 +19,8 @@ from ptxconf import cli
 
 def test_a_second_run_into_a_locked_directory_exits_2_naming_the_holder(tmp_path, reference, tally):
     out = tmp_path / "run"
-    a = Child(run_args(out), tmp_path / "a", child_env(PTXCONF_FAULT_VERDICT_DELAY="0.25", PTXCONF_FAULT_MODULE_PLANS="2"))
+    # Slow enough (0.5 s a variant, 18 variants) that both B runs start and end while A still holds the lock.
+    a = Child(run_args(out), tmp_path / "a", child_env(PTXCONF_FAULT_VERDICT_DELAY="0.5", PTXCONF_FAULT_MODULE_PLANS="2"))
     wait_until(lambda: line_count(out / "results.jsonl") >= 1, 30, a, "run A's first verdicts")
     injected = 0
     for i, mode in enumerate(("--resume", "--force")):

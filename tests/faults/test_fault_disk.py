@@ -1,7 +1,7 @@
 """A full disk: writes that fail with ENOSPC, injected at the writer, during an emulator run in this process.
 
 Injected at results.jsonl (the k-th append writes half its text, then fails), at an observation, at
-JUnit, and at the final ``complete`` summary (``atomic_write`` is replaced where runner, report and
+JUnit, and at the final ``complete`` summary (``atomic_write`` is replaced where observations, report and
 files name it).  The run must stop loudly: exit 2 and one line on stderr naming the error, no
 traceback; summary.json must never say ``complete`` nor count a verdict results.jsonl lacks; the
 results lines written before stay parseable (only a cut last line); ``--resume`` on a disk with room
@@ -15,7 +15,7 @@ import errno
 import pytest
 from faultkit import read_results, read_summary, run_args, verdicts
 from ptxconf import cli
-from ptxconf.run import files, report, runner
+from ptxconf.run import files, observations, report
 
 
 def _enospc(what: str) -> OSError:
@@ -61,7 +61,7 @@ def _inject_atomic(monkeypatch, fails) -> None:
             raise _enospc(str(path))
         return real(path, data)
 
-    for module in (files, report, runner):
+    for module in (files, report, observations):
         monkeypatch.setattr(module, "atomic_write", atomic_write)
 
 
@@ -69,7 +69,7 @@ def _nth_observation(n: int):
     seen = []
 
     def fails(path, data):
-        if path.name.removesuffix(runner.PENDING).endswith(runner.OBSERVATION_SUFFIX) and path.parent.name == "observations":
+        if path.name.removesuffix(observations.PENDING).endswith(observations.OBSERVATION_SUFFIX) and path.parent.name == "observations":
             seen.append(path)
             return len(seen) >= n
         return False

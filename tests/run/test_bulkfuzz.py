@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from ptxconf.backends.bulk_device import EmulatedDevice, cuda_devices
 from ptxconf.cli.main import main as cli_main
+from ptxconf.core.bulk import bulk_record
 from ptxconf.core.family import family_of, run_variants_of
 from ptxconf.run.bulkfuzz import fuzz_bulk
 from ptxconf.spec import load_specs
@@ -41,7 +42,7 @@ def test_drawn_cases_are_what_the_emulator_computes_and_the_comparator_passes(v)
     drawn = bc.draw(np, 1000, 5)
     out = fam.emulate(bc.probe, drawn.in_words, bc.out_words, EmulatedDevice(cc=CC)._emulator)
     assert np.array_equal(np.where(drawn.defined[None], out, 0), np.where(drawn.defined[None], drawn.expected, 0))
-    assert fam.compare(v, bc.check, 11, drawn.in_words, out, bc.params, bc.probe.surroundings, bc.meta).status == "pass"
+    assert fam.compare(v, bulk_record(bc, drawn.in_words, out)).status == "pass"
     # Case i is a function of (variant, seed, i) alone: drawn alone, or in another batch, it is the same.
     alone = bc.draw(np, 1003, 1)
     assert np.array_equal(alone.in_words[0], drawn.in_words[3]) and np.array_equal(alone.expected[0], drawn.expected[3])
@@ -57,7 +58,7 @@ def test_a_flipped_output_bit_is_explained_lane_by_lane():
     drawn = bc.draw(np, 0, 3)
     out = drawn.expected.copy()
     out[1, 5, 2] ^= np.uint32(1 << 7)
-    vd = fam.compare(v, bc.check, 2, drawn.in_words, out, bc.params, bc.probe.surroundings, bc.meta)
+    vd = fam.compare(v, bulk_record(bc, drawn.in_words, out))
     assert vd.status == "fail" and "lane 5" in vd.details(v)
 
 

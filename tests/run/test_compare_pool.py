@@ -21,7 +21,7 @@ def _variants():
 
 def _run(jobs: int, backend=None) -> list[tuple[str, str, int, str, str]]:
     got = []
-    runner.run_variants(backend or EmulatorBackend(mma), _variants(), 4, value_cases=2, jobs=jobs,
+    runner.run_variants(backend or EmulatorBackend(mma), _variants(), runner.RunRequest(4, value_cases=2, jobs=jobs),
                         on_outcome=lambda o: got.extend((d.variant, d.check, d.seed, d.status, d.message)
                                                         for d in o.verdicts))
     return got
@@ -64,7 +64,7 @@ def test_a_comparator_that_raises_is_an_error_verdict_not_a_lost_variant(monkeyp
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_stopping_keeps_every_launched_module(jobs):
     seen = []
-    runner.run_variants(EmulatorBackend(mma), _variants(), 4, value_cases=2, jobs=jobs,
+    runner.run_variants(EmulatorBackend(mma), _variants(), runner.RunRequest(4, value_cases=2, jobs=jobs),
                         on_outcome=lambda o: seen.append(o.plan.variant.id), stop=lambda: len(seen) > 0)
     assert seen and len(seen) == len(set(seen))
 
@@ -103,3 +103,19 @@ def test_a_variant_of_the_run_travels_as_its_id_and_any_other_by_value():
     other = replace(v, N=16)  # the same id, but not the run's object
     copy = planpool._loads(planpool._dumps(other))
     assert copy is not v and copy == other and copy.N == 16
+
+
+def test_without_worker_processes_the_run_plans_and_compares_here(monkeypatch, capsys):
+    """No usable /dev/shm (multiprocessing's semaphores fail): one line says why, and the run gives the same
+    verdicts from its own process."""
+    from ptxconf.run import planpool
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/dev/shm/sem.mp-x")
+
+    here = _run(1)
+    monkeypatch.setattr(planpool, "ProcessPoolExecutor", refused)
+    monkeypatch.setattr(runner, "_SAID", set())
+    assert _run(2) == here
+    err = capsys.readouterr().err
+    assert err.count("no worker processes") == 1 and "/dev/shm" in err and "in this process instead" in err

@@ -50,7 +50,7 @@ def _verdicts(backend, jobs=1):
     got = []
     runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS  # several modules, so both devices get some
     try:
-        runner.run_variants(backend, _variants(), 7, value_cases=2, jobs=jobs,
+        runner.run_variants(backend, _variants(), runner.RunRequest(7, value_cases=2, jobs=jobs),
                             on_outcome=lambda o: got.extend((d.variant, d.check, d.status, d.message)
                                                             for d in o.verdicts))
     finally:

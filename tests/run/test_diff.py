@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from ptxconf import cli
 from ptxconf.run.diff import diff_runs
-from ptxconf.run.runner import observation_bytes, observation_name, open_observation
+from ptxconf.run.observations import observation_bytes, observation_name, open_observation
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "results" / "h100"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.run.files import ZSTD_MAGIC, zstd_decompress
-from ptxconf.run.runner import (
+from ptxconf.run.observations import (
     OBSERVATION_SUFFIX,
     has_observation,
     observation_bytes,

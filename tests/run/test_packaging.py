@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # builds, installs and runs the wheel in a fresh environment
+
 REPO = Path(__file__).resolve().parents[2]
 M16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conformance", "generators", "specs")

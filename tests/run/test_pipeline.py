@@ -24,9 +24,9 @@ from ptxconf.backends.base import LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.oracle import mma
 from ptxconf.run import runner
-from ptxconf.run.replay import load_observation
-from ptxconf.run.runner import (
+from ptxconf.run.observations import (
     find_observation,
+    load_observation,
     observation_bytes,
     observation_files,
     observation_name,
@@ -52,6 +52,8 @@ NAME = re.compile(r"^(?P<variant>\S+):(?P<check>value|map\.[ABC]):seed=(?P<seed>
 REPLAY_LINE = re.compile(
     r"^replay: ptxconf run --backend \S+ --select (?P<variant>\S+) --check (?P<check>\S+) --seed (?P<seed>\d+)$"
 )
+
+pytestmark = pytest.mark.e2e  # whole ``ptxconf run`` / ``replay`` commands on the emulator
 
 
 def selects(variants) -> list[str]:
@@ -384,9 +386,9 @@ def test_a_run_killed_half_way_keeps_what_it_did(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "launch_module", dies_after_the_first_module)
     out = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
-        emulator_run(out, seed, variants, "--check", "value")
+    assert emulator_run(out, seed, variants, "--check", "value") == 130  # one exit status, no traceback
     assert 1 <= len(done) < len(variants)
+    assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
     records = jsonl(out / "results.jsonl")
     assert [(r["variant"], r["check"], r["status"]) for r in records] == [(v, "value", "pass") for v in done]
     summary = json.loads((out / "summary.json").read_text())

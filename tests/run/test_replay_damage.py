@@ -21,8 +21,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf import cli
-from ptxconf.run.replay import FILE_CHECK, load_observation, read_observation
-from ptxconf.run.runner import OBSERVATION_SUFFIX, observation_bytes, open_observation
+from ptxconf.run.observations import (
+    OBSERVATION_SUFFIX,
+    load_observation,
+    observation_bytes,
+    open_observation,
+    read_observation,
+)
+from ptxconf.run.replay import FILE_CHECK
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "results" / "h100-ldmatrix"

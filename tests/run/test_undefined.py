@@ -19,7 +19,10 @@ from ptxconf.core.family import default_checks, known_checks, select_checks
 from ptxconf.core.verdict import UNDEFINED, Verdict, labelled
 from ptxconf.families.mma import undefined as ud
 from ptxconf.run.diff import diff_runs, render_text
-from ptxconf.run.session import EXIT_NOTHING_RAN, totals
+from ptxconf.run.exit import ExitStatus
+from ptxconf.run.session import totals
+
+pytestmark = pytest.mark.e2e  # whole ``ptxconf run`` commands on the emulator
 
 pytest_plugins = ["pytester"]
 
@@ -97,11 +100,11 @@ def test_undefined_checks_alone_ran_something(tmp_path):
     out = tmp_path / "run"
     argv = ["run", "--backend", "emulator", "-q", "--check", "undefined.*", "--select", SPARSE, "--select", DENSE,
             "--out", str(out)]
-    assert main(argv) == 0  # not EXIT_NOTHING_RAN: observations were made
+    assert main(argv) == ExitStatus.OK  # not NOTHING_RAN: observations were made
     assert {r["variant"] for r in _records(out)} == {SPARSE}  # the dense form makes none of them: not selected
     assert main(["run", "--backend", "emulator", "-q", "--check", "undefined.*", "--select", DENSE,
                  "--out", str(tmp_path / "none")]) == 2
-    assert EXIT_NOTHING_RAN == 5
+    assert ExitStatus.NOTHING_RAN == 5
 
 
 def test_pytest_plugin_skips_with_the_label(pytester: pytest.Pytester, tmp_path: Path):

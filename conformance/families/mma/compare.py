@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import MAX_LISTED, UNDEFINED, Verdict
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.mma.probe import BufferLayout, buffer_layout
-from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.generators.ptx import checksum
 from ptxconf.oracle import mma
 from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import element_bits, unpack
@@ -71,19 +72,11 @@ def split_inputs(v: Variant, words: np.ndarray, layout: BufferLayout | None = No
     return {name: words[:, :, off : off + v.operands[name].words] for name, off in layout.inputs.items()}
 
 
-def compare(
-    v: Variant,
-    check: str,
-    seed: int,
-    in_words: np.ndarray,
-    out_words: np.ndarray,
-    params: dict[str, dict[str, int]],
-    surroundings: Surroundings,
-    meta: dict | None = None,
-) -> Verdict:
-    """Verdict for one check's cases (rows of ``in_words``/``out_words``)."""
-    if check.startswith("undefined."):
-        return undefined_verdict(v, check, seed, in_words, out_words, params, surroundings, meta or {})
+def compare(v: Variant, rec: CheckRecord) -> Verdict:
+    """Verdict for one check's cases (rows of ``rec.in_words``/``rec.out_words``)."""
+    if rec.check.startswith("undefined."):
+        return undefined_verdict(v, rec)
+    check, seed, params, meta, in_words, out_words = rec.check, rec.seed, rec.params, rec.meta, rec.in_words, rec.out_words
     layout = buffer_layout(v)
     ops = v.operands
     words = split_inputs(v, in_words, layout)
@@ -102,24 +95,29 @@ def compare(
         verdict.mismatches.append(
             Mismatch(int(case), int(lane), int(elem) // d.fragment.per_register, int(elem), int(mat), int(r), int(c), want, got, found)
         )
-    want_sum = checksum(np.arange(32), surroundings)
+    want_sum = checksum(np.arange(32), rec.surroundings)
     got_sum = out_words[:, :, layout.checksum_offset]
     if np.any(got_sum != want_sum[None, :]):
         verdict.status = "fail"
         verdict.message = "the extra live registers around the instruction were clobbered (checksum word differs)"
-    if len(bad):
-        verdict.status = "fail"
-        kinds = {m.kind for m in verdict.mismatches}
-        verdict.message = (
-            f"{len(bad)} of {expected.size} D elements differ ({' and '.join(sorted(kinds))})"
-            + (f"; {verdict.message}" if verdict.message else "")
-        )
+    moved = False
     if meta and check.startswith("map.") and v.instruction.bitop != "xor":
         obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"), _selections(v, bits))
         verdict.observed = obs
         verdict.map_diff = diff
+        spec = v.operands[meta["target"]].layout.map()
+        moved = bool(((obs >= 0).all(-1) & (obs != spec).any(-1)).any())  # a slot seen in another place, not lost
         if diff and verdict.status == "pass":  # cannot happen when D matched; kept as a guard
             verdict.status = "fail"
+    if len(bad):
+        verdict.status = "fail"
+        # Elements the observed map shows in other places are a layout difference, whatever the values came to
+        # (two A elements swapped change every product they feed); otherwise each value says where it is expected.
+        kinds = {"layout"} if moved else {m.kind for m in verdict.mismatches}
+        verdict.message = (
+            f"{len(bad)} of {expected.size} D elements differ ({' and '.join(sorted(kinds))})"
+            + (f"; {verdict.message}" if verdict.message else "")
+        )
     return verdict
 
 
@@ -249,9 +247,9 @@ def observed_map(
 # --- inputs the ISA leaves undefined (mma.sp) ---------------------------------------------------
 
 
-def undefined_verdict(v: Variant, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray,
-                      params: dict, surroundings: Surroundings, meta: dict) -> Verdict:
+def undefined_verdict(v: Variant, rec: CheckRecord) -> Verdict:
     """What the hardware made of undefined inputs: an ``undefined`` verdict (or ``skip`` where nothing ran)."""
+    check, seed, params, meta, in_words, out_words = rec.check, rec.seed, rec.params, rec.meta, rec.in_words, rec.out_words
     verdict = Verdict(v.id, check, seed, UNDEFINED)
     decided = ud.assembly_observation(meta) if check.startswith("undefined.selector") else None
     if decided:
@@ -270,7 +268,7 @@ def undefined_verdict(v: Variant, check: str, seed: int, in_words: np.ndarray, o
         verdict.message, verdict.map_diff = _selector_observation(v, words, actual, params, meta)
     elements = int(actual.size)
     verdict.elements = elements
-    if np.any(out_words[:, :, layout.checksum_offset] != checksum(np.arange(32), surroundings)[None, :]):
+    if np.any(out_words[:, :, layout.checksum_offset] != checksum(np.arange(32), rec.surroundings)[None, :]):
         verdict.message += "; and the extra live registers around the instruction were clobbered"
     return verdict
 

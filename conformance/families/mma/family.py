@@ -127,8 +127,8 @@ class MmaFamily(Family):
         fields = bits["metadata"].reshape(cases, -1)
         return ud.undefined_chunks(sp, fields, sp.ordered).any(axis=-1)
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare(v, check, seed, in_words, out_words, params, surroundings, meta)
+    def compare(self, v, rec):
+        return compare(v, rec)
 
 
 def _surroundings(v, rng: np.random.Generator) -> Surroundings:

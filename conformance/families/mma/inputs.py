@@ -42,7 +42,7 @@ from ptxconf.spec.sparse import compress, is_sparse, sparsity
 
 from .undefined import SUM_EXACT, UNDEFINED_CHECKS, out_of_range, selector_check, undefined_pairs
 
-__all__ = ["CaseSet", "make_checks", "alphabet", "float_grid", "CHECKS", "UNDEFINED_CHECKS"]
+__all__ = ["OperandCases", "make_checks", "alphabet", "float_grid", "CHECKS", "UNDEFINED_CHECKS"]
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
 # mma.sp only: tagged A through metadata that changes from case to case (a value check on D).
@@ -54,8 +54,9 @@ C_SPREAD = 1 << 20  # integer accumulators of the value check: uniform in [-C_SP
 
 
 @dataclass
-class CaseSet:
-    """The cases of one check of one variant: input bits per operand, plus how to read them."""
+class OperandCases:
+    """The cases of one check of one variant as operand bits (before they are packed into the input words of a
+    ``ptxconf.core.plan.CaseSet``), plus how to read them."""
 
     variant: Variant
     check: str
@@ -343,7 +344,7 @@ def _filler(v: Variant, rng: np.random.Generator, cases: int) -> dict[str, np.nd
     }
 
 
-def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_cases: int = VALUE_CASES) -> list[CaseSet]:
+def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_cases: int = VALUE_CASES) -> list[OperandCases]:
     """All case sets of a variant for one seed; same seed, same inputs."""
     rng = np.random.default_rng([seed, _stable_hash(v.id)])
     params = _params(v, rng)
@@ -363,7 +364,7 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
                 filler["metadata"] = _legal_metadata_filler(v, rng, value_cases)
                 bits["metadata"] = np.zeros_like(bits["metadata"])  # no lane is the selector's: all in the filler
                 odd = {**params, "metadata": {"selector": value}}
-                out.append(CaseSet(v, selector_check(value), seed, bits, filler, odd, {"selector": value}))
+                out.append(OperandCases(v, selector_check(value), seed, bits, filler, odd, {"selector": value}))
             continue
         if check == "value":
             bits = _value_case_bits(v, rng, value_cases)
@@ -381,7 +382,7 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
         if selectors:  # the selector immediate walks through its legal values from check to check
             start = selectors.index(params["metadata"])
             check_params = {**params, "metadata": selectors[(start + ci) % len(selectors)]}
-        out.append(CaseSet(v, check, seed, bits, _filler(v, rng, cases), check_params, meta))
+        out.append(OperandCases(v, check, seed, bits, _filler(v, rng, cases), check_params, meta))
     return out
 
 

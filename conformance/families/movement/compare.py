@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import Verdict
 from ptxconf.families.movement import probe as mv
 from ptxconf.spec.loader import Specs
@@ -28,8 +29,8 @@ def _cell(m) -> str:
     return f"(matrix {m[0]}, row {m[1]}, col {m[2]})" if m[0] >= 0 else "(nothing the spec names)"
 
 
-def compare_movement(v: Variant, check: str, seed: int, in_words, out_words, meta: dict | None) -> Verdict:
-    meta = meta or {}
+def compare_movement(v: Variant, rec: CheckRecord) -> Verdict:
+    check, seed, meta, in_words, out_words = rec.check, rec.seed, rec.meta, rec.in_words, rec.out_words
     exp = mv.apply(v, np.asarray(in_words))
     got = np.asarray(out_words)[:, :, : exp.shape[2]]
     lines: list[str] = []

@@ -48,8 +48,8 @@ class MovementFamily(Family):
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return mv.apply(probe.variant, rows)
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_movement(v, check, seed, in_words, out_words, meta)
+    def compare(self, v, rec):
+        return compare_movement(v, rec)
 
     def add_cli(self, sub) -> None:
         from .cli import add_parser

@@ -22,13 +22,16 @@ both use it); nothing here assumes a layout beyond the spec's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target
+
+CASE_STREAM = 0x1D3A  # variant_rng purpose of the case draws
 
 FAMILIES = ("ldmatrix", "stmatrix", "movmatrix")
 IMAGE_WORDS = 16  # per lane
@@ -152,18 +155,6 @@ def apply(v: Variant, inw: np.ndarray) -> np.ndarray:
 # --- inputs ----------------------------------------------------------------------------------
 
 
-@dataclass
-class MoveCases:
-    check: str
-    words: np.ndarray  # uint32[case, lane, in_words]
-    meta: dict = field(default_factory=dict)
-    params: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
-
-
 def _addresses(v: Variant, rng: np.random.Generator) -> np.ndarray:
     """Per lane: a random distinct 16-byte slot per (matrix, row); poison for ignored lanes."""
     rl = row_lanes(v)
@@ -188,8 +179,8 @@ def tag_digits(v: Variant) -> tuple[int, int, int]:
     return space, bits, digits
 
 
-def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int = 8) -> list[MoveCases]:
-    rng = np.random.default_rng([seed, 0x1D3A, *v.id.encode()])
+def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int = 8) -> list[CaseSet]:
+    rng = variant_rng(v, seed, CASE_STREAM)
     out = []
     want_map = any(c.startswith("map") for c in checks)
     if "value" in checks:
@@ -197,7 +188,7 @@ def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int 
         if v.family != "movmatrix":
             for k in range(value_cases):
                 w[k, :, ADDR_WORD] = _addresses(v, rng)
-        out.append(MoveCases("value", w))
+        out.append(CaseSet("value", w))
     if want_map:
         space, bits, digits = tag_digits(v)
         target = "d" if v.family == "movmatrix" else "fragment"
@@ -231,7 +222,7 @@ def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int 
             for ln in range(32):
                 for e in range(2):
                     w[0, ln, 0] |= np.uint32(((ln * 2 + e) & 0xFFFF) << (16 * e))
-        out.append(MoveCases(f"map.{target}", w, {"digits": digits, "digit_bits": bits}))
+        out.append(CaseSet(f"map.{target}", w, meta={"digits": digits, "digit_bits": bits}))
     return out
 
 

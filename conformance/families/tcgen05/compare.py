@@ -13,6 +13,7 @@ encoding of it.
 from __future__ import annotations
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import MAX_LISTED, Verdict
 from ptxconf.families.tcgen05.desc import DescriptorError, encode_idesc
 from ptxconf.families.tcgen05.run import ROWS, TcVariant, case_fields, d_rows, decode_case, tmem_operands
@@ -74,8 +75,9 @@ def layout_diagnosis(v: TcVariant, recorded: dict | None) -> list[str]:
     return lines
 
 
-def compare_tcgen05(v: TcVariant, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray, meta: dict | None = None) -> Verdict:
-    in_words, out_words = np.asarray(in_words), np.asarray(out_words)
+def compare_tcgen05(v: TcVariant, rec: CheckRecord) -> Verdict:
+    check, seed, meta = rec.check, rec.seed, rec.meta
+    in_words, out_words = np.asarray(rec.in_words), np.asarray(rec.out_words)
     d_type = ptx_type(v.t.dtype)
     width = (d_type.bits + 3) // 4
     lines: list[str] = []
@@ -87,9 +89,9 @@ def compare_tcgen05(v: TcVariant, check: str, seed: int, in_words: np.ndarray, o
         actual = d_rows(v, out_words[rows])
         elements += actual.size
         recorded = (meta or {}).get("cases") or []
-        rec = recorded[c] if c < len(recorded) else {}
+        case_meta = recorded[c] if c < len(recorded) else {}
         if c == 0 or view.problems:
-            for line in (descriptor_diagnosis(v, view.idesc, view.raw) + layout_diagnosis(v, rec.get("tmem_operands"))
+            for line in (descriptor_diagnosis(v, view.idesc, view.raw) + layout_diagnosis(v, case_meta.get("tmem_operands"))
                          + [f"case {c}: {p}" for p in view.problems]):
                 if line not in notes:
                     notes.append(line)

@@ -67,8 +67,8 @@ class Tcgen05Family(Family):
             out[c : c + tc05.ROWS] = tc05.pack_d(v, d)
         return out
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_tcgen05(v, check, seed, in_words, out_words, meta)
+    def compare(self, v, rec):
+        return compare_tcgen05(v, rec)
 
     def add_cli(self, sub) -> None:
         from .cli import add_parser

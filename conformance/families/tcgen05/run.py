@@ -34,6 +34,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
+from ptxconf.core.plan import variant_rng
 from ptxconf.families.tcgen05.desc import (
     IdescFields,
     SmemDesc,
@@ -47,6 +48,8 @@ from ptxconf.generators.ptx import Surroundings
 from ptxconf.generators.ptx import module_source as probe_module_source
 from ptxconf.spec.ptxtypes import ptx_type
 from ptxconf.spec.targets import PtxVersion, Target
+
+CASE_STREAM = 0x7C05  # variant_rng purpose of the case draws
 
 __all__ = ["FAMILY", "TcVariant", "TcProbe", "run_tuples", "run_variants", "register", "is_tcgen05", "geometry",
            "make_cases", "module_source", "decode_case", "case_fields", "tmem_operands", "d_rows", "pack_d", "CaseView"]
@@ -348,7 +351,7 @@ def case_fields(v: TcVariant) -> IdescFields:
 def make_cases(v: TcVariant, seed: int, cases: int) -> tuple[np.ndarray, list[dict]]:
     """Input words ``uint32[cases * 4, 32, in_words]`` and per-case metadata (descriptors)."""
     t, geo, doc = v.t, geometry(v), v.doc
-    rng = np.random.default_rng([seed, 0x7C05, *v.id.encode()])
+    rng = variant_rng(v, seed, CASE_STREAM)
     fields = case_fields(v)
     ids = (fields.scale_a_id, fields.scale_b_id)
     idesc = encode_idesc(doc, fields)

@@ -15,9 +15,11 @@ spec's model, and names the hypothesis that reproduces the failing cases exactly
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import Verdict
 from ptxconf.families.wgmma import probe as wg
 
@@ -53,36 +55,46 @@ def hypotheses(v, model: wg.Model, cfg_modes: set[int]) -> list[tuple[str, wg.Mo
     return out
 
 
-def compare_wgmma(v, check: str, seed: int, in_words, out_words, params: dict, meta: dict | None) -> Verdict:
-    in_words, out_words = np.asarray(in_words), np.asarray(out_words)
-    imm = (params or {}).get("imm", {})
+def compare_wgmma(v, rec: CheckRecord) -> Verdict:
+    in_words, out_words = np.asarray(rec.in_words), np.asarray(rec.out_words)
+    imm = rec.params.get("imm", {})
     model = wg.model_of(v)
-    exp = wg.apply(v, in_words, imm, model)
     nd = v.operands["D"].words
+    exp = wg.apply(v, in_words, imm, model)[:, :, :nd]
     got = out_words[:, :, :nd]
-    exp = exp[:, :, :nd]
+
+    def readback() -> list[str]:
+        return tagged_readback(v, rec.meta, got, imm) if rec.meta.get("target") in ("A", "B") else []
+
+    return d_verdict(v, rec, exp, got, base_offset_problems(v, model, in_words, rec.meta),
+                     lambda failing: diagnose(v, in_words, got, imm, model, failing, exp), readback)
+
+
+def d_verdict(v, rec: CheckRecord, exp: np.ndarray, got: np.ndarray, wrong_bo: list[str],
+              diagnosis: Callable[[np.ndarray], list[str]], readback: Callable[[], list[str]]) -> Verdict:
+    """D against the spec's D, case by case (the sparse family's verdict too): a pass; where D agrees but
+    descriptors break the base-offset rule, a failure naming them (the descriptor itself is wrong); else a
+    failure with ``diagnosis(failing cases)`` (the hypothesis that explains them), the first differing words
+    and ``readback()`` (what the tags say the hardware used)."""
     ok = _per_case_equal(exp, got)
-    verdict = Verdict(v.id, check, seed, "pass", elements=int(exp.size))
-    wrong_bo = base_offset_problems(v, model, in_words, meta)
-    if ok.all() and wrong_bo:
-        # D agrees with the spec read of the descriptor as given: the descriptor itself is wrong
-        verdict.status = "fail"
+    verdict = Verdict(v.id, rec.check, rec.seed, "pass", elements=int(exp.size))
+    if ok.all() and not wrong_bo:
+        return verdict
+    verdict.status = "fail"
+    if ok.all():
         verdict.message = f"{len(wrong_bo)} descriptors break the base-offset rule; " + wrong_bo[0]
         verdict.map_diff = wrong_bo[1 : MAX_LINES + 1]
         return verdict
-    if ok.all():
-        return verdict
-    verdict.status = "fail"
     bad = np.argwhere(exp != got)
     verdict.mismatch_count = len(bad)
     failing = np.nonzero(~ok)[0]
-    lines = diagnose(v, in_words, got, imm, model, failing, exp)
-    cfgs = (meta or {}).get("layouts") or []
+    lines = diagnosis(failing)
+    cfgs = rec.meta.get("layouts") or []
     for case, lane, reg in bad[:4]:
         where = f" layouts {cfgs[case]}" if case < len(cfgs) else ""
-        lines.append(f"case {case} lane {lane} register {reg}: expected 0x{int(exp[case, lane, reg]):08x}, got 0x{int(got[case, lane, reg]):08x}{where}")
-    if (meta or {}).get("target") in ("A", "B"):
-        lines += tagged_readback(v, meta, got, imm)
+        lines.append(f"case {case} lane {lane} register {reg}: expected 0x{int(exp[case, lane, reg]):08x}, "
+                     f"got 0x{int(got[case, lane, reg]):08x}{where}")
+    lines += readback()
     lines[1:1] = wrong_bo[:4]
     verdict.message = f"{len(bad)} of {exp.size} D words differ in {len(failing)} of {len(ok)} cases; " + (lines[0] if lines else "")
     verdict.map_diff = lines[1 : MAX_LINES + 4]

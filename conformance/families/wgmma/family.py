@@ -39,8 +39,8 @@ class WgmmaFamily(Family):
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return wg.apply(probe.variant, rows, probe.params["imm"], arithmetic=getattr(emulator, "arithmetic", None))
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_wgmma(v, check, seed, in_words, out_words, params, meta)
+    def compare(self, v, rec):
+        return compare_wgmma(v, rec)
 
     def add_cli(self, sub) -> None:
         from .cli import add_parser

@@ -20,9 +20,11 @@ has one kernel per immediate set; swizzle mode, LBO/SBO, start offsets and scale
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
 from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
@@ -31,6 +33,8 @@ from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import pack, unpack
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, Target
+
+CASE_STREAM = 0x36A  # variant_rng purpose of the case draws
 
 LANES = 128
 HEAD_WORDS = 6
@@ -68,10 +72,11 @@ def b_region(v: WgmmaVariant) -> int:
     return max(v.N, 8) * 128 + 1024
 
 
-def image_bytes(v: WgmmaVariant) -> int:
-    a = A_REGION if v.a_src == "shared" else 0
-    total = a + b_region(v)
-    return -(-total // (LANES * 16)) * LANES * 16  # whole 16-byte vectors per lane
+def image_bytes(v: WgmmaVariant, region=None) -> int:
+    """The shared image's bytes: A's region (from shared memory), then B's (``region(v)``: the dense
+    :func:`b_region` unless a form that builds on this one needs more), in whole 16-byte vectors per lane."""
+    total = b_base(v) + (region or b_region)(v)
+    return -(-total // (LANES * 16)) * LANES * 16
 
 
 def b_base(v: WgmmaVariant) -> int:
@@ -83,8 +88,8 @@ def img_off(v: WgmmaVariant) -> int:
     return -(-n // 4) * 4
 
 
-def in_words(v: WgmmaVariant) -> int:
-    return img_off(v) + image_bytes(v) // (4 * LANES)
+def in_words(v: WgmmaVariant, region=None) -> int:
+    return img_off(v) + image_bytes(v, region) // (4 * LANES)
 
 
 def out_words(v: WgmmaVariant) -> int:
@@ -262,18 +267,6 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 # --- inputs ----------------------------------------------------------------------------------
 
 
-@dataclass
-class WgCases:
-    check: str
-    words: np.ndarray
-    params: dict = field(default_factory=dict)  # {"imm": {...}}
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
-
-
 def immediate_sets(v: WgmmaVariant) -> list[dict]:
     """The immediate combinations a plan runs (each its own kernel)."""
     out = []
@@ -304,19 +297,28 @@ def layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model
     """(descriptor, where its swizzle pattern starts): ``region`` (a repeat boundary: the image is
     1024-byte aligned in shared memory) or, ``off_boundary``, a random 128-byte step past it, the
     base offset then set by the spec's rule."""
-    smem = model.smem
-    bits = v.bits
     ext = 64 if operand == "A" else v.N
+    room = A_REGION if operand == "A" else image_bytes(v) - b_base(v)
+    return descriptor_choice(rng, model, trans, sw, v.bits, ext, v.K, region, room, off_boundary)
+
+
+def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: int, kext: int, region: int, room: int,
+                      off_boundary: bool) -> tuple[Desc, int]:
+    """(descriptor, pattern start) of an ``ext`` x ``kext`` matrix of ``bits``-bit elements placed at ``region``
+    with ``room`` bytes: canonical strides, K chunks in either order (K-major none), any LBO and a K start inside
+    the swizzle row (K-major swizzled), and ``off_boundary`` a pattern start a random 128-byte step past the
+    repeat boundary.  The sparse family places its compressed A and its B with it too."""
+    smem = model.smem
     major = smem.major_of(trans)
     W = smem.width(sw)
-    lbo, sbo = canonical_strides(major, sw, W, bits, ext, v.K)
+    lbo, sbo = canonical_strides(major, sw, W, bits, ext, kext)
+    kbytes = kext * bits // 8
     pattern = region
     if off_boundary and sw != "none":
         # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
-        mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
-        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - 32 if major == "K" else 0)
-        room = (A_REGION if operand == "A" else image_bytes(v) - b_base(v)) - end
-        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room]
+        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - kbytes if major == "K" else 0)
+        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
         if steps:
             pattern += 128 * int(rng.choice(steps))
     start = pattern
@@ -325,7 +327,7 @@ def layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model
         lbo, sbo = 16 * 8 * max(1, ext // 8), 128
     if major == "K" and sw != "none":
         lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
-        start += 32 * int(rng.integers(0, W // 32))  # K advance inside the swizzle row (off the boundary)
+        start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
     return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
 
 
@@ -366,11 +368,11 @@ def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
 
 
-def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[WgCases]:
+def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
     """Case sets per (check, immediate set); swizzle modes and scale-d cycle over the cases."""
     model = model_of(v)
     smem = model.smem
-    rng = np.random.default_rng([seed, 0x36A, *v.id.encode()])
+    rng = variant_rng(v, seed, CASE_STREAM)
     swz = list(smem.swizzles)
     out = []
     sets = immediate_sets(v)
@@ -472,7 +474,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             name = f"{check}[{tag}]" if tag else check
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
-            out.append(WgCases(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
     return out
 
 
@@ -503,22 +505,26 @@ class WgProbe(KeyedProbe):
         return {"imm": dict(self.imm)}
 
     def instruction_text(self, d: str, a: str, b: str, p: str) -> str:
-        v = self.variant
-        imm = dict(self.imm)
-        ops = [d, a, b, p]
-        if "scale_a" in v.immediates:
-            ops += [str(imm.get("scale_a", 1)), str(imm.get("scale_b", 1))]
-        if "trans_a" in v.immediates:
-            ops.append(str(imm.get("trans_a", 0)))
-        if "trans_b" in v.immediates:
-            ops.append(str(imm.get("trans_b", 0)))
-        return f"{v.ptx} {', '.join(ops)};"
+        return instruction_with_immediates(self.variant, dict(self.imm), [d, a, b, p])
 
     def source(self) -> str:
         return kernel_source(self)
 
 
-def _dreg_type(v: WgmmaVariant) -> str:
+def instruction_with_immediates(v: WgmmaVariant, imm: dict, ops: list[str]) -> str:
+    """The instruction with its register operands ``ops`` and then the immediates the form takes (imm-scale-a/b,
+    imm-trans-a/b; the sparse form's too)."""
+    ops = list(ops)
+    if "scale_a" in v.immediates:
+        ops += [str(imm.get("scale_a", 1)), str(imm.get("scale_b", 1))]
+    if "trans_a" in v.immediates:
+        ops.append(str(imm.get("trans_a", 0)))
+    if "trans_b" in v.immediates:
+        ops.append(str(imm.get("trans_b", 0)))
+    return f"{v.ptx} {', '.join(ops)};"
+
+
+def dreg_type(v: WgmmaVariant) -> str:
     return {"f32": "f32", "s32": "s32", "f16": "b32"}[v.dtype]
 
 
@@ -563,11 +569,22 @@ def stage_case(iw: int, ow: int, imw: int, image_word: int) -> list[str]:
 
 def kernel_source(p: WgProbe) -> str:
     v = p.variant
-    iw, ow = in_words(v), out_words(v)
-    nd = d_words(v)
     na = v.operands["A"].words if "A" in v.operands else 0
-    imw = image_bytes(v) // (4 * LANES)
-    dt = _dreg_type(v)
+    # The ISA: A's registers must not be modified before wgmma.wait_group says the wgmma is done.  A reuse probe
+    # overwrites them right after the issue: what a compiler reusing them early produces.
+    after = [f"    mov.b32 %a{i}, 0;" for i in range(na)] if p.reuse and na else []
+    return kernel_text(p, in_words(v), image_bytes(v), lambda d, a: p.instruction_text(d, a, "%q7", "%p1"), after=after)
+
+
+def kernel_text(p, iw: int, img_bytes: int, instruction: Callable[[str, str], str], extra_regs: Sequence[str] = (),
+                extra_loads: Sequence[str] = (), after: Sequence[str] = ()) -> str:
+    """One case's kernel (the sparse family's too): stage the case, load C and A from registers, issue
+    ``instruction(D registers, A operand)`` (``after`` it, anything before the wait), wait, store D.  A sparse
+    form declares and loads its metadata register through ``extra_regs`` and ``extra_loads``."""
+    v = p.variant
+    ow, nd = out_words(v), d_words(v)
+    na = v.operands["A"].words if "A" in v.operands else 0
+    dt = dreg_type(v)
     L = [
         f".visible .entry {p.name}(",
         "    .param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases",
@@ -575,11 +592,13 @@ def kernel_source(p: WgProbe) -> str:
         "{",
         f"    .reg .{dt} %d<{nd}>;",
         f"    .reg .b32 %a<{max(na, 1)}>;",
+        *extra_regs,
         "    .reg .b32 %t<16>;",
         "    .reg .b64 %q<12>;",
         "    .reg .pred %p<2>;",
-        f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
-        *stage_case(iw, ow, imw, img_off(v)),
+        f"    .shared .align 1024 .b8 img[{img_bytes}];",
+        *stage_case(iw, ow, img_bytes // (4 * LANES), img_off(v)),
+        *extra_loads,
     ]
     for i in range(nd):
         L.append(f"    ld.global.{'b32' if dt == 'b32' else dt} %d{i}, [%q2+{(c_off(v) + i) * 4}];")
@@ -587,11 +606,7 @@ def kernel_source(p: WgProbe) -> str:
         L.append(f"    ld.global.b32 %a{i}, [%q2+{(a_off(v) + i) * 4}];")
     dregs = "{" + ", ".join(f"%d{i}" for i in range(nd)) + "}"
     a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
-    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%p1")]
-    if p.reuse and na:
-        # The ISA: A's registers must not be modified before wgmma.wait_group says the wgmma is done.
-        # This probe overwrites them right after the issue: what a compiler reusing them early produces.
-        L += [f"    mov.b32 %a{i}, 0;" for i in range(na)]
+    L += ["    wgmma.fence.sync.aligned;", "    " + instruction(dregs, a), *after]
     L.append("    wgmma.commit_group.sync.aligned;")
     L.append("    wgmma.wait_group.sync.aligned 0;")
     for i in range(nd):

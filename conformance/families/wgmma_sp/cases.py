@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import Desc
@@ -30,6 +31,8 @@ from ptxconf.spec.ptxtypes import TYPES
 
 from . import probe as sp
 from .spec import WgmmaSpVariant, k_major_fits
+
+CASE_STREAM = 0x5A5  # variant_rng purpose of the case draws
 
 META_REPS = 6  # patterns per chunk in map.metadata: enough to tell the 2048 (lane, field) slots apart
 SELECTOR_CASES = 4  # value cases of an out-of-range selector
@@ -93,27 +96,8 @@ def layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, mod
     """(descriptor, where its swizzle pattern starts) for the compressed A or B, as the dense
     family chooses them: canonical strides, K chunks in either order (K-major none), any LBO and a
     K start inside the swizzle row (K-major swizzled), a pattern start off the repeat boundary."""
-    smem = model.smem
-    view = v.a_view if operand == "A" else v
-    ext, kext = (64, view.K) if operand == "A" else (v.N, v.K)
-    major = smem.major_of(trans)
-    W = smem.width(sw)
-    lbo, sbo = wg.canonical_strides(major, sw, W, v.bits, ext, kext)
-    kbytes = kext * v.bits // 8
-    pattern = region
-    if off_boundary and sw != "none":
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
-        end = int(smem.offsets(major, sw, mn, k, v.bits, lbo, sbo).max()) + max(1, v.bits // 8) + (W - kbytes if major == "K" else 0)
-        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
-        if steps:
-            pattern += 128 * int(rng.choice(steps))
-    start = pattern
-    if major == "K" and sw == "none" and rng.integers(2):
-        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
-    if major == "K" and sw != "none":
-        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
-        start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
-    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+    ext, kext = (64, v.a_view.K) if operand == "A" else (v.N, v.K)
+    return wg.descriptor_choice(rng, model, trans, sw, v.bits, ext, kext, region, room, off_boundary)
 
 
 def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model) -> bool:
@@ -210,12 +194,12 @@ def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
     return plans, {"digits": digits, "digit_bits": db, "target": check, "shifts": shifts}
 
 
-def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[sp.SpCases]:
+def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
     """Case sets per (check, immediate set, selector); the undefined checks' after all the others, so
     asking for them changes no other check's inputs."""
     model = wg.model_of(v)
     smem = model.smem
-    rng = np.random.default_rng([seed, 0x5A5, *v.id.encode()])
+    rng = variant_rng(v, seed, CASE_STREAM)
     swz = list(smem.swizzles)
     sw_modes = [m for m in swz if m != "none"]
     sets = immediate_sets(v)
@@ -284,5 +268,5 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             dop = v.operands["D"]
             words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
             sp.put_image(v, words, img)
-            out.append(sp.SpCases(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
     return out

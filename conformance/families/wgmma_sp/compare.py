@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import compare as dense
@@ -53,43 +54,24 @@ def hypotheses(v, model: sp.SpModel, codes: set[int], selector: int) -> list[tup
     return out
 
 
-def compare_sp(v, check: str, seed: int, in_words, out_words, params: dict, meta: dict | None) -> Verdict:
-    in_words, out_words = np.asarray(in_words), np.asarray(out_words)
-    imm = (params or {}).get("imm", {})
-    if check.startswith("undefined."):
-        return undefined_verdict(v, check, seed, in_words, out_words, imm, meta or {})
+def compare_sp(v, rec: CheckRecord) -> Verdict:
+    in_words, out_words = np.asarray(rec.in_words), np.asarray(rec.out_words)
+    imm = rec.params.get("imm", {})
+    if rec.check.startswith("undefined."):
+        return undefined_verdict(v, rec.check, rec.seed, in_words, out_words, imm, rec.meta)
     model = sp.model_of(v)
     nd = v.operands["D"].words
     exp = sp.apply(v, in_words, imm, model)[:, :, :nd]
     got = out_words[:, :, :nd]
-    ok = (exp == got).all(axis=(1, 2))
-    verdict = Verdict(v.id, check, seed, "pass", elements=int(exp.size))
-    wrong_bo = dense.base_offset_problems(v, model.dense, in_words, meta)
-    if ok.all() and not wrong_bo:
-        return verdict
-    verdict.status = "fail"
-    if ok.all():
-        verdict.message = f"{len(wrong_bo)} descriptors break the base-offset rule; " + wrong_bo[0]
-        verdict.map_diff = wrong_bo[1 : MAX_LINES + 1]
-        return verdict
-    bad = np.argwhere(exp != got)
-    verdict.mismatch_count = len(bad)
-    failing = np.nonzero(~ok)[0]
-    lines = diagnose(v, in_words, got, imm, model, failing, exp)
-    cfgs = (meta or {}).get("layouts") or []
-    for case, lane, reg in bad[:4]:
-        where = f" layouts {cfgs[case]}" if case < len(cfgs) else ""
-        lines.append(f"case {case} lane {lane} register {reg}: expected 0x{int(exp[case, lane, reg]):08x}, "
-                     f"got 0x{int(got[case, lane, reg]):08x}{where}")
-    target = (meta or {}).get("target")
-    if target in ("A", "B"):
-        lines += tagged_readback(v, meta, in_words, got, imm, model)
-    elif target == "metadata":
-        lines += metadata_readback(v, meta, in_words, got, imm, model)
-    lines[1:1] = wrong_bo[:4]
-    verdict.message = f"{len(bad)} of {exp.size} D words differ in {len(failing)} of {len(ok)} cases; " + (lines[0] if lines else "")
-    verdict.map_diff = lines[1 : MAX_LINES + 4]
-    return verdict
+
+    def readback() -> list[str]:
+        target = rec.meta.get("target")
+        if target in ("A", "B"):
+            return tagged_readback(v, rec.meta, in_words, got, imm, model)
+        return metadata_readback(v, rec.meta, in_words, got, imm, model) if target == "metadata" else []
+
+    return dense.d_verdict(v, rec, exp, got, dense.base_offset_problems(v, model.dense, in_words, rec.meta),
+                           lambda failing: diagnose(v, in_words, got, imm, model, failing, exp), readback)
 
 
 def diagnose(v, in_words, got, imm, model: sp.SpModel, failing, exp) -> list[str]:

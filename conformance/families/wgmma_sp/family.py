@@ -79,8 +79,8 @@ class WgmmaSpFamily(Family):
 
         return discover(backend, v, use_spec)
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_sp(v, check, seed, in_words, out_words, params, meta)
+    def compare(self, v, rec):
+        return compare_sp(v, rec)
 
 
 FAMILY = WgmmaSpFamily()

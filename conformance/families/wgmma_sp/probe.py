@@ -19,10 +19,26 @@ dense family's numerics.  The :class:`SpModel` may be perturbed (fault hypothese
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ptxconf.families.wgmma import probe as wg
+
+# The dense family's buffer, word for word: the sp-meta register takes word 5 of its head (unused there), the
+# compressed A takes the dense A's place; only B's region is larger (below).
+from ptxconf.families.wgmma.probe import (
+    A_REGION,
+    HEAD_WORDS,
+    LANES,
+    a_off,
+    b_base,
+    c_off,
+    d_words,
+    image_of,
+    img_off,
+    out_words,
+    put_image,
+)
 from ptxconf.generators.ptx import KeyedProbe
 from ptxconf.generators.ptx import module_source as probe_module_source
 from ptxconf.spec.packing import pack, unpack
@@ -32,26 +48,7 @@ from ptxconf.spec.targets import PtxVersion, Target
 
 from .spec import WgmmaSpVariant
 
-LANES = 128
-HEAD_WORDS = 6
 META_WORD = 5
-A_REGION = 64 * 128 + 1024  # the compressed A: 64 rows of the widest swizzle, plus room for an offset start
-
-
-def d_words(v: WgmmaSpVariant) -> int:
-    return v.operands["D"].words
-
-
-def c_off(v: WgmmaSpVariant) -> int:
-    return HEAD_WORDS
-
-
-def a_off(v: WgmmaSpVariant) -> int:
-    return HEAD_WORDS + d_words(v)
-
-
-def b_base(v: WgmmaSpVariant) -> int:
-    return A_REGION if v.a_src == "shared" else 0
 
 
 def b_region(v: WgmmaSpVariant) -> int:
@@ -61,30 +58,11 @@ def b_region(v: WgmmaSpVariant) -> int:
 
 
 def image_bytes(v: WgmmaSpVariant) -> int:
-    total = b_base(v) + b_region(v)
-    return -(-total // (LANES * 16)) * LANES * 16
-
-
-def img_off(v: WgmmaSpVariant) -> int:
-    n = a_off(v) + (v.operands["A"].words if "A" in v.operands else 0)
-    return -(-n // 4) * 4
+    return wg.image_bytes(v, b_region)
 
 
 def in_words(v: WgmmaSpVariant) -> int:
-    return img_off(v) + image_bytes(v) // (4 * LANES)
-
-
-def out_words(v: WgmmaSpVariant) -> int:
-    return d_words(v) + d_words(v) % 2
-
-
-def image_of(v: WgmmaSpVariant, words: np.ndarray) -> np.ndarray:
-    w = np.ascontiguousarray(words[:, :, img_off(v) :], dtype="<u4")
-    return w.reshape(len(w), -1).view(np.uint8).copy()
-
-
-def put_image(v: WgmmaSpVariant, words: np.ndarray, img: np.ndarray) -> None:
-    words[:, :, img_off(v) :] = np.ascontiguousarray(img).view("<u4").reshape(len(img), LANES, -1)
+    return wg.in_words(v, b_region)
 
 
 def sparsity(v: WgmmaSpVariant) -> Sparsity:
@@ -229,71 +207,24 @@ class SpProbe(KeyedProbe):
         return {"imm": dict(self.imm)}
 
     def instruction_text(self, d: str, a: str, b: str, e: str, p: str) -> str:
-        v = self.variant
         imm = dict(self.imm)
-        ops = [d, a, b, e, str(imm.get("sel", 0)), p]
-        if "scale_a" in v.immediates:
-            ops += [str(imm.get("scale_a", 1)), str(imm.get("scale_b", 1))]
-        if "trans_a" in v.immediates:
-            ops.append(str(imm.get("trans_a", 0)))
-        if "trans_b" in v.immediates:
-            ops.append(str(imm.get("trans_b", 0)))
-        return f"{v.ptx} {', '.join(ops)};"
+        return wg.instruction_with_immediates(self.variant, imm, [d, a, b, e, str(imm.get("sel", 0)), p])
 
     def source(self) -> str:
         return kernel_source(self)
 
 
 def kernel_source(p: SpProbe) -> str:
+    """The dense kernel, with the sp-meta register (word ``META_WORD`` of the case's lane) and the selector."""
     v = p.variant
-    iw, ow, nd = in_words(v), out_words(v), d_words(v)
-    na = v.operands["A"].words if "A" in v.operands else 0
-    imw = image_bytes(v) // (4 * LANES)
-    dt = {"f32": "f32", "s32": "s32", "f16": "b32"}[v.dtype]
-    L = [
-        f".visible .entry {p.name}(",
-        "    .param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases",
-        ")",
-        "{",
-        f"    .reg .{dt} %d<{nd}>;",
-        f"    .reg .b32 %a<{max(na, 1)}>;",
-        "    .reg .b32 %e;",
-        "    .reg .b32 %t<16>;",
-        "    .reg .b64 %q<12>;",
-        "    .reg .pred %p<2>;",
-        f"    .shared .align 1024 .b8 img[{image_bytes(v)}];",
-        *wg.stage_case(iw, ow, imw, img_off(v)),
-        f"    ld.global.b32 %e, [%q2+{META_WORD * 4}];",
-    ]
-    for i in range(nd):
-        L.append(f"    ld.global.{'b32' if dt == 'b32' else dt} %d{i}, [%q2+{(c_off(v) + i) * 4}];")
-    for i in range(na):
-        L.append(f"    ld.global.b32 %a{i}, [%q2+{(a_off(v) + i) * 4}];")
-    dregs = "{" + ", ".join(f"%d{i}" for i in range(nd)) + "}"
-    a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
-    L += ["    wgmma.fence.sync.aligned;", "    " + p.instruction_text(dregs, a, "%q7", "%e", "%p1"),
-          "    wgmma.commit_group.sync.aligned;", "    wgmma.wait_group.sync.aligned 0;"]
-    for i in range(nd):
-        L.append(f"    st.global.{'b32' if dt == 'b32' else dt} [%q4+{4 * i}], %d{i};")
-    L += ["$L_done:", "    ret;", "}"]
-    return "\n".join(L)
+    return wg.kernel_text(p, in_words(v), image_bytes(v), lambda d, a: p.instruction_text(d, a, "%q7", "%e", "%p1"),
+                          extra_regs=["    .reg .b32 %e;"], extra_loads=[f"    ld.global.b32 %e, [%q2+{META_WORD * 4}];"])
 
 
 def module_source(probes: list[SpProbe], version: PtxVersion, target: Target) -> str:
     return probe_module_source(probes, version, target, kernel_source)
 
 
-@dataclass
-class SpCases:
-    check: str
-    words: np.ndarray
-    params: dict = field(default_factory=dict)  # {"imm": {..., "sel": s}}
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
-
-
-__all__ = ["SpModel", "SpProbe", "SpCases", "apply", "numerics", "model_of", "fields_of", "densify", "module_source",
-           "in_words", "out_words", "image_bytes"]
+__all__ = ["SpModel", "SpProbe", "apply", "numerics", "model_of", "fields_of", "densify", "module_source",
+           "in_words", "out_words", "image_bytes", "b_region", "LANES", "HEAD_WORDS", "META_WORD", "A_REGION", "d_words",
+           "c_off", "a_off", "b_base", "img_off", "image_of", "put_image", "sparsity"]

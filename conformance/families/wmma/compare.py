@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import MAX_LISTED, Verdict
 
 from .memory import d_cells
@@ -62,8 +63,8 @@ def companion_of(v: WmmaVariant, params: dict) -> WmmaVariant:
     raise LookupError(f"{v.id}: companion form {mid!r} is not in the current spec")
 
 
-def compare_wmma(v: WmmaVariant, check: str, seed: int, in_words: np.ndarray, out_words: np.ndarray,
-                 params: dict) -> Verdict:
+def compare_wmma(v: WmmaVariant, rec: CheckRecord) -> Verdict:
+    check, seed, params, in_words, out_words = rec.check, rec.seed, rec.params, rec.in_words, rec.out_words
     from .memory import apply
 
     try:

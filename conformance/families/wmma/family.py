@@ -11,11 +11,10 @@ layouts, and a per-kernel state space.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.spec.targets import PtxVersion, Target
 
 from . import route as rt
@@ -23,18 +22,6 @@ from .compare import companion_of, compare_wmma
 from .memory import apply, sizes
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
-
-
-@dataclass
-class WmmaCases:
-    check: str
-    words: np.ndarray  # uint32[case, lane, in_words]
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def cases(self) -> int:
-        return len(self.words)
 
 
 class WmmaFamily(Family):
@@ -50,7 +37,7 @@ class WmmaFamily(Family):
         rng = variant_rng(v, seed)
         options = rt.companions(v)
         mv = options[int(rng.integers(len(options)))]
-        target, version = rt.pick_build(v, mv, variant_rng(v, seed, "build"), cc, max_ptx)
+        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
         probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
@@ -58,7 +45,7 @@ class WmmaFamily(Family):
         case_sets = []
         for cs in make_checks(mv, seed, tuple(c for c in checks if c in CHECKS), value_cases):
             words = rt.case_words(probe, cs.bits, rng)
-            case_sets.append(WmmaCases(cs.check, words, dict(params), cs.meta))
+            case_sets.append(CaseSet(cs.check, words, dict(params), cs.meta))
         in_words = np.concatenate([cs.words for cs in case_sets])
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
@@ -77,8 +64,8 @@ class WmmaFamily(Family):
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return apply(probe.variant.doc, probe.mma, probe.routes, rows, out_words)
 
-    def compare(self, v, check, seed, in_words, out_words, params, surroundings, meta):
-        return compare_wmma(v, check, seed, in_words, out_words, params)
+    def compare(self, v, rec):
+        return compare_wmma(v, rec)
 
     def add_cli(self, sub) -> None:
         from .observe import add_parser

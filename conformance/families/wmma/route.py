@@ -15,7 +15,6 @@ import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
-from ptxconf.core.plan import PTX_VERSIONS, runnable_targets
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
 from ptxconf.spec.ptxtypes import TYPES
@@ -24,7 +23,7 @@ from ptxconf.spec.targets import PtxVersion, Target
 from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, sizes, write_matrix
 from .spec import WmmaSpec, WmmaVariant
 
-__all__ = ["WmmaProbe", "companions", "routes_for", "pick_build", "kernel_source", "module_source", "case_words"]
+__all__ = ["WmmaProbe", "companions", "routes_for", "kernel_source", "module_source", "case_words"]
 
 SHARED_BUDGET = 40 * 1024  # bytes of static shared memory one block may take
 _REG = {"b32": "b32", "f32": "f32", "s32": "s32", "f64": "f64"}
@@ -47,19 +46,6 @@ def routes_for(v: WmmaVariant) -> tuple[tuple[str, str], ...]:
     c = [v.layout_of("c")] if v.op == "load" and v.matrix == "c" else ["row", "col"]
     d = [v.layout_of("d")] if v.op == "store" else ["row", "col"]
     return tuple(itertools.product(c, d))
-
-
-def pick_build(v: WmmaVariant, mv: WmmaVariant, rng: np.random.Generator, cc: tuple[int, int],
-               max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
-    """A target the GPU loads and a .version in range for both forms (some forms end at a .version)."""
-    low = max(v.min_ptx, mv.min_ptx)
-    high = min([max_ptx] + [x.max_ptx for x in (v, mv) if x.max_ptx is not None])
-    targets = [t for t in runnable_targets(mv, cc) if v.valid_for(t) is None and max(low, t.min_ptx) <= high]
-    if not targets:
-        raise ValueError(f"{v.id}: no target of compute capability {cc[0]}.{cc[1]} takes .version {low}..{high}")
-    target = targets[int(rng.integers(len(targets)))]
-    versions = [p for p in PTX_VERSIONS if max(low, target.min_ptx) <= p <= high]
-    return target, versions[int(rng.integers(len(versions)))]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.mma.inputs import make_checks
 from ptxconf.oracle import mma
 from ptxconf.run.replay import replay_dir
-from ptxconf.run.runner import plan_variant, run_variants, save_observation
+from ptxconf.run.runner import RunRequest, plan_variant, run_variants
 from ptxconf.spec.loader import load_specs
 from ptxconf.spec.sparse import compress, densify, sparsity
 from ptxconf.spec.targets import PtxVersion
@@ -197,10 +197,10 @@ def test_swapped_metadata_fields_fail_replay(tmp_path):
         run_dir = tmp_path / "run"
         obs = run_dir / "observations"
         outcomes = []
-        run_variants(EmulatorBackend(mma), [SPECS.get(U8K32), SPECS.get(BF16K32)], 0, on_outcome=outcomes.append)
+        run_variants(EmulatorBackend(mma), [SPECS.get(U8K32), SPECS.get(BF16K32)], RunRequest(0, observations=obs),
+                     on_outcome=outcomes.append)
         for o in outcomes:
             assert all(vd.status == "pass" for vd in o.verdicts)
-            save_observation(obs, o)
     assert replay_dir(SPECS, run_dir, quiet=True) == 0
     bad = tmp_path / "specs"
     shutil.copytree(REPO / "specs", bad)

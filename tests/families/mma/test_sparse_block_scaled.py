@@ -18,7 +18,7 @@ import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.oracle import mma
 from ptxconf.run.replay import replay_dir
-from ptxconf.run.runner import run_variants, save_observation
+from ptxconf.run.runner import RunRequest, run_variants
 from ptxconf.spec.loader import load_specs
 from ptxconf.spec.packing import pack
 from ptxconf.spec.sparse import sparsity
@@ -190,11 +190,11 @@ def test_oracle_mxf4nvf4_4x_hand_computed():
 
 def _record(run_dir: Path, variants) -> None:
     outcomes = []
-    run_variants(EmulatorBackend(mma), variants, 0, on_outcome=outcomes.append)
+    run_variants(EmulatorBackend(mma), variants, RunRequest(0, observations=run_dir / "observations"),
+                 on_outcome=outcomes.append)
     assert len(outcomes) == len(variants)
     for o in outcomes:
-        assert [vd.status for vd in o.verdicts] == ["pass"] * 5, o.variant.id  # value, map.A/B/C, map.metadata
-        save_observation(run_dir / "observations", o)
+        assert [vd.status for vd in o.verdicts] == ["pass"] * 5, o.plan.variant.id  # value, map.A/B/C, map.metadata
 
 
 def test_emulator_passes_every_form(tmp_path):

@@ -8,6 +8,8 @@ observation and the kernel never joins the module.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
@@ -18,6 +20,7 @@ from ptxconf.families.mma.compare import split_inputs
 from ptxconf.families.mma.probe import buffer_layout
 from ptxconf.generators.ptx import checksum
 from ptxconf.oracle import mma
+from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
 from ptxconf.spec import load_specs
 from ptxconf.spec.packing import pack, unpack
@@ -29,6 +32,11 @@ ORDERED_TF32 = "mma.sp::ordered_metadata.sync.aligned.m16n8k16.row.col.f32.tf32.
 ORDERED_U4 = "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.s32.u4.u4.s32"
 PLAIN_E4M3 = "mma.sp.sync.aligned.m16n8k64.row.col.f32.e5m2.e4m3.f32"
 MAX_PTX = EmulatorBackend(mma).max_ptx()
+
+
+def _record(plan, check: str):
+    """The record of ``check`` in ``plan`` (out words to be replaced by the test's own)."""
+    return next(r for r in records(plan, np.zeros((len(plan.in_words), 32, plan.out_words), np.uint32)) if r.check == check)
 
 
 def _plan(vid: str, checks: tuple[str, ...], monkeypatch=None, accepted: bool | None = None):
@@ -108,7 +116,7 @@ def test_the_reading_the_hardware_used_is_named(vid, distinct, equal):
     (cs,) = plan.case_sets
     a, b = plan.slices[cs.check]
     out = _gpu(v, plan.in_words[a:b], cs.params, plan.probe.surroundings, _first_of(distinct, equal, "as given"))
-    vd = compare(v, cs.check, 0, plan.in_words[a:b], out, cs.params, plan.probe.surroundings, cs.meta)
+    vd = compare(v, replace(_record(plan, cs.check), out_words=out))
     assert vd.status == UNDEFINED and "?" not in vd.message, vd.message
     sp = sparsity(v)
     for pair in ud.undefined_pairs(sp, sp.ordered):
@@ -182,7 +190,7 @@ def test_an_assembled_selector_is_compared_with_every_legal_one(monkeypatch):
     out = np.zeros((b - a, 32, lay.out_words), dtype=np.uint32)
     out[:, :, : ops["D"].words] = pack(ops["D"], mma(v, bits))
     out[:, :, lay.checksum_offset] = checksum(np.arange(32), plan.probe.surroundings)[None]
-    vd = compare(v, cs.check, 0, plan.in_words[a:b], out, cs.params, plan.probe.surroundings, cs.meta)
+    vd = compare(v, replace(_record(plan, cs.check), out_words=out))
     assert vd.status == UNDEFINED
     assert vd.message == "selector 2 assembled (ptxas 99.9): D as with selector 1 (the metadata of T2, T3 of each group of four)"
 
@@ -206,6 +214,8 @@ def test_undefined_cases_have_kernels_and_launches_of_their_own():
         mine = (cases >= lo) & (cases < hi)
         assert mine.all() == plan.probes[k].undefined and (mine.all() or not mine.any())
     fam = family_of(v)
-    assert fam.failed(v, "undefined.metadata", 0, "illegal instruction").status == UNDEFINED
-    assert fam.failed(v, "undefined.selector[2]", 0, "x").message == "the probe did not finish: x"
-    assert fam.failed(v, "value", 0, "illegal instruction").status == "error"
+    rec = {r.check: r for r in records(plan, np.zeros((len(plan.in_words), 32, plan.out_words), np.uint32))}
+    assert fam.failed(v, rec["undefined.metadata"], "illegal instruction").status == UNDEFINED
+    assert fam.failed(v, replace(rec["undefined.metadata"], check="undefined.selector[2]"), "x").message == \
+        "the probe did not finish: x"
+    assert fam.failed(v, rec["value"], "illegal instruction").status == "error"

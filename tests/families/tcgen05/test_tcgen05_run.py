@@ -13,8 +13,9 @@ from ptxconf.cli import main
 from ptxconf.families.tcgen05 import run as tc
 from ptxconf.families.tcgen05.compare import compare_tcgen05
 from ptxconf.oracle import mma
+from ptxconf.run.observations import records, write_observation
 from ptxconf.run.replay import replay_dir
-from ptxconf.run.runner import plan_variant, run_variants, save_observation
+from ptxconf.run.runner import RunRequest, plan_variant, run_variants
 from ptxconf.spec import load_specs
 from ptxconf.spec.loader import default_specs_dir
 from ptxconf.spec.targets import PtxVersion, parse_target
@@ -27,7 +28,7 @@ N_ALL = 25  # 12 dense + 6 sparse (f16, f8f6f4, i8) + 7 block-scaled (mxf8f6f4 2
 
 def _run(cc, variants=VARIANTS, cases=CASES):
     outcomes, skips = [], []
-    run_variants(EmulatorBackend(mma, cc=cc), variants, 0, value_cases=cases,
+    run_variants(EmulatorBackend(mma, cc=cc), variants, RunRequest(0, value_cases=cases),
                  on_outcome=outcomes.append, on_skip=lambda v, why: skips.append((v.id, why)))
     return outcomes, skips
 
@@ -51,7 +52,7 @@ def test_emulator_run_passes_and_a_wrong_d_fails():
     o = outcomes[0]
     out = o.out_words.copy()
     out[1, 3, 5] ^= 1 << 20  # case 0, warp 1, lane 3, column 5: D row 35
-    vd = compare_tcgen05(o.plan.variant, "value", 0, o.plan.in_words, out)
+    vd = compare_tcgen05(o.plan.variant, records(o.plan, out)[0])
     assert vd.status == "fail" and "1 of" in vd.message
     assert any("case 0 Tensor Memory lane 35 column 5" in line for line in vd.map_diff), vd.map_diff
 
@@ -85,7 +86,7 @@ def _record(tmp_path: Path) -> Path:
     outcomes, _ = _run((10, 0))
     run = tmp_path / "run"
     for o in outcomes:
-        save_observation(run / "observations", o)
+        write_observation(run / "observations", o.plan, o.out_words, pending=False)
     return run
 
 

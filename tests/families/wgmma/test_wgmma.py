@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ptxconf.cli import main
 from ptxconf.core.family import compare
+from ptxconf.core.record import CheckRecord
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
 from ptxconf.generators.ptx import Surroundings
-from ptxconf.run.replay import load_observation
+from ptxconf.run.observations import load_observation, read_observation, recorded_checks
+from ptxconf.run.replay import replay_file
 from ptxconf.spec import SpecError, load_specs
 from ptxconf.spec.loader import load_file
 
@@ -138,10 +141,10 @@ def test_swizzle_and_canonical_layouts(doc):
 def _run(variants, tmp_path, seed=0):
     from ptxconf.backends.emulator import EmulatorBackend
     from ptxconf.oracle import mma
-    from ptxconf.run.runner import run_variants, save_observation
+    from ptxconf.run.runner import RunRequest, run_variants
 
     outs = []
-    run_variants(EmulatorBackend(mma), variants, seed, on_outcome=lambda o: (outs.append(o), save_observation(tmp_path / "observations", o)))
+    run_variants(EmulatorBackend(mma), variants, RunRequest(seed, observations=tmp_path / "observations"), outs.append)
     return outs
 
 
@@ -184,7 +187,7 @@ def test_probe_kernel_shape(specs):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
     """Observations of RECORDED: the H100's where committed, else recorded now by the emulator."""
-    from ptxconf.run.runner import find_observation, observation_name
+    from ptxconf.run.observations import find_observation, observation_name
 
     have = {}
     if (H100 / "observations").is_dir():
@@ -201,19 +204,9 @@ def recorded(tmp_path_factory, specs):
     return have
 
 
-def _replay(spec_specs, path):
-    meta, inw, outw = load_observation(path)
-    v = spec_specs.get(meta["variant"])
-    out = []
-    for chk in meta["checks"]:
-        a, b = chk["slice"]
-        out.append(compare(v, chk["check"], meta["seed"], inw[a:b], outw[a:b], chk["params"], Surroundings(), chk["meta"]))
-    return out
-
-
 def test_recorded_observations_pass_today(specs, recorded):
     for path in recorded.values():
-        assert all(vd.status == "pass" for vd in _replay(specs, path))
+        assert all(vd.status == "pass" for vd in replay_file(specs, path))
 
 
 FAULTS = [
@@ -237,7 +230,7 @@ FAULTS = [
 def test_comparator_names_the_fault(tmp_path, recorded, name, old, new, vids, fault):
     wrong = load_file(_broken(tmp_path, old, new))
     for vid in vids:
-        verdicts = _replay(wrong, recorded[vid])
+        verdicts = replay_file(wrong, recorded[vid])
         failed = [vd for vd in verdicts if vd.status == "fail"]
         assert failed, f"{name}: the wrong spec passed {vid}"
         for vd in failed:
@@ -255,20 +248,17 @@ def test_tagged_readback_names_positions(specs, tmp_path):
     right = specs.get(V16R)
     cs = next(c for c in wg.make_cases(wrong, 0, ("map.B",)) if c.check.startswith("map.B"))
     hw = wg.apply(right, cs.words, cs.params["imm"])
-    vd = compare(wrong, cs.check, 0, cs.words, hw, cs.params, Surroundings(), cs.meta)
+    vd = compare(wrong, CheckRecord(wrong.id, cs.check, 0, cs.params, cs.meta, Surroundings(), cs.words, hw))
     assert vd.status == "fail" and "permutation inside the core matrices" in vd.message
     lines = [ln for ln in vd.map_diff if "the hardware used the element the spec places at" in ln]
     assert lines and lines[0].startswith("B(0, 1): the hardware used the element the spec places at B(1, 0)"), vd.map_diff
 
 
 def test_comparator_says_numerics(specs, recorded, tmp_path):
-    meta, inw, outw = load_observation(recorded[V16])
-    outw = outw.copy()
-    chk = meta["checks"][0]
-    a, b = chk["slice"]
-    outw[a, 5, 0] ^= 1  # one ulp in one f32 D element
-    v = specs.get(V16)
-    vd = compare(v, chk["check"], 0, inw[a:b], outw[a:b], chk["params"], Surroundings(), chk["meta"])
+    _, rec, _ = next(recorded_checks(read_observation(recorded[V16])))
+    outw = rec.out_words.copy()
+    outw[0, 5, 0] ^= 1  # one ulp in one f32 D element
+    vd = compare(specs.get(V16), replace(rec, out_words=outw))
     assert vd.status == "fail" and "numerics" in vd.message, vd.message
 
 
@@ -330,7 +320,7 @@ def _tamper(path, dest, change):
     """Rewrite an observation: change(check, meta, in_words, out_words) per check, in place."""
     import json as json_
 
-    from ptxconf.run.runner import observation_bytes
+    from ptxconf.run.observations import observation_bytes
 
     meta, inw, outw = load_observation(path)
     inw, outw = inw.copy(), outw.copy()
@@ -345,7 +335,7 @@ def _tamper(path, dest, change):
 @pytest.fixture(scope="module")
 def off_recorded(tmp_path_factory, specs):
     """Emulator-recorded observations of V16 and V8 with today's generator (off-boundary cases)."""
-    from ptxconf.run.runner import observation_name
+    from ptxconf.run.observations import observation_name
 
     d = tmp_path_factory.mktemp("wg-bo")
     _run([specs.get(V16), specs.get(V8)], d)
@@ -368,7 +358,7 @@ def test_replay_names_hardware_ignoring_the_base_offset(specs, off_recorded, tmp
 
         bad = _tamper(path, tmp_path / vid.replace("/", "_") / "observations", change)
         assert replay_dir(specs, bad.parent.parent, quiet=True) != 0
-        verdicts = _replay(specs, bad)
+        verdicts = replay_file(specs, bad)
         failed = {vd.check: vd for vd in verdicts if vd.status == "fail"}
         assert all("[bo]" in c or ",bo]" in c or c.startswith("value") for c in failed), sorted(failed)
         assert any(c.startswith("value") for c in failed) and any("bo]" in c for c in failed)
@@ -393,7 +383,7 @@ def test_replay_catches_a_wrong_base_offset_in_the_descriptor(specs, off_recorde
 
     bad = _tamper(path, tmp_path / "observations", change)
     assert replay_dir(specs, tmp_path, quiet=True) != 0
-    failed = [vd for vd in _replay(specs, bad) if vd.status == "fail"]
+    failed = [vd for vd in replay_file(specs, bad) if vd.status == "fail"]
     assert {vd.check for vd in failed} == {c for c in (ch["check"] for ch in load_observation(path)[0]["checks"])
                                           if c.startswith("value") or "bo]" in c}
     for vd in failed:
@@ -461,7 +451,7 @@ def test_recorded_h100_wgmma_replays():
 @pytest.mark.gpu
 def test_wgmma_on_the_gpu(specs, tmp_path):
     from ptxconf.backends.pycuda_backend import PyCudaBackend, gpu_available
-    from ptxconf.run.runner import run_variants
+    from ptxconf.run.runner import RunRequest, run_variants
 
     ok, why = gpu_available()
     if not ok:
@@ -470,7 +460,7 @@ def test_wgmma_on_the_gpu(specs, tmp_path):
     if backend.compute_capability() != (9, 0):
         pytest.skip("wgmma needs sm_90a (an H100/H200)")
     outs = []
-    run_variants(backend, [specs.get(v) for v in RECORDED], 0, on_outcome=outs.append)
+    run_variants(backend, [specs.get(v) for v in RECORDED], RunRequest(0), on_outcome=outs.append)
     backend.close()
     bad = [(vd.variant, vd.check, vd.message) for o in outs for vd in o.verdicts if vd.status != "pass"]
     assert not bad, bad

@@ -11,11 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.cli import main
-from ptxconf.core.family import compare
 from ptxconf.families.wgmma_sp import cases as spc
 from ptxconf.families.wgmma_sp import probe as sp
-from ptxconf.generators.ptx import Surroundings
-from ptxconf.run.replay import load_observation
+from ptxconf.run.replay import replay_file
 from ptxconf.spec import SpecError, load_specs
 from ptxconf.spec.loader import check_layout, load_file
 
@@ -157,10 +155,10 @@ def test_bad_spec_names_file_line_field(tmp_path, old, new, field, line_of):
 def _run(variants, out: Path):
     from ptxconf.backends.emulator import EmulatorBackend
     from ptxconf.oracle import mma
-    from ptxconf.run.runner import run_variants, save_observation
+    from ptxconf.run.runner import RunRequest, run_variants
 
     outs = []
-    run_variants(EmulatorBackend(mma), variants, 0, on_outcome=lambda o: (outs.append(o), save_observation(out / "observations", o)))
+    run_variants(EmulatorBackend(mma), variants, RunRequest(0, observations=out / "observations"), outs.append)
     return outs
 
 
@@ -205,26 +203,16 @@ def test_k_major_b_wider_than_the_swizzle_row_is_not_probed(specs):
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory, specs):
-    from ptxconf.run.runner import observation_name
+    from ptxconf.run.observations import observation_name
 
     d = tmp_path_factory.mktemp("wgsp-rec")
     _run([specs.get(vid) for vid in RECORDED], d)
     return {vid: d / "observations" / observation_name(vid, 0) for vid in RECORDED}
 
 
-def _replay(spec_specs, path):
-    meta, inw, outw = load_observation(path)
-    v = spec_specs.get(meta["variant"])
-    out = []
-    for chk in meta["checks"]:
-        a, b = chk["slice"]
-        out.append(compare(v, chk["check"], meta["seed"], inw[a:b], outw[a:b], chk["params"], Surroundings(), chk["meta"]))
-    return out
-
-
 def test_recorded_observations_pass_today(specs, recorded):
     for path in recorded.values():
-        assert all(vd.status == "pass" for vd in _replay(specs, path))
+        assert all(vd.status == "pass" for vd in replay_file(specs, path))
 
 
 FAULTS = [
@@ -245,7 +233,7 @@ FAULTS = [
 def test_comparator_names_the_fault(tmp_path, recorded, name, old, new, vids, fault):
     wrong = load_file(_broken(tmp_path, old, new))
     for vid in vids:
-        failed = [vd for vd in _replay(wrong, recorded[vid]) if vd.status == "fail"]
+        failed = [vd for vd in replay_file(wrong, recorded[vid]) if vd.status == "fail"]
         assert failed, f"{name}: the wrong spec passed {vid}"
         assert any(fault in vd.message for vd in failed), (vid, [vd.message for vd in failed])
         for vd in failed:
@@ -256,7 +244,7 @@ def test_wrong_metadata_layout_names_the_lanes(tmp_path, recorded):
     """Replay under a metadata layout with the pair's halves exchanged: map.metadata names, per chunk,
     the lane and bits the hardware took the indices from and the lane the (wrong) spec says."""
     wrong = load_file(_broken(tmp_path, 'col: "8 * (threadID_in_group & 1) + (i & 7)"', 'col: "8 * (1 - (threadID_in_group & 1)) + (i & 7)"'))
-    vds = [vd for vd in _replay(wrong, recorded[F16R]) if vd.check.startswith("map.metadata") and vd.status == "fail"]
+    vds = [vd for vd in replay_file(wrong, recorded[F16R]) if vd.check.startswith("map.metadata") and vd.status == "fail"]
     assert vds
     lines = [ln for vd in vds for ln in vd.map_diff if "the hardware's indices match lane" in ln]
     assert lines, [vd.map_diff for vd in vds]
@@ -269,7 +257,7 @@ def test_wrong_metadata_layout_names_the_lanes(tmp_path, recorded):
 def test_wrong_a_fragment_names_lanes_and_positions(tmp_path, recorded):
     wrong = load_file(_broken(tmp_path, 'col: "2 * threadID_in_group + (i & 1) + 8 * (i >> 2)"',
                               'col: "2 * threadID_in_group + (i & 1) + 8 * ((i >> 2) ^ (warp & 1))"'))
-    vds = [vd for vd in _replay(wrong, recorded[F16R]) if vd.status == "fail"]
+    vds = [vd for vd in replay_file(wrong, recorded[F16R]) if vd.status == "fail"]
     assert vds and any(vd.check.startswith("map.A") for vd in vds)
     detail = "\n".join(vd.details(None) for vd in vds if vd.check.startswith("map.A"))
     assert "lane 32 register" in detail or "lane 3" in detail

@@ -7,6 +7,8 @@ the kernel never joins the module.  The emulator answers "not modelled".
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
@@ -16,6 +18,7 @@ from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma_sp import probe as sp
 from ptxconf.oracle import mma
+from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
 from ptxconf.spec import load_specs
 from ptxconf.spec.packing import pack, unpack
@@ -28,6 +31,11 @@ TF32S = P + "m64n8k16.f32.tf32.tf32/ss"
 E4S = P + "m64n24k64.f32.e4m3.e5m2/ss"
 S8R = P + "m64n8k64.s32.s8.s8/rs"
 MAX_PTX = EmulatorBackend(mma).max_ptx()
+
+
+def _record(plan, check: str):
+    """The record of ``check`` in ``plan`` (out words to be replaced by the test's own)."""
+    return next(r for r in records(plan, np.zeros((len(plan.in_words), 32, plan.out_words), np.uint32)) if r.check == check)
 
 
 def _plan(vid: str, checks: tuple[str, ...], monkeypatch=None, accepted: bool | None = None):
@@ -80,7 +88,7 @@ def test_the_reading_the_hardware_used_is_named(vid, equal):
         a, b = plan.slices[cs.check]
         words = plan.in_words[a:b]
         out = _gpu(v, words, cs.params["imm"], _first_of(equal, "as given"))
-        vd = compare(v, cs.check, 0, words, out, cs.params, None, cs.meta)
+        vd = compare(v, replace(_record(plan, cs.check), out_words=out))
         assert vd.status == UNDEFINED and "?" not in vd.message, vd.message
         pairs = ud.undefined_pairs(sp.sparsity(v), order_required=False)
         for pair in pairs:
@@ -128,7 +136,7 @@ def test_an_assembled_selector_is_compared_with_every_legal_one(monkeypatch):
     a, b = plan.slices[cs.check]
     words = plan.in_words[a:b]
     out = _gpu(v, words, cs.params["imm"], _first_of("as given"), selector=1)  # it reads selector 1's lanes
-    vd = compare(v, cs.check, 0, words, out, cs.params, None, cs.meta)
+    vd = compare(v, replace(_record(plan, cs.check), out_words=out))
     assert vd.status == UNDEFINED
     assert vd.message.endswith("D as with selector 1 (the metadata of T2, T3 of each group of four)"), vd.message
     assert unpack(v.operands["D"], out[:, :, : v.operands["D"].words]).any()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from ptxconf.families.wmma import route as rt
 from ptxconf.families.wmma.compare import compare_wmma
 from ptxconf.families.wmma.memory import as_bytes, as_words, d_cells, read_matrix, write_matrix
 from ptxconf.oracle import mma
+from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
 from ptxconf.spec.loader import load_file
 from ptxconf.spec.targets import PtxVersion
@@ -85,29 +87,27 @@ def test_corruptions_fail(vid):
     """A flipped bit of D, a stray byte outside D, and D stored transposed each fail."""
     v = BY_ID[vid]
     plan, outcome = _run(v)
-    cs = plan.case_sets[0]
-    lo, hi = plan.slices[cs.check]
-    ins, outs = plan.in_words[lo:hi], outcome.out_words[lo:hi]
-    assert compare_wmma(v, cs.check, 3, ins, outs, cs.params).status == "pass"
+    rec = records(plan, outcome.out_words)[0]
+    ins, outs = rec.in_words, rec.out_words
+    assert compare_wmma(v, rec).status == "pass"
     img = as_bytes(outs)
     hdr = as_bytes(ins)[:, :36].view("<u4").reshape(len(ins), 9)
     flipped = img.copy()
     flipped[0, hdr[0, 8]] ^= 1
-    verdict = compare_wmma(v, cs.check, 3, ins, as_words(flipped, outs.shape[-1]), cs.params)
+    verdict = compare_wmma(v, replace(rec, out_words=as_words(flipped, outs.shape[-1])))
     assert verdict.status == "fail" and "D row 0 col 0" in verdict.details(v)
     _, _, inside = d_cells(v.doc, plan.probe.mma, plan.probe.routes, ins, outs)
     stray = img.copy()
     stray[0, np.flatnonzero(~inside[0])[-1]] = 0x5A
-    verdict = compare_wmma(v, cs.check, 3, ins, as_words(stray, outs.shape[-1]), cs.params)
+    verdict = compare_wmma(v, replace(rec, out_words=as_words(stray, outs.shape[-1])))
     assert verdict.status == "fail" and "outside D" in verdict.details(v)
 
 
 def test_wrong_layout_is_named_as_layout():
     v = BY_ID["wmma.mma.sync.aligned.row.col.m16n16k16.f32.f16"]
     plan, outcome = _run(v)
-    cs = plan.case_sets[1]  # map.A: D is a permutation of tagged A
-    lo, hi = plan.slices[cs.check]
-    ins, outs = plan.in_words[lo:hi], outcome.out_words[lo:hi]
+    rec = records(plan, outcome.out_words)[1]  # map.A: D is a permutation of tagged A
+    ins, outs = rec.in_words, rec.out_words
     img, hdr = as_bytes(outs), as_bytes(ins)[:, :36].view("<u4").reshape(len(ins), 9)
     routes = plan.probe.routes
     for case in range(len(img)):  # D written with the other layout, same stride
@@ -115,7 +115,7 @@ def test_wrong_layout_is_named_as_layout():
         d = read_matrix(img[case], int(hdr[case, 8]), 16, 16, lay, int(hdr[case, 4]), 32)
         img[case, :] = 0
         write_matrix(img[case], int(hdr[case, 8]), d.T.copy(), lay, int(hdr[case, 4]), 32)
-    verdict = compare_wmma(v, cs.check, 3, ins, as_words(img, outs.shape[-1]), cs.params)
+    verdict = compare_wmma(v, replace(rec, out_words=as_words(img, outs.shape[-1])))
     assert verdict.status == "fail" and "(layout)" in verdict.details(v)
 
 

@@ -1,0 +1,297 @@
+"""The observation file: what ``replay`` and ``diff`` trust of a run, in one module.
+
+Per variant and seed a run records the exact input and output words of every case and what the
+comparators need (selector params, tags, surroundings): an ``.npz`` (stored, not deflated) in one
+Zstandard frame; older runs wrote a plain ``.npz``.  Whichever process compared a plan writes its file
+under a pending name; the run publishes it (a rename) once the verdicts are in results.jsonl, so a run
+killed in between leaves no observation whose verdicts it never recorded.
+
+Every read of a run directory's files goes through one function per file kind here
+(:func:`open_observation`, :func:`read_summary`, :func:`read_results_bytes`, :func:`read_observed_maps`,
+all over :func:`run_file_bytes`), so that bounds on files from someone else are set in one place.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ptxconf.core.plan import Plan
+from ptxconf.core.record import CheckRecord
+from ptxconf.generators.ptx import Surroundings
+
+from .files import ZSTD_MAGIC, atomic_write, zstd_compress, zstd_decompress
+
+__all__ = ["OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
+           "observation_files", "observation_stem", "observation_seed", "open_observation", "load_observation",
+           "read_observation", "write_observation", "publish_observation", "observation_bytes", "records",
+           "recorded_checks", "read_summary", "read_results_bytes", "read_observed_maps", "run_file_bytes", "why"]
+
+OBSERVATION_SUFFIX = ".npz.zst"  # an .npz (stored, not deflated) in one Zstandard frame; older runs wrote .npz
+PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
+_OBSERVATION_SEED = re.compile(r"\.seed(-?\d+)\.npz(?:\.zst)?$")
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+
+def observation_name(variant_id: str, seed: int) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", variant_id) + f".seed{seed}{OBSERVATION_SUFFIX}"
+
+
+def find_observation(directory: Path, variant_id: str, seed: int) -> Path | None:
+    """The published observation file of (variant, seed) under ``directory``: this version's, or an older run's
+    ``.npz``."""
+    name = observation_name(variant_id, seed)
+    return next((p for p in (directory / name, directory / name.removesuffix(".zst")) if p.exists()), None)
+
+
+def has_observation(directory: Path, variant_id: str, seed: int) -> bool:
+    return find_observation(directory, variant_id, seed) is not None
+
+
+def observation_files(directory: Path) -> list[Path]:
+    """Every published observation file under ``directory``, in name order: this version's and older runs' ``.npz``."""
+    return sorted([*directory.glob("*.npz"), *directory.glob("*" + OBSERVATION_SUFFIX)])
+
+
+def observation_stem(name: str) -> str:
+    """The file name without its seed and suffix (the sanitised variant id)."""
+    return _OBSERVATION_SEED.sub("", name)
+
+
+def observation_seed(name: str) -> int | None:
+    m = _OBSERVATION_SEED.search(name)
+    return int(m.group(1)) if m else None
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def records(plan: Plan, out: np.ndarray) -> list[CheckRecord]:
+    """Each check of ``plan`` as a record, against the observed out words ``out`` (rows as ``plan.in_words``)."""
+    recs = []
+    for cs in plan.case_sets:
+        a, b = plan.slices[cs.check]
+        recs.append(CheckRecord(plan.variant.id, cs.check, plan.seed, cs.params or {}, cs.meta or {},
+                                plan.probe.surroundings, plan.in_words[a:b], out[a:b]))
+    return recs
+
+
+def write_observation(directory: Path, plan: Plan, out: np.ndarray, pending: bool = True) -> Path:
+    """Inputs and outputs per lane, and everything needed to re-run the comparators (``pending``: under the name
+    :func:`publish_observation` renames)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "variant": plan.variant.id,
+        "seed": plan.seed,
+        "version": str(plan.version),
+        "target": plan.target.name,
+        "warps_per_block": plan.warps_per_block,
+        "surroundings": vars(plan.probe.surroundings),
+        "checks": [
+            {"check": cs.check, "slice": list(plan.slices[cs.check]), "params": cs.params, "meta": cs.meta}
+            for cs in plan.case_sets
+        ],
+    }
+    path = directory / (observation_name(plan.variant.id, plan.seed) + (PENDING if pending else ""))
+    atomic_write(path, observation_bytes(in_words=plan.in_words, out_words=out, meta=np.array(json.dumps(meta))))
+    return path
+
+
+def publish_observation(directory: Path, plan: Plan) -> None:
+    """The pending observation of ``plan`` under its own name: done once its verdicts are in results.jsonl."""
+    path = directory / observation_name(plan.variant.id, plan.seed)
+    os.replace(path.with_name(path.name + PENDING), path)
+
+
+def observation_bytes(**arrays: np.ndarray) -> bytes:
+    """An observation file's bytes: the arrays as an ``.npz`` (what ``np.load`` reads), stored, in one Zstandard
+    frame at level 1 (``zstd -d`` gives the ``.npz`` back)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
+    return zstd_compress(buf.getbuffer())
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def run_file_bytes(path: Path) -> bytes:
+    """The bytes of one file of a run directory: every reader below starts here."""
+    return Path(path).read_bytes()
+
+
+def why(exc: BaseException) -> str:
+    """An exception as one short line (its type and first line)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _archive(raw: bytes) -> np.lib.npyio.NpzFile:
+    """An observation file's bytes as ``np.load``'s lazy archive: the one place they are decompressed."""
+    return np.load(io.BytesIO(zstd_decompress(raw) if raw[:4] == ZSTD_MAGIC else raw), allow_pickle=False)
+
+
+def open_observation(path: Path) -> np.lib.npyio.NpzFile:
+    """The arrays of an observation file (``np.load``'s lazy archive), compressed or not; raises on damage."""
+    return _archive(run_file_bytes(path))
+
+
+def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Meta, input and output words of one observation file; raises on any damage (see ``read_observation``)."""
+    with open_observation(path) as z:
+        return json.loads(str(z["meta"])), z["in_words"], z["out_words"]
+
+
+@dataclass
+class Observation:
+    """What could be read of one observation file.
+
+    ``meta`` is None when the checks cannot be read; ``problem`` says what is wrong with the
+    file as a whole (None when the words are whole and consistent).
+    """
+
+    path: Path
+    meta: dict | None
+    in_words: np.ndarray | None
+    out_words: np.ndarray | None
+    problem: str | None
+
+    @property
+    def seed(self) -> int | None:
+        if self.meta is not None:
+            return self.meta["seed"]
+        return observation_seed(self.path.name)
+
+
+def _meta_problem(meta: Any) -> str | None:
+    """What is wrong with a decoded meta document, or None; checked so no reader trips on a KeyError."""
+    if not isinstance(meta, dict):
+        return f"meta is a JSON {type(meta).__name__}, not an object"
+    missing = [k for k in ("variant", "seed", "checks", "surroundings") if k not in meta]
+    if missing:
+        return f"meta lacks {', '.join(missing)}"
+    if not isinstance(meta["variant"], str) or not isinstance(meta["seed"], int):
+        return "meta variant or seed has the wrong type"
+    if not isinstance(meta["checks"], list) or not isinstance(meta["surroundings"], dict):
+        return "meta checks or surroundings has the wrong type"
+    for i, chk in enumerate(meta["checks"]):
+        if not isinstance(chk, dict) or not isinstance(chk.get("check"), str):
+            return f"meta checks[{i}] has no check name"
+    return None
+
+
+def _slice_problem(chk: dict, cases: int) -> str | None:
+    s = chk.get("slice")
+    if not (isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s)):
+        return f"check {chk['check']}: slice {s!r} is not [start, stop]"
+    if not 0 <= s[0] < s[1] <= cases:
+        return f"check {chk['check']}: cases {s[0]}..{s[1]} outside the {cases} recorded"
+    if not isinstance(chk.get("params", {}), dict):
+        return f"check {chk['check']}: params is not an object"
+    return None
+
+
+def read_observation(path: Path) -> Observation:
+    """Read one observation file, never raising: damage is described in ``problem``."""
+    try:
+        raw = run_file_bytes(path)
+    except OSError as exc:
+        return Observation(path, None, None, None, f"cannot be read ({why(exc)})")
+    head = raw[:4]
+    if head not in (b"PK\x03\x04", ZSTD_MAGIC):  # np.load would call foreign bytes "pickled data"
+        return Observation(path, None, None, None, "empty file" if not head else f"not an .npz archive (starts {head!r})")
+    try:
+        z = _archive(raw)
+    except Exception as exc:  # BadZipFile, a damaged frame, EOFError, pickled or foreign data, OSError, ...
+        return Observation(path, None, None, None, f"not a readable .npz archive ({why(exc)})")
+    problems: list[str] = []
+    meta = None
+    arrays: dict[str, np.ndarray] = {}
+    with z:
+        if "meta" not in z.files:
+            problems.append("no 'meta' array")
+        else:
+            try:
+                meta = json.loads(str(z["meta"]))
+            except Exception as exc:
+                problems.append(f"meta is not valid JSON ({why(exc)})")
+            else:
+                bad = _meta_problem(meta)
+                if bad:
+                    problems.append(bad)
+                    meta = None
+        for name in ("in_words", "out_words"):
+            if name not in z.files:
+                problems.append(f"no '{name}' array")
+                continue
+            try:
+                arrays[name] = z[name]
+            except Exception as exc:  # a truncated or corrupt member: zlib.error, BadZipFile, ValueError
+                problems.append(f"'{name}' unreadable ({why(exc)})")
+    iw, ow = arrays.get("in_words"), arrays.get("out_words")
+    if iw is not None and ow is not None and not problems:
+        if iw.ndim != 3 or ow.ndim != 3:
+            problems.append(f"in_words {iw.shape} and out_words {ow.shape} must be [case, lane, word]")
+        elif iw.shape[:2] != ow.shape[:2]:
+            problems.append(f"in_words {iw.shape} and out_words {ow.shape} differ in cases or lanes")
+        elif not (np.issubdtype(iw.dtype, np.integer) and np.issubdtype(ow.dtype, np.integer)):
+            problems.append(f"words are {iw.dtype}/{ow.dtype}, not integers")
+    return Observation(path, meta, iw, ow, "; ".join(problems) or None)
+
+
+def recorded_checks(obs: Observation) -> Iterator[tuple[str, CheckRecord | None, str | None]]:
+    """Each recorded check of a whole observation (``obs.meta`` read, no ``problem``): its name and its record,
+    or its name and what is wrong with it."""
+    assert obs.meta is not None and obs.in_words is not None and obs.out_words is not None
+    meta = obs.meta
+    try:
+        sur = Surroundings(**meta["surroundings"])
+    except TypeError as exc:
+        for chk in meta["checks"]:
+            yield chk["check"], None, f"surroundings unreadable ({why(exc)})"
+        return
+    for chk in meta["checks"]:
+        bad = _slice_problem(chk, obs.in_words.shape[0])
+        if bad:
+            yield chk["check"], None, bad
+            continue
+        a, b = chk["slice"]
+        yield chk["check"], CheckRecord(meta["variant"], chk["check"], meta["seed"], chk.get("params") or {},
+                                        chk.get("meta") or {}, sur, obs.in_words[a:b], obs.out_words[a:b]), None
+
+
+def read_summary(directory: Path) -> tuple[dict, str | None]:
+    """summary.json of a run (empty when absent) and a problem with it, if it cannot be read."""
+    path = Path(directory) / "summary.json"
+    if not path.exists():
+        return {}, None
+    try:
+        doc = json.loads(run_file_bytes(path).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return {}, f"{path} cannot be read ({why(exc)})"
+    if not isinstance(doc, dict):
+        return {}, f"{path} is not a JSON object"
+    return doc, None
+
+
+def read_results_bytes(path: Path) -> bytes:
+    """results.jsonl (or another line-per-record report) of a run, as bytes: its reader splits the lines."""
+    return run_file_bytes(path)
+
+
+def read_observed_maps(path: Path) -> dict[str, np.ndarray]:
+    """observed_maps.npz of a run: key -> observed lane map; raises on damage."""
+    with np.load(io.BytesIO(run_file_bytes(path)), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}

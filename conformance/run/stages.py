@@ -1,0 +1,42 @@
+"""Seconds per stage of one run (plan, module, launch, compare, save, report, ...), owned by that run.
+
+The run's session holds one :class:`Stages` and hands it down; a stage is timed with
+``with stages("launch"):`` or, for seconds measured elsewhere (a worker's), ``stages.add``.
+summary.json records them as ``stages_s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+__all__ = ["Stages"]
+
+
+class Stages:
+    """Seconds per stage name, summed."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[str, float] = {}
+        self._lock = threading.Lock()  # launch threads (one per device) add at once
+
+    def __repr__(self) -> str:
+        return f"Stages({self.rounded()})"
+
+    def add(self, name: str, seconds: float) -> None:
+        with self._lock:
+            self._seconds[name] = self._seconds.get(name, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - t0)
+
+    def rounded(self) -> dict[str, float]:
+        """Every stage's seconds to the millisecond, by name (what summary.json records)."""
+        return {k: round(v, 3) for k, v in sorted(self._seconds.items())}
