@@ -174,29 +174,49 @@ def cmd_campaign(args) -> int:
     return 0 if doc["agrees"] else 1
 
 
+def _recorded_dirs(dirs: list[str]) -> list[Path]:
+    """The runs named, or every recorded run under results/ (designed cases or fuzz mismatches, the GPU fuzzer's too)."""
+    from ptxconf.tools.numerics.recorded import is_recorded_run, recorded_runs
+
+    if not dirs:
+        found = recorded_runs(Path("results")) if Path("results").is_dir() else []
+        if not found:
+            raise SystemExit("ptxconf: no recorded numerics run under results/ (name DIRs)")
+        return found
+    for d in dirs:
+        if not Path(d).is_dir() or not is_recorded_run(Path(d)):
+            raise SystemExit(f"ptxconf: {d}: not a recorded numerics run (no observations.npz and no mismatches/*.json)")
+    return [Path(d) for d in dirs]
+
+
 def cmd_report(args) -> int:
     from ptxconf.tools.numerics.campaign import report_text
+    from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
 
-    directory = Path(args.directory)
-    if args.write_open or args.refresh:
-        from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
-
-        specs, spec, _ = _setup(args)
+    specs, spec, _ = _setup(args)
+    n_open = 0
+    for directory in _recorded_dirs(args.directory):
         run = RecordedRun(directory, specs, spec)
-        old = json.loads((directory / "findings.json").read_text())
-        if args.refresh:
+        old = json.loads((directory / "findings.json").read_text()) if (directory / "findings.json").is_file() else {}
+        if args.refresh and old:
             doc = refresh_findings(run, old)
             (directory / "findings.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
             (directory / "findings.txt").write_text(report_text(doc) + "\n")
+            old = doc
+        of = open_findings(run, run.info)
         if args.write_open:
-            of = open_findings(run, old.get("backend"))
             (directory / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
-            for name, e in of["paths"].items():
-                print(f"{name:9s} recorded {e['recorded']['designed']:5d} designed {e['recorded']['replay']:3d} replays; "
-                      f"open {e['open']['designed']:5d} designed {e['open']['replay']:3d} replays {e['open_by_group']}")
-            return 0
-    doc = json.loads((directory / "findings.json").read_text())
-    print(json.dumps(doc, indent=1) if args.json else report_text(doc))
+        if args.json:
+            print(json.dumps({"run": str(directory), "findings": old or None, "open": of}, indent=1, default=str))
+            continue
+        print(f"== {directory} (backend {run.backend}{', ptxas ' + run.info['ptxas'] if run.info.get('ptxas') else ''})")
+        if old and not args.write_open:
+            print(report_text(old))
+        for name, e in of["paths"].items():
+            n_open += e["open"]["designed"] + e["open"]["replay"]
+            print(f"{name:13s} recorded {e['recorded']['designed']:6d} designed {e['recorded']['replay']:3d} replays; "
+                  f"open {e['open']['designed']:5d} designed {e['open']['replay']:3d} replays {e['open_by_group']}")
+    print(f"{n_open} recorded case(s) the model does not reproduce")
     return 0
 
 
@@ -309,7 +329,7 @@ def cmd_pin(args) -> int:
             fdoc = refresh_findings(run, old)
             (run.dir / "findings.json").write_text(json.dumps(fdoc, indent=1, default=str) + "\n")
             (run.dir / "findings.txt").write_text(report_text(fdoc) + "\n")
-            of = open_findings(run, old.get("backend"))
+            of = open_findings(run, run.info)
             (run.dir / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
             n_open = sum(e["open"]["designed"] + e["open"]["replay"] for e in of["paths"].values())
             print(f"{run.dir}: findings regenerated; {n_open} recorded case(s) open")
@@ -370,7 +390,7 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_campaign)
     s = ns.add_parser("report", help="print the findings of a campaign directory (offline: --refresh, --write-open)")
     specs_arg(s)
-    s.add_argument("directory")
+    s.add_argument("directory", nargs="*", help="recorded runs (default: every one under results/, mismatch directories included)")
     s.add_argument("--refresh", action="store_true", help="re-infer findings.json/.txt from the recorded observations under the current model")
     s.add_argument("--write-open", action="store_true",
                    help="write open_findings.json: every recorded case (designed and replays) the current model does not reproduce")

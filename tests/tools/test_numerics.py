@@ -13,11 +13,12 @@ from ptxconf.tools.numerics.campaign import measure
 from ptxconf.tools.numerics.fuzz import batch, compare, fuzz_variant, shrink
 from ptxconf.tools.numerics.harness import numeric_variants, path_of
 from ptxconf.tools.numerics.model import Types, dot_bits, mma_semantics
+from ptxconf.tools.numerics.recorded import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "results" / "h100-numerics"
-RUNS = [d for d in (RECORDED, ROOT / "results" / "h100-numerics-wgmma", ROOT / "results" / "numerics-edges")
-        if (d / "open_findings.json").exists()]
+# every recorded run under results/: designed cases or fuzz mismatches (the GPU fuzzer's mismatches/ included)
+RUNS = recorded_runs(ROOT / "results") if (ROOT / "results").is_dir() else []
 WG_FP8 = "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2/rs"
 F16F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 F16F16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
@@ -155,6 +156,35 @@ def recorded(request, spec, specs):
     from ptxconf.tools.numerics.recorded import RecordedRun
 
     return RecordedRun(request.param, specs, spec)
+
+
+@pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
+def test_every_recorded_run_has_its_open_findings():
+    """No directory of recorded cases falls through: each is replayed below against its open_findings.json."""
+    assert RECORDED in RUNS and ROOT / "results" / "h100-numerics-gpu" in RUNS
+    missing = [d.name for d in RUNS if not (d / "open_findings.json").is_file()]
+    assert not missing, f"recorded runs without open_findings.json (ptxconf numerics report DIR --write-open): {missing}"
+
+
+def test_an_infinite_term_wins_over_its_block_overflowing(spec, specs):
+    """fp8 -> f16 (two f16 halves, C last): a half holding -Inf whose finite products sum past f16's range gives -Inf,
+    and a half starting from that -Inf with finite products past +65504 stays -Inf (H100: results/h100-numerics-gpu)."""
+    v = specs.get("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16")
+    p, t = path_of(spec, v), Types.of(v)
+    big, ninf, one = 0x7B, 0xFC, 0x38  # e5m2 57344, e5m2 -Inf, e4m3 1.0
+    a = np.zeros((4, 32), dtype=np.uint64)
+    b = np.zeros((4, 32), dtype=np.uint64)
+    a[:, [0, 1, 4, 5]] = big  # half 0 (k mod 4 in {0, 1}): 4 * 57344 overflows f16
+    b[:, [0, 1, 4, 5]] = one
+    a[0, 8], b[0, 8] = ninf, one  # row 0: -Inf in half 0 itself
+    a[1, [2, 3, 6, 7]], b[1, [2, 3, 6, 7]] = big, one  # row 1: half 1 overflows too, after a half 0 holding -Inf
+    a[1, 8], b[1, 8] = ninf, one
+    a[2, [0, 1, 4, 5]] = big | 0x80  # row 2: half 0 overflows to -Inf alone; half 1 finite past +65504 keeps it
+    a[2, [2, 3, 6, 7]], b[2, [2, 3, 6, 7]] = big, one
+    a[3, 8], b[3, 8] = ninf, one  # row 3: half 0 -Inf, half 1 an explicit +Inf: NaN
+    a[3, 10], b[3, 10] = 0x7C, one
+    d = dot_bits(p, t, a, b, np.full(4, 0x3C00, dtype=np.uint64))
+    assert [hex(int(x)) for x in d] == ["0xfc00", "0xfc00", "0xfc00", "0x7fff"]
 
 
 @pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
