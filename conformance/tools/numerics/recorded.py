@@ -45,7 +45,7 @@ def _device_info(directory: Path) -> dict:
         return json.loads(f.read_text()).get("backend", {})
     if g.is_file():
         doc = json.loads(g.read_text())
-        return {"backend": doc.get("backend", "cupy"), **doc.get("device", {}), **doc.get("toolchain", {})}
+        return {"backend": "cupy", **doc.get("device", {})}  # fuzz --on gpu: CuPy (runs before the backend was recorded)
     return {}
 
 
