@@ -11,6 +11,7 @@ form are two arithmetics; each is reported with its releases, its SASS and the f
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import tempfile
@@ -112,7 +113,7 @@ def run(bundle: Path, specs, out: Path, cases: int = 4096, seed: int = 0, select
     manifest = json.loads((bundle / "manifest.json").read_text())
     forms = []
     for f in manifest["forms"]:
-        if select and not any(f["variant"].startswith(s) or __import__("fnmatch").fnmatchcase(f["variant"], s) for s in select):
+        if select and not any(f["variant"].startswith(s) or fnmatch.fnmatchcase(f["variant"], s) for s in select):
             continue
         v = specs.get(f["variant"])
         words = register_words(v, cases, seed)
