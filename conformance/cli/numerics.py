@@ -37,6 +37,13 @@ def _backend(name: str):
     return backend
 
 
+def _backend_line(info: dict) -> str:
+    """What produced a result, said with it: the emulator's answers are the model's own, no evidence of hardware."""
+    what = "the emulator computes the model itself: no evidence of hardware" if info.get("backend") == "emulator" else \
+        f"{info.get('gpu', '?')}, ptxas {info.get('ptxas', '?')}"
+    return f"backend {info.get('backend', '?')} ({what})"
+
+
 def _ints(text: str | None) -> list[int]:
     return [int(x, 0) for x in text.split(",")] if text else []
 
@@ -94,13 +101,14 @@ def cmd_measure(args) -> int:
     backend = _backend(args.backend)
     try:
         m = measure(backend, spec, v)
+        info = backend.info()
     finally:
         backend.close()
     m.pop("observations")
     if args.json:
         print(json.dumps(m, indent=1, default=str))
     else:
-        print(f"{v.id}  path {m['path']}  ({m['seconds']} s)")
+        print(f"{v.id}  path {m['path']}  ({m['seconds']} s; {_backend_line(info)})")
         for g in m["groups"]:
             mark = "agrees" if g["agrees"] else "DEPARTS"
             print(f"  {g['group']:17s} {mark:8s} {g['cases']:4d} cases  model {g['model']}  consistent ({g['n_consistent']}): {g['consistent'][:4]}")
@@ -139,9 +147,7 @@ def cmd_fuzz(args) -> int:
                 print(f"  saved {s}")
     finally:
         backend.close()
-    what = "the emulator computes the model itself: no evidence of hardware" if info.get("backend") == "emulator" else \
-        f"{info.get('gpu', '?')}, ptxas {info.get('ptxas', '?')}"
-    print(f"total: {dots} dots, {total} mismatches; backend {info.get('backend', '?')} ({what})")
+    print(f"total: {dots} dots, {total} mismatches; {_backend_line(info)}")
     return 1 if total else 0
 
 
@@ -178,7 +184,8 @@ def cmd_campaign(args) -> int:
     (out / "findings.txt").write_text(text + "\n")
     print(text)
     dots = sum(f.get("dots", 0) for f in fuzzed)
-    print(f"\n{len(measured)} variants measured, {dots} fuzzed dot products in {doc['wall_s']} s -> {out}")
+    print(f"\n{len(measured)} variants measured, {dots} fuzzed dot products in {doc['wall_s']} s -> {out}; "
+          f"{_backend_line(info)}")
     return 0 if doc["agrees"] else 1
 
 
@@ -280,9 +287,9 @@ def cmd_edges(args) -> int:
     if doc["failed"]:
         print(f"{len(doc['failed'])} variant(s) failed: {', '.join(doc['failed'])}")
     info = doc.get("backend", {})
-    print(f"backend {info.get('backend', '?')} ({info.get('gpu', '?')}{', ' + info['ptxas'] if info.get('ptxas') else ''})")
+    print(_backend_line(info))
     if info.get("backend") == "emulator":
-        print("the emulator computes the model itself: this run is no evidence of hardware (numerics pin refuses it)")
+        print("numerics pin refuses this run as evidence (--accept-emulator to take it anyway)")
     else:
         print(f"analyse offline: ptxconf numerics pin {out} results/h100-numerics results/h100-numerics-wgmma --write-spec --write-open")
     return 1 if doc["failed"] else 0
