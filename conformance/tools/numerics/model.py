@@ -159,9 +159,18 @@ def decode(type_name: str, bits: np.ndarray, p: PathParams | None = None) -> np.
 
 
 def raw_exponent(x: np.ndarray, emin: int) -> np.ndarray:
-    """The exponent field's value of ``x`` (subnormals at emin); meaningless for 0."""
-    _, ex = np.frexp(x)
-    return np.maximum(ex.astype(np.int64) - 1, emin)
+    """The exponent field's value of ``x`` (subnormals at emin); meaningless for 0.
+
+    Read from float64's own exponent field (every value of the narrower formats is normal there); only float64
+    zeros and subnormals take ``frexp`` (4x slower over a whole array)."""
+    x = np.asarray(x, dtype=np.float64)
+    field = (x.view(np.int64) >> 52) & 0x7FF
+    ex = field - 1023
+    odd = field == 0
+    if odd.any():
+        _, fx = np.frexp(x)
+        ex = np.where(odd, fx.astype(np.int64) - 1, ex)
+    return np.maximum(ex, emin)
 
 
 def round_to_format(x: np.ndarray, fmt: Fmt, p: int, mode: str, subnormals: str = "keep", overflow: str = "inf") -> np.ndarray:
