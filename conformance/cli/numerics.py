@@ -37,6 +37,13 @@ def _backend(name: str):
     return backend
 
 
+def _backend_line(info: dict) -> str:
+    """What produced a result, said with it: the emulator's answers are the model's own, no evidence of hardware."""
+    what = "the emulator computes the model itself: no evidence of hardware" if info.get("backend") == "emulator" else \
+        f"{info.get('gpu', '?')}, ptxas {info.get('ptxas', '?')}"
+    return f"backend {info.get('backend', '?')} ({what})"
+
+
 def _ints(text: str | None, opt: str, bound: int, what: str) -> list[int]:
     """Comma-separated integers (0x.., 0b.. or decimal), each in ``0 <= x < bound``; one line naming the option
     otherwise (a value too wide for its type is refused, not masked)."""
@@ -117,15 +124,15 @@ def cmd_measure(args) -> int:
     backend = _backend(args.backend)
     try:
         m = measure(backend, spec, v)
-        m["backend"] = backend.info().get("backend")
+        info = backend.info()
+        m["backend"] = info.get("backend")
     finally:
         backend.close()
     m.pop("observations")
     if args.json:
         print(json.dumps(m, indent=1, default=str))
     else:
-        on = "the emulator (the model checked against itself)" if m["backend"] == "emulator" else m["backend"]
-        print(f"{v.id}  path {m['path']}  ({m['seconds']} s) on {on}")
+        print(f"{v.id}  path {m['path']}  ({m['seconds']} s; {_backend_line(info)})")
         for g in m["groups"]:
             mark = "agrees" if g["agrees"] else "DEPARTS"
             print(f"  {g['group']:17s} {mark:8s} {g['cases']:4d} cases  model {g['model']}  consistent ({g['n_consistent']}): {g['consistent'][:4]}")
@@ -147,18 +154,24 @@ def cmd_fuzz(args) -> int:
 
         return fuzz_on_gpu(spec, chosen, args)
     backend = _backend(args.backend)
-    per = args.budget / len(chosen)
-    total = 0
+    info = backend.info()
+    t_end = time.time() + args.budget
+    total, dots = 0, 0
     try:
-        for v in chosen:
+        for i, v in enumerate(chosen):  # each variant an equal share of what is left: the whole budget holds
+            per = (t_end - time.time()) / (len(chosen) - i)
+            if per <= 0:
+                print(f"budget spent: {len(chosen) - i} variant(s) not fuzzed")
+                break
             st = fuzz_variant(backend, path_of(spec, v), v, per, args.cases, Path(args.out), args.seed)
             st.pop("observations", None)
-            total += st["mismatches"]
+            total, dots = total + st["mismatches"], dots + st["dots"]
             print(f"{v.id}: {st['launches']} launches, {st['dots']} dots, {st['mismatches']} mismatches {st.get('error', '')}")
             for s in st["saved"]:
                 print(f"  saved {s}")
     finally:
         backend.close()
+    print(f"total: {dots} dots, {total} mismatches; {_backend_line(info)}")
     return 1 if total else 0
 
 
@@ -195,33 +208,79 @@ def cmd_campaign(args) -> int:
     (out / "findings.txt").write_text(text + "\n")
     print(text)
     dots = sum(f.get("dots", 0) for f in fuzzed)
-    print(f"\n{len(measured)} variants measured, {dots} fuzzed dot products in {doc['wall_s']} s -> {out}")
+    print(f"\n{len(measured)} variants measured, {dots} fuzzed dot products in {doc['wall_s']} s -> {out}; "
+          f"{_backend_line(info)}")
     return 0 if doc["agrees"] else 1
+
+
+def _recorded_dirs(dirs: list[str]) -> list[Path]:
+    """The runs named, or every recorded run under results/ (designed cases or fuzz mismatches, the GPU fuzzer's too)."""
+    from ptxconf.tools.numerics.recorded import is_recorded_run, recorded_runs
+
+    if not dirs:
+        found = recorded_runs(Path("results")) if Path("results").is_dir() else []
+        if not found:
+            raise SystemExit("ptxconf: no recorded numerics run under results/ (name DIRs)")
+        return found
+    for d in dirs:
+        if not Path(d).is_dir() or not is_recorded_run(Path(d)):
+            raise SystemExit(f"ptxconf: {d}: not a recorded numerics run (no observations.npz and no mismatches/*.json)")
+    return [Path(d) for d in dirs]
+
+
+def _lowering_notes(spec, run, paths) -> list[str]:
+    """Where a run's cases are of a form ptxas builds in software: whether the ptxas that built the run lies in the
+    releases the parameters hold for (specs/numerics.yaml ``lowering``)."""
+    from ptxconf.tools.numerics.harness import shape_key
+    from ptxconf.tools.numerics.lowering import holds_for
+
+    built = run.info.get("ptxas")
+    held = {(run.params(vid).name, shape_key(run.variant(vid))) for vid in {x[0] for x in run.designed} | {r.variant for r in run.replays}}
+    out = []
+    for name in paths:
+        for shape, low in spec.lowering.get(name, {}).items():
+            if shape is not None and (name, shape) not in held:
+                continue
+            where = f"{name}{' ' + shape if shape else ''}"
+            ok = holds_for(built, low["ptxas"])
+            if ok is False:
+                out.append(f"  {where}: software-lowered; the parameters hold for ptxas {low['ptxas']}, this run was built by {built}")
+            elif ok is None:
+                out.append(f"  {where}: software-lowered; the parameters hold for ptxas {low['ptxas']}, the run does not "
+                           f"name the release that built it ({built or 'no ptxas recorded'})")
+    return out
 
 
 def cmd_report(args) -> int:
     from ptxconf.tools.numerics.campaign import report_text
+    from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
 
-    directory = Path(args.directory)
-    if args.write_open or args.refresh:
-        from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
-
-        specs, spec, _ = _setup(args)
+    specs, spec, _ = _setup(args)
+    n_open = 0
+    for directory in _recorded_dirs(args.directory):
         run = RecordedRun(directory, specs, spec)
-        old = json.loads((directory / "findings.json").read_text())
-        if args.refresh:
+        old = json.loads((directory / "findings.json").read_text()) if (directory / "findings.json").is_file() else {}
+        if args.refresh and old:
             doc = refresh_findings(run, old)
             (directory / "findings.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
             (directory / "findings.txt").write_text(report_text(doc) + "\n")
+            old = doc
+        of = open_findings(run, run.info)
         if args.write_open:
-            of = open_findings(run, old.get("backend"))
             (directory / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
-            for name, e in of["paths"].items():
-                print(f"{name:9s} recorded {e['recorded']['designed']:5d} designed {e['recorded']['replay']:3d} replays; "
-                      f"open {e['open']['designed']:5d} designed {e['open']['replay']:3d} replays {e['open_by_group']}")
-            return 0
-    doc = json.loads((directory / "findings.json").read_text())
-    print(json.dumps(doc, indent=1) if args.json else report_text(doc))
+        if args.json:
+            print(json.dumps({"run": str(directory), "findings": old or None, "open": of}, indent=1, default=str))
+            continue
+        print(f"== {directory} (backend {run.backend}{', ptxas ' + run.info['ptxas'] if run.info.get('ptxas') else ''})")
+        if old and not args.write_open:
+            print(report_text(old))
+        for line in _lowering_notes(spec, run, of["paths"]):
+            print(line)
+        for name, e in of["paths"].items():
+            n_open += e["open"]["designed"] + e["open"]["replay"]
+            print(f"{name:13s} recorded {e['recorded']['designed']:6d} designed {e['recorded']['replay']:3d} replays; "
+                  f"open {e['open']['designed']:5d} designed {e['open']['replay']:3d} replays {e['open_by_group']}")
+    print(f"{n_open} recorded case(s) the model does not reproduce")
     return 0
 
 
@@ -251,7 +310,12 @@ def cmd_edges(args) -> int:
           f"coverage {'complete' if doc['coverage_complete'] else 'INCOMPLETE (see coverage.md)'}; {doc['wall_s']} s -> {out}")
     if doc["failed"]:
         print(f"{len(doc['failed'])} variant(s) failed: {', '.join(doc['failed'])}")
-    print(f"analyse offline: ptxconf numerics pin {out} results/h100-numerics results/h100-numerics-wgmma --write-spec --write-open")
+    info = doc.get("backend", {})
+    print(_backend_line(info))
+    if info.get("backend") == "emulator":
+        print("numerics pin refuses this run as evidence (--accept-emulator to take it anyway)")
+    else:
+        print(f"analyse offline: ptxconf numerics pin {out} results/h100-numerics results/h100-numerics-wgmma --write-spec --write-open")
     return 1 if doc["failed"] else 0
 
 
@@ -264,7 +328,7 @@ def _sources_for(spec, runs, key: str, command: str) -> tuple[dict[str, str], di
         if not known:
             i = r.info
             dev = ", ".join(str(i[k]) for k in ("gpu", "compute_capability", "driver", "ptxas") if i.get(k))
-            new[key] = (new.get(key, "") + "; " if key in new else "") + f"results/{r.dir.name}: {command} on {dev or 'a GPU'}"
+            new[key] = (new.get(key, "") + "; " if key in new else "") + f"results/{r.dir.name}: {command} --backend {i.get('backend', '?')} on {dev or 'an unnamed device'}"
     return sources, new
 
 
@@ -284,15 +348,24 @@ def cmd_pin(args) -> int:
         except OSError as exc:
             raise SystemExit(f"ptxconf numerics pin: --out {args.out}: {exc.strerror or exc}") from None
     specs, spec, _ = _setup(args)
-    runs = []
-    for d in args.directories:
-        if not (Path(d) / "measure.json").is_file() or not (Path(d) / "observations.npz").is_file():
-            raise SystemExit(f"ptxconf: {d}: not a recorded numerics run (no measure.json / observations.npz)")
-        runs.append(RecordedRun(Path(d), specs, spec))
-    sources, new = _sources_for(spec, runs, args.source, "ptxconf numerics edges --backend pycuda")
+    runs = [RecordedRun(d, specs, spec) for d in _recorded_dirs(args.directories)]
+    emulated = [str(r.dir) for r in runs if r.backend == "emulator"]
+    if emulated and not args.accept_emulator:
+        raise SystemExit(f"ptxconf: {emulated[0]}: recorded on the emulator, which computes the model itself: no evidence "
+                         "of hardware (pass --accept-emulator to pin from it anyway)")
+    if emulated and args.source == "H100EDGE":
+        args.source = "EMULATOR"  # never labelled as a hardware run
+    sources, new = _sources_for(spec, runs, args.source, "ptxconf numerics edges")
+    for r in runs:
+        print(f"{r.dir}: backend {r.backend}{', ptxas ' + r.info['ptxas'] if r.info.get('ptxas') else ''}, "
+              f"{sum(len(x[4]) for x in r.designed)} designed cases, {len(r.replays)} fuzz replays")
+    out = Path(args.out) if args.out else runs[0].dir
+    try:  # before the work: a place the results cannot go is an error now, not after it
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SystemExit(f"ptxconf: --out {out}: {exc.strerror}") from None
     log = print if args.verbose else (lambda *_: None)
     doc = pin(runs, spec, sources, set(args.path) if args.path else None, log=log)
-    out = Path(args.out) if args.out else runs[0].dir
     (out / "pins.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
     (out / "pins.md").write_text(pins_markdown(doc))
     counts: dict[str, int] = {}
@@ -335,14 +408,64 @@ def cmd_pin(args) -> int:
     if args.write_open:
         for r in runs:
             run = RecordedRun(r.dir, specs, spec)
-            old = json.loads((run.dir / "findings.json").read_text())
-            fdoc = refresh_findings(run, old)
-            (run.dir / "findings.json").write_text(json.dumps(fdoc, indent=1, default=str) + "\n")
-            (run.dir / "findings.txt").write_text(report_text(fdoc) + "\n")
-            of = open_findings(run, old.get("backend"))
+            if (run.dir / "findings.json").is_file():  # a run of designed cases (a mismatch directory has none)
+                fdoc = refresh_findings(run, json.loads((run.dir / "findings.json").read_text()))
+                (run.dir / "findings.json").write_text(json.dumps(fdoc, indent=1, default=str) + "\n")
+                (run.dir / "findings.txt").write_text(report_text(fdoc) + "\n")
+            of = open_findings(run, run.info)
             (run.dir / "open_findings.json").write_text(json.dumps(of, indent=1) + "\n")
             n_open = sum(e["open"]["designed"] + e["open"]["replay"] for e in of["paths"].values())
             print(f"{run.dir}: findings regenerated; {n_open} recorded case(s) open")
+    return 0
+
+
+def cmd_lowering(args) -> int:
+    from ptxconf.tools.numerics.campaign import representatives
+    from ptxconf.tools.numerics.lowering import markdown, survey
+
+    specs, spec, variants = _setup(args)
+    forms = [v for v in variants if v.family == "mma.sync"]
+    chosen = representatives(_select(forms, args.select), spec)  # one per types and shape (layouts build alike)
+    if not chosen:
+        raise SystemExit("ptxconf: --select matches no mma.sync form with a numerics path")
+    toolchains = _toolchains(args.ptxas)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SystemExit(f"ptxconf: --out {out}: {exc.strerror}") from None
+    try:
+        doc = survey(chosen, toolchains, args.target, tuple(args.opt or ("-O0", "-O3")), args.jobs)
+    except RuntimeError as exc:
+        raise SystemExit(f"ptxconf: {exc}") from None
+    (out / "lowering.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "lowering.md").write_text(markdown(doc))
+    lowered = [f for f in doc["forms"] if f["lowered"]]
+    print(f"{len(doc['forms'])} forms x {len(toolchains)} releases: {len(lowered)} software-lowered, "
+          f"{sum(f['differs'] for f in lowered)} of them built differently by different releases -> {out / 'lowering.md'}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from ptxconf.tools.numerics.mmasim_compare import MmaSimMissing, compare, markdown
+    from ptxconf.tools.numerics.recorded import RecordedRun
+
+    specs, spec, _ = _setup(args)
+    runs = [RecordedRun(d, specs, spec) for d in _recorded_dirs(args.runs)]
+    try:
+        doc = compare(runs)
+    except MmaSimMissing as exc:
+        raise SystemExit(f"ptxconf: --model mmasim: {exc}") from None
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out / "compare.md").write_text(markdown(doc))
+    except OSError as exc:
+        raise SystemExit(f"ptxconf: --out {out}: {exc.strerror}") from None
+    for name, e in doc["paths"].items():
+        print(f"{name:24s} {e['cases']:7d} cases  " + "; ".join(f"{k}: {n}" for k, n in sorted(e["outcomes"].items())))
+    print(f"-> {out / 'compare.md'}")
     return 0
 
 
@@ -400,7 +523,7 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_campaign)
     s = ns.add_parser("report", help="print the findings of a campaign directory (offline: --refresh, --write-open)")
     specs_arg(s)
-    s.add_argument("directory")
+    s.add_argument("directory", nargs="*", help="recorded runs (default: every one under results/, mismatch directories included)")
     s.add_argument("--refresh", action="store_true", help="re-infer findings.json/.txt from the recorded observations under the current model")
     s.add_argument("--write-open", action="store_true",
                    help="write open_findings.json: every recorded case (designed and replays) the current model does not reproduce")
@@ -420,7 +543,10 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_edges)
     s = ns.add_parser("pin", help="offline: pin every parameter from recorded runs (pins.json/.md); update the spec and findings")
     specs_arg(s)
-    s.add_argument("directories", nargs="+", metavar="DIR", help="recorded runs (numerics edges / campaign --out)")
+    s.add_argument("directories", nargs="*", metavar="DIR",
+                   help="recorded runs (numerics edges / campaign / fuzz --out; default: every one under results/)")
+    s.add_argument("--accept-emulator", action="store_true",
+                   help="take runs recorded on the emulator as evidence (it computes the model itself)")
     s.add_argument("--source", default="H100EDGE", help="source key for runs the spec's sources do not name yet")
     s.add_argument("--path", action="append", metavar="PATH", help="only these paths (e.g. f16.f16)")
     s.add_argument("--out", metavar="DIR", help="where pins.json/.md go (default: the first DIR)")
@@ -428,12 +554,106 @@ def add_parser(sub) -> None:
     s.add_argument("--write-open", action="store_true", help="regenerate findings.json/.txt and open_findings.json of every DIR")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(func=cmd_pin)
+    s = ns.add_parser("lowering", help="offline: each mma.sync form built by every installed ptxas release; the SASS "
+                                       "arithmetic (software-lowered forms, and where releases differ)")
+    specs_arg(s)
+    s.add_argument("--select", action="append", metavar="GLOB")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases to build with (default: all)")
+    s.add_argument("--target", default="sm_90")
+    s.add_argument("--opt", action="append", choices=["-O0", "-O1", "-O2", "-O3"], help="levels (default: -O0 and -O3)")
+    s.add_argument("--jobs", type=int, default=2, metavar="N", help="ptxas processes at a time (default 2)")
+    s.add_argument("--out", default="results/numerics-lowering")
+    s.set_defaults(func=cmd_lowering)
+
+    s = ns.add_parser("compare", help="offline: recorded cases through the model and another model (MMA-Sim), per path")
+    specs_arg(s)
+    s.add_argument("runs", nargs="*", metavar="RUN", help="recorded runs (default: every one under results/)")
+    s.add_argument("--model", required=True, choices=["mmasim"], help="the other model (PyPI mmasim, needs torch)")
+    s.add_argument("--out", default="results/numerics-mmasim")
+    s.set_defaults(func=cmd_compare)
+
     s = ns.add_parser("bench", help="model throughput: dot products per second")
     specs_arg(s)
     s.add_argument("variant")
     s.add_argument("-n", type=int, default=200000)
     s.set_defaults(func=cmd_bench)
 
+
+
+def _toolchains(ptxas: list[str] | None) -> list:
+    from ptxconf.backends.ptxas import PtxasNotFound
+    from ptxconf.tools.toolchains.resolve import resolve_all
+
+    try:
+        return resolve_all(ptxas or ["all"])
+    except (PtxasNotFound, ValueError) as exc:
+        raise SystemExit(f"ptxconf: --ptxas: {exc}") from None
+
+
+def cmd_diff_prepare(args) -> int:
+    from ptxconf.tools.numerics.campaign import representatives
+    from ptxconf.tools.numerics.release_diff import prepare
+
+    specs, spec, variants = _setup(args)
+    forms = [v for v in variants if v.family == "mma.sync"]
+    chosen = representatives(_select(forms, args.select or ["*e4m3*", "*e5m2*", "*m8n8k4*"]), spec)
+    if not chosen:
+        raise SystemExit("ptxconf: --select matches no mma.sync form with a numerics path")
+    toolchains = _toolchains(args.ptxas)
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"ptxconf: --out {out} is not empty")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        doc = prepare(chosen, toolchains, out, args.target)
+    except OSError as exc:
+        raise SystemExit(f"ptxconf: --out {out}: {exc.strerror}") from None
+    except RuntimeError as exc:
+        raise SystemExit(f"ptxconf: {exc}") from None
+    print(f"{len(doc['forms'])} forms x {len(toolchains)} releases -> {out} (run it on the GPU: ptxconf toolchains "
+          f"differential numerics run {out} --out DIR)")
+    return 0
+
+
+def cmd_diff_run(args) -> int:
+    from ptxconf.spec import load_specs
+    from ptxconf.tools.numerics import gpu
+    from ptxconf.tools.numerics.release_diff import run
+
+    bundle = Path(args.bundle)
+    if not (bundle / "manifest.json").is_file():
+        raise SystemExit(f"ptxconf: {bundle}: no manifest.json (make one with: ptxconf toolchains differential numerics prepare)")
+    if args.cases < 1:
+        raise SystemExit("ptxconf: --cases must be at least 1")
+    ok, why = gpu.available()
+    if not ok:
+        raise SystemExit(f"ptxconf: the numerics differential runs the builds on a GPU through CuPy: {why}")
+    doc = run(bundle, load_specs(args.specs), Path(args.out), args.cases, args.seed, args.select)
+    split = [f["variant"] for f in doc["forms"] if len(f["groups"]) > 1]
+    print(f"{len(doc['forms'])} forms: {len(split)} computed differently by different builds -> {args.out}")
+    return 1 if split else 0
+
+
+def add_differential_numerics(ds) -> None:
+    """``toolchains differential numerics prepare|run``: random, non-exact operands through every release's build."""
+    d = ds.add_parser("numerics", help="random non-exact operands through every release's build of the software-lowered "
+                                       "forms: where two releases compute different D, with both SASS")
+    ns = d.add_subparsers(dest="numerics_command", required=True)
+    s = ns.add_parser("prepare", help="build every form with every release (no GPU): cubins, SASS, manifest.json")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases (default: all installed)")
+    s.add_argument("--select", action="append", metavar="GLOB", help="forms (default: fp8 and m8n8k4 mma.sync)")
+    s.add_argument("--target", default="sm_90")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_diff_prepare)
+    s = ns.add_parser("run", help="GPU (CuPy): the same random words into every build; builds grouped by D")
+    s.add_argument("bundle", metavar="DIR")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--cases", type=int, default=4096, help="MMAs per form")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--select", action="append", metavar="GLOB")
+    s.add_argument("--specs", metavar="DIR")
+    s.set_defaults(func=cmd_diff_run)
 
 
 def add_fuzz_numerics(fs) -> None:

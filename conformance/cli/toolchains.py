@@ -290,6 +290,9 @@ def add_differential(ts) -> None:
     s.add_argument("--build", action="append", metavar="NAME", help="only these builds (jit, 13.0.88-O3, ...)")
     s.add_argument("--specs", metavar="DIR")
     s.set_defaults(func=cmd_run_bundle)
+    from .numerics import add_differential_numerics
+
+    add_differential_numerics(ds)
 
 
 def add_parser(sub) -> None:

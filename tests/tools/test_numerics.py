@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +14,12 @@ from ptxconf.tools.numerics.campaign import measure
 from ptxconf.tools.numerics.fuzz import batch, compare, fuzz_variant, shrink
 from ptxconf.tools.numerics.harness import numeric_variants, path_of
 from ptxconf.tools.numerics.model import Types, dot_bits, mma_semantics
+from ptxconf.tools.numerics.recorded import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "results" / "h100-numerics"
-RUNS = [d for d in (RECORDED, ROOT / "results" / "h100-numerics-wgmma", ROOT / "results" / "numerics-edges")
-        if (d / "open_findings.json").exists()]
+# every recorded run under results/: designed cases or fuzz mismatches (the GPU fuzzer's mismatches/ included)
+RUNS = recorded_runs(ROOT / "results") if (ROOT / "results").is_dir() else []
 WG_FP8 = "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2/rs"
 F16F32 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 F16F16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
@@ -158,6 +160,35 @@ def recorded(request, spec, specs):
 
 
 @pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
+def test_every_recorded_run_has_its_open_findings():
+    """No directory of recorded cases falls through: each is replayed below against its open_findings.json."""
+    assert RECORDED in RUNS and ROOT / "results" / "h100-numerics-gpu" in RUNS
+    missing = [d.name for d in RUNS if not (d / "open_findings.json").is_file()]
+    assert not missing, f"recorded runs without open_findings.json (ptxconf numerics report DIR --write-open): {missing}"
+
+
+def test_an_infinite_term_wins_over_its_block_overflowing(spec, specs):
+    """fp8 -> f16 (two f16 halves, C last): a half holding -Inf whose finite products sum past f16's range gives -Inf,
+    and a half starting from that -Inf with finite products past +65504 stays -Inf (H100: results/h100-numerics-gpu)."""
+    v = specs.get("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16")
+    p, t = path_of(spec, v), Types.of(v)
+    big, ninf, one = 0x7B, 0xFC, 0x38  # e5m2 57344, e5m2 -Inf, e4m3 1.0
+    a = np.zeros((4, 32), dtype=np.uint64)
+    b = np.zeros((4, 32), dtype=np.uint64)
+    a[:, [0, 1, 4, 5]] = big  # half 0 (k mod 4 in {0, 1}): 4 * 57344 overflows f16
+    b[:, [0, 1, 4, 5]] = one
+    a[0, 8], b[0, 8] = ninf, one  # row 0: -Inf in half 0 itself
+    a[1, [2, 3, 6, 7]], b[1, [2, 3, 6, 7]] = big, one  # row 1: half 1 overflows too, after a half 0 holding -Inf
+    a[1, 8], b[1, 8] = ninf, one
+    a[2, [0, 1, 4, 5]] = big | 0x80  # row 2: half 0 overflows to -Inf alone; half 1 finite past +65504 keeps it
+    a[2, [2, 3, 6, 7]], b[2, [2, 3, 6, 7]] = big, one
+    a[3, 8], b[3, 8] = ninf, one  # row 3: half 0 -Inf, half 1 an explicit +Inf: NaN
+    a[3, 10], b[3, 10] = 0x7C, one
+    d = dot_bits(p, t, a, b, np.full(4, 0x3C00, dtype=np.uint64))
+    assert [hex(int(x)) for x in d] == ["0xfc00", "0xfc00", "0xfc00", "0x7fff"]
+
+
+@pytest.mark.skipif(not RUNS, reason="no recorded H100 numerics run")
 def test_recorded_h100_departures_are_exactly_the_open_findings(recorded):
     """Every recorded case (designed and fuzz replays) the model reproduces must stay reproduced; every one it
     does not must be listed in open_findings.json (regenerate: ptxconf numerics report results/h100-numerics --write-open)."""
@@ -184,3 +215,55 @@ def test_recorded_h100_open_findings_document(recorded, spec):
     for name in ("b1", "int", "bf16.f32", "tf32.f32", "f16.f16", "f16.f32", "f64") if recorded.dir == RECORDED else ():
         assert doc["paths"][name]["open"] == {"designed": 0, "replay": 0}, name
     assert len(recorded.replays) == sum(e["recorded"]["replay"] for e in doc["paths"].values())
+
+
+def test_fuzz_budget_holds_on_the_emulator(spec, specs, tmp_path, capsys):
+    """Launches start small and grow only while they fit what is left (f64 on the emulator is the slow case), and the
+    command labels the emulator's run as no evidence of hardware."""
+    from ptxconf.cli.main import main
+
+    v = specs.get("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64")
+    st = fuzz_variant(EmulatorBackend(semantics=mma_semantics(lambda x: path_of(spec, x)), cc=(9, 0)), path_of(spec, v), v,
+                      3.0, 4096, None)
+    assert st["launches"] >= 1 and st["dots"] % (16 * 16 * 8) == 0 and st["dots"] < 4096 * 16 * 8
+    assert main(["fuzz", "numerics", "--backend", "emulator", "--select", F16F16, "--budget", "1", "--out", str(tmp_path)]) == 0
+    said = capsys.readouterr().out
+    assert "backend emulator" in said and "no evidence of hardware" in said
+
+
+def _rn(x: Fraction, p: int = 24, emin: int = -126) -> Fraction:
+    """``x`` rounded to nearest even on a binary grid of ``p`` bits (subnormal below ``emin``); no overflow."""
+    if x == 0:
+        return Fraction(0)
+    ax = abs(x)
+    e = ax.numerator.bit_length() - ax.denominator.bit_length()
+    e -= Fraction(2) ** e > ax
+    q = Fraction(2) ** max(e - p + 1, emin - p + 1)
+    n, r = divmod(ax / q, 1)
+    n += r > Fraction(1, 2) or (r == Fraction(1, 2) and n % 2)
+    return (1 if x > 0 else -1) * n * q
+
+
+def test_m8n8k4_f16_to_f32_is_the_ffma_chain_ptxas_builds(spec, specs):
+    """ptxas builds m8n8k4 .f32.f16.f16.f32 on sm_90 as an FFMA chain from 0 over k and an FADD of C (SASS): the model
+    computes exactly that, with exact rationals as the reference, also where a narrower window (32 bits, the value
+    before) rounds otherwise: subnormal f16 operands."""
+    from ptxconf.spec.ptxtypes import ptx_type
+
+    v = specs.get("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32")
+    p, t = path_of(spec, v), Types.of(v)
+    rng = np.random.default_rng(5)
+    a = np.concatenate([[[0xC786, 0x44A9, 0x30, 0xF7AD]], rng.integers(0, 0x7C00, (150, 4)) | (rng.integers(0, 2, (150, 4)) << 15)])
+    b = np.concatenate([[[0x2F8, 0x382, 0x37F, 0x1]], rng.integers(0, 0x800, (150, 4)) | (rng.integers(0, 2, (150, 4)) << 15)])
+    c = np.concatenate([[0x3CF], rng.integers(0, 0x7F800000, 150)]).astype(np.uint64)
+    a, b = a.astype(np.uint64), b.astype(np.uint64)
+    av, bv, cv = ptx_type("f16").decode(a), ptx_type("f16").decode(b), ptx_type("f32").decode(c)
+    want = []
+    for i in range(len(c)):
+        acc = Fraction(0)
+        for k in range(4):
+            acc = _rn(Fraction(float(av[i, k])) * Fraction(float(bv[i, k])) + acc)
+        want.append(float(_rn(Fraction(float(cv[i])) + acc)))
+    want = ptx_type("f32").encode(np.array(want), exact=False).astype(np.uint64)
+    assert (dot_bits(p, t, a, b, c) == want).all()
+    assert dot_bits(replace(p, frac_bits=32), t, a[:1], b[:1], c[:1])[0] != want[0]  # the old window, on the first row

@@ -115,11 +115,11 @@ def test_shapes_override_the_path(spec, specs):
     p = spec.paths["f16.f32"]
     m8 = path_of(spec, specs.get(M8_F32))
     # m8n8k4 f16 -> f32: a chain of f32 fused multiply-adds from 0 (one product a block, each rounded to nearest), C last
-    assert m8.name == "f16.f32" and (m8.block, m8.align, m8.frac_bits, m8.out_precision) == (1, "sticky", 32, 24)
+    assert m8.name == "f16.f32" and (m8.block, m8.align, m8.frac_bits, m8.out_precision) == (1, "sticky", 40, 24)
     assert (m8.c_entry, m8.final_rounding) == ("add_rne", "rne")
     assert path_of(spec, specs.get(F16F32)) == p and p.block == 16
     assert p.for_shape("m16n8k16") == p and "block" in p.overridden("m8n8k4")
-    assert spec.status_of("f16.f32", "frac_bits", "m8n8k4")["value"] == 32
+    assert spec.status_of("f16.f32", "frac_bits", "m8n8k4")["value"] == 40
     # the recorded m8n8k4 case the path's own parameters get wrong: 2^12 - 2^-13 stays 2^12 with the shape's
     t = Types.of(specs.get(M8_F32))
     a, b = [0x5400, 0, 0, 0xA000], [0x5400, 0, 0, 0x2400]
@@ -468,12 +468,15 @@ def test_cli_edges_then_pin_on_the_emulator(tmp_path, capsys):
     assert main(["numerics", "edges", "--backend", "emulator", "--select", F16F32, "--budget", "20", "--cases", "32",
                  "--out", str(run)]) == 0
     said = capsys.readouterr().out
-    assert "coverage complete" in said and "numerics pin" in said
+    assert "coverage complete" in said and "backend emulator" in said and "no evidence of hardware" in said
+    assert "--write-spec" not in said  # the emulator's own model is never suggested as the spec's
     for name in ("measure.json", "observations.npz", "coverage.json", "coverage.md", "findings.json"):
         assert (run / name).is_file(), name
-    assert main(["numerics", "pin", str(run), "--path", "f16.f32"]) == 0
+    assert main(["numerics", "pin", str(run), "--path", "f16.f32"]) == 2  # no evidence unless told
+    assert "recorded on the emulator" in capsys.readouterr().err
+    assert main(["numerics", "pin", str(run), "--path", "f16.f32", "--accept-emulator"]) == 0
     doc = json.loads((run / "pins.json").read_text())
-    assert doc["sources"] == {"edges": "H100EDGE"} and not doc["findings"]
+    assert doc["sources"] == {"edges": "EMULATOR"} and not doc["findings"]  # never labelled as an H100 run
     assert main(["numerics", "edges", "--backend", "emulator", "--select", F16F32, "--out", str(run)]) == 2
 
 

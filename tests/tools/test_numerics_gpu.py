@@ -537,3 +537,38 @@ def test_cli_fuzz_numerics_on_gpu(tmp_path, capsys):
     assert [r["variant"] for r in doc["variants"]] == [MAIN["bf16.f32"]]
     assert doc["skipped"] and "mma.sync only" in doc["skipped"][0]["why"]
     assert "dots/s" in out
+
+
+def _overflow_rows(t: Types, k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fp8 rows whose halves sum past f16's range, with infinities of either sign among the products and C."""
+    rng = np.random.default_rng(seed)
+    top = {"e5m2": 0x7B, "e4m3": 0x7E}
+    a = rng.integers(top[t.a] - 12, top[t.a] + 1, (n, k), dtype=np.uint64) | (rng.integers(0, 2, (n, k), dtype=np.uint64) << 7)
+    b = rng.integers(top[t.b] - 12, top[t.b] + 1, (n, k), dtype=np.uint64) | (rng.integers(0, 2, (n, k), dtype=np.uint64) << 7)
+    inf = rng.random((n, k)) < 0.03
+    a[inf] = np.where(rng.random(int(inf.sum())) < 0.5, 0x7C, 0xFC)  # e5m2 +-Inf (e4m3 has none: NaN there)
+    c = rng.integers(0, 0x7C00, n, dtype=np.uint64) | (rng.integers(0, 2, n, dtype=np.uint64) << 15)
+    c[rng.random(n) < 0.05] = 0xFC00
+    return a, b, c
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ to compile the model source for the host")
+def test_infinities_and_half_overflow_compiled_for_the_host_match_model_py(specs, spec, tmp_path):
+    """The blocks' infinities (a block holding one gives it; only a block without one overflows): the recorded fp8 -> f16
+    replays of the GPU fuzzer and drawn overflow rows, kernel source against model.py."""
+    for i, vid in enumerate(("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16", "mma.sync.aligned.m16n8k16.row.col.f16.e5m2.e5m2.f16")):
+        v = specs.get(vid)
+        p, t = path_of(spec, v), Types.of(v)
+        a, b, c = _overflow_rows(t, k_of(v), 600, i)
+        want, got = dot_bits(p, t, a, b, c), _host_model(p, t, a, b, c, tmp_path)
+        assert (want == 0xFC00).any() and (want == 0x7C00).any() and (want == 0x7FFF).any()
+        bad = np.nonzero(want != got)[0]
+        assert not len(bad), (vid, [hex(int(x)) for x in a[bad[0]]], [hex(int(x)) for x in b[bad[0]]], hex(int(c[bad[0]])),
+                              hex(int(want[bad[0]])), hex(int(got[bad[0]])))
+    for f in sorted((ROOT / "results" / "h100-numerics-gpu" / "mismatches").glob("*e5m2*f16-*.json")):
+        rec = json.loads(f.read_text())
+        v = specs.get(rec["variant"])
+        p, t = path_of(spec, v), Types.of(v)
+        a, b = (np.array([[int(x, 16) for x in rec[n]]], dtype=np.uint64) for n in "ab")
+        got = _host_model(p, t, a, b, np.array([int(rec["c"], 16)], dtype=np.uint64), tmp_path)
+        assert int(got[0]) == int(rec["observed"], 16), f.name

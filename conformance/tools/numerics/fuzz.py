@@ -144,7 +144,10 @@ class _Stop(Exception):
 
 def fuzz_variant(backend, p: PathParams, v: Variant, budget: float, cases: int = 4096, out: Path | None = None,
                  seed: int = 0, log=print) -> dict:
-    """Hypothesis-drawn recipes, one launch each, until ``budget`` seconds are spent."""
+    """Hypothesis-drawn recipes, one launch each, until ``budget`` seconds are spent.
+
+    Launches start at a few MMAs and double while one takes under an eighth of what is left, up to ``cases``: the
+    budget holds on a slow backend (the emulator computes every D with the model, f64 in Python) as on a GPU."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -153,19 +156,23 @@ def fuzz_variant(backend, p: PathParams, v: Variant, budget: float, cases: int =
         cases = max(4, cases // 32)
     t_end = time.time() + budget
     observations = []
+    size = {"cases": min(cases, 16)}
 
     @settings(max_examples=10**6, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck), phases=[__import__("hypothesis").Phase.generate])
     @given(st.integers(0, 2**31 - 1), st.integers(1, 60), st.floats(0, 0.9), st.integers(-40, 40),
            st.sampled_from([0.0, 0.01, 0.1]), st.sampled_from([0.0, 0.0, 0.001, 0.02]), st.integers(-70, 70))
     def one(s, spread, cancel, c_scale, sub_rate, special_rate, center):
-        if time.time() > t_end:
+        t0 = time.time()
+        if t0 > t_end:
             raise _Stop
-        bits = batch(v, seed * 1_000_003 + s, cases, spread, cancel, c_scale, sub_rate, special_rate, center)
+        bits = batch(v, seed * 1_000_003 + s, size["cases"], spread, cancel, c_scale, sub_rate, special_rate, center)
         obs = run_mma(backend, v, bits)
         stats["launches"] += 1
         stats["dots"] += int(obs.size)
         bad = compare(p, v, bits, obs)
+        if (time.time() - t0) * 8 < t_end - time.time():
+            size["cases"] = min(cases, size["cases"] * 2)
         if stats["launches"] == 1:
             observations.append(({k: x[:64] for k, x in bits.items()}, obs[:64]))
         if len(bad):

@@ -391,13 +391,13 @@ __device__ __forceinline__ Elem product(const AT* a, const BT* b, int k) {
 #define PLSB ((A_P - 1) + (B_P - 1))  /* a product's raw exponent minus that of its last significand bit */
 
 /* one block: products [j0, j1) of half h (and the accumulator c when it enters), rounded to OUT_P bits */
-__device__ Acc run_block(const AT* a, const BT* b, int h, int j0, int j1, Acc c, int c_emin) {
-  if (c.inf) return c;  /* an infinity stays one (model.py: Inf through the block and its rounding) */
+__device__ Acc run_block(const AT* a, const BT* b, int h, int j0, int j1, Acc c, int c_emin, u32* pinf, u32* ninf) {
   int anchor = LOWEXP;
   u32 any = 0u, allneg = 1u;
   for (int j = j0; j < j1; j++) {
     Elem p = product(a, b, kidx(h, j));
     if (p.cls == 1u) { anchor = imax(anchor, p.raw); any = 1u; }
+    *pinf |= p.cls == 2u && !p.neg; *ninf |= p.cls == 2u && p.neg;  /* the block's infinite products */
     allneg &= (p.cls <= 1u) ? p.neg : 0u;  /* a non-finite product counts as +0 */
   }
   u32 cnz = c.mag != 0;
@@ -428,6 +428,12 @@ __device__ Acc run_block(const AT* a, const BT* b, int h, int j0, int j1, Acc c,
 #endif
 }
 
+/* model._carry_inf: a block holding an infinite term gives it; a block without one may overflow to one */
+__device__ __forceinline__ Acc carry_inf(u32* pinf, u32* ninf, Acc r) {
+  if (r.inf && !(*pinf | *ninf)) { *pinf = !r.neg; *ninf = r.neg; }
+  return r.inf ? zero_acc(0u) : r;
+}
+
 __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
   u32 nan = 0u, pinf = 0u, ninf = 0u, found = 0u;
   u64 payload = 0;  /* the first NaN operand among a0, b0, a1, b1, ... as D's NaN */
@@ -452,6 +458,10 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
   Acc acc = c0;
   int emin = C_EMIN;
 #endif
+#if C_ENTRY != 3
+  /* the infinities the blocks carry: C's enter with C (add_rne: at the final add) */
+  pinf = C_ENTRY != 2 && c.cls == 2u && !c.neg; ninf = C_ENTRY != 2 && c.cls == 2u && c.neg;
+#endif
   for (int h = 0; h < NHALF; h++) {
     int hl = half_len(h);
     int nb = hl > 0 ? (hl + BLOCK - 1) / BLOCK : 1;
@@ -459,23 +469,24 @@ __device__ u64 dot(const AT* a, const BT* b, CT cbits) {
 #if C_ENTRY == 3
       /* block_add: the block alone (C = -0 adds nothing, keeps an all -0 block's sign), then one rounded add;
          an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN) */
-      Acc s = run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), zero_acc(1u), ACC_EMIN);
+      u32 ip = 0u, in = 0u;  /* the flags above hold the inputs' infinities already */
+      Acc s = run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), zero_acc(1u), ACC_EMIN, &ip, &in);
       if (s.inf) { pinf |= !s.neg; ninf |= s.neg; s = zero_acc(0u); }
       acc = add_round(acc, s);
       if (acc.inf) { pinf |= !acc.neg; ninf |= acc.neg; acc = zero_acc(0u); }
 #else
-      acc = run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), acc, emin);
+      acc = carry_inf(&pinf, &ninf, run_block(a, b, h, bi * BLOCK, imin(bi * BLOCK + BLOCK, hl), acc, emin, &pinf, &ninf));
 #endif
       emin = ACC_EMIN;
     }
   }
   nan |= pinf & ninf;
-  acc = to_d(acc);
+  acc = carry_inf(&pinf, &ninf, to_d(acc));
 #if C_ENTRY == 2
   /* add_rne: the halves' D meets C in one float64 addition, rounded to nearest even in D */
-  if (acc.inf) { pinf |= !acc.neg; ninf |= acc.neg; }
+  pinf |= c.cls == 2u && !c.neg; ninf |= c.cls == 2u && c.neg;
   nan |= pinf & ninf;
-  double s = __dadd_rn(acc.inf ? 0.0 : to_double(acc.neg, acc.mag, acc.exp), to_double(c0.neg, c0.mag, c0.exp));
+  double s = __dadd_rn(to_double(acc.neg, acc.mag, acc.exp), to_double(c0.neg, c0.mag, c0.exp));
   if (s == 0.0) {
     acc = zero_acc(NEGZ_IEEE && (__double_as_longlong(s) < 0));
   } else {

@@ -454,8 +454,19 @@ def device_info() -> dict:
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     drv = cp.cuda.runtime.driverGetVersion()
     rt = cp.cuda.runtime.runtimeGetVersion()
-    return {"device": name, "compute_capability": dev.compute_capability, "cupy": cp.__version__,
-            "cuda_driver_api": f"{drv // 1000}.{(drv % 1000) // 10}", "cuda_runtime": f"{rt // 1000}.{(rt % 1000) // 10}"}
+    try:
+        nv = ".".join(str(x) for x in cp.cuda.nvrtc.getVersion())
+    except Exception:  # noqa: BLE001 - an NVRTC that cannot say its version is named as such
+        nv = "unknown"
+    try:  # the kernel module's version line names the driver release (580.159.04); absent outside Linux
+        line = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+        driver = next((w for w in line.split() if w[:1].isdigit() and w.count(".") >= 1), "unknown")
+    except (OSError, IndexError):
+        driver = "unknown"
+    # what built the kernels: CuPy's NVRTC (its own ptxas) for this device, the D of a lowered form is that release's
+    return {"backend": "cupy", "driver": driver, "device": name, "compute_capability": dev.compute_capability, "cupy": cp.__version__,
+            "cuda_driver_api": f"{drv // 1000}.{(drv % 1000) // 10}", "cuda_runtime": f"{rt // 1000}.{(rt % 1000) // 10}",
+            "nvrtc": nv, "ptxas": f"NVRTC {nv} (built in)", "build": f"CuPy RawKernel, NVRTC {' '.join(gpu.OPTIONS)}"}
 
 
 def fuzz_on_gpu(spec, chosen: list[Variant], args) -> int:
@@ -516,5 +527,6 @@ def fuzz_on_gpu(spec, chosen: list[Variant], args) -> int:
     tot = doc["total"]
     print(f"total: {dots:,} dots in {wall:.1f} s = {tot['dots_per_s']:,.0f} model-vs-hardware dots/s; "
           f"{tot['mismatches']} mismatches ({tot['confirmed']} confirmed by model.py), {tot['gpu_model_errors']} GPU-model "
-          f"errors, {tot['audit_errors']} audit errors -> {out / 'gpu-fuzz.json'}")
+          f"errors, {tot['audit_errors']} audit errors; backend cupy on {info['device']}, built by {info['ptxas']} "
+          f"-> {out / 'gpu-fuzz.json'}")
     return 1 if failed else 0

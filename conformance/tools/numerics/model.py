@@ -159,9 +159,18 @@ def decode(type_name: str, bits: np.ndarray, p: PathParams | None = None) -> np.
 
 
 def raw_exponent(x: np.ndarray, emin: int) -> np.ndarray:
-    """The exponent field's value of ``x`` (subnormals at emin); meaningless for 0."""
-    _, ex = np.frexp(x)
-    return np.maximum(ex.astype(np.int64) - 1, emin)
+    """The exponent field's value of ``x`` (subnormals at emin); meaningless for 0.
+
+    Read from float64's own exponent field (every value of the narrower formats is normal there); only float64
+    zeros and subnormals take ``frexp`` (4x slower over a whole array)."""
+    x = np.asarray(x, dtype=np.float64)
+    field = (x.view(np.int64) >> 52) & 0x7FF
+    ex = field - 1023
+    odd = field == 0
+    if odd.any():
+        _, fx = np.frexp(x)
+        ex = np.where(odd, fx.astype(np.int64) - 1, ex)
+    return np.maximum(ex, emin)
 
 
 def round_to_format(x: np.ndarray, fmt: Fmt, p: int, mode: str, subnormals: str = "keep", overflow: str = "inf") -> np.ndarray:
@@ -359,6 +368,16 @@ def _add(p: PathParams, x: np.ndarray, y: np.ndarray, fmt: Fmt) -> np.ndarray:
     return np.where(s == 0, np.where(np.signbit(x) & np.signbit(y) & (p.neg_zero == "ieee"), -0.0, 0.0), r)
 
 
+def _carry_inf(pinf: np.ndarray, ninf: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A block's infinities after it: those of its terms, or, where it held none, its finite sum's overflow.
+
+    The datapath sums an infinite term with the finite ones as that infinity: finite products that would overflow
+    beside it never round to the opposite infinity (H100: an fp8 -> f16 half with a -Inf product and finite products
+    summing past f16's range gives -Inf, not NaN).  Returns the infinities and the finite part of ``r``."""
+    held = pinf | ninf
+    return pinf | (~held & (r == np.inf)), ninf | (~held & (r == -np.inf)), np.where(np.isfinite(r), r, 0.0)
+
+
 def _schedule(p: PathParams, labels: np.ndarray, width: int) -> list[np.ndarray]:
     """The blocks, in order, as masks over the term columns: halves by ``k_order``, then runs of ``block``."""
     if p.k_order == "pairs":
@@ -413,6 +432,8 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
     r_fmt = acc_format(p, d_fmt)
     acc, acc_fmt = (np.zeros_like(finite_c), r_fmt) if late else (finite_c, c_fmt)
     bp = replace(p, c_entry="fused") if late or chain else p
+    if not chain:  # the infinities a block holds: C's enter with C (add_rne: at the final add)
+        pinf, ninf = (np.zeros(n, dtype=bool),) * 2 if late else (c == np.inf, c == -np.inf)
     for m in _schedule(p, labels, k):
         if chain:  # the block alone (C = -0 adds nothing and keeps an all -0 block's sign), then one rounded add
             s = _block(bp, finite_p, pexp, np.full_like(finite_c, -0.0), r_fmt, r_fmt, trace, m, labels)
@@ -420,15 +441,15 @@ def _float_dot(p: PathParams, a_t: str, b_t: str, c_t: str, d_t: str, a_bits, b_
             # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
             pinf, ninf = pinf | (s == np.inf) | (acc == np.inf), ninf | (s == -np.inf) | (acc == -np.inf)
             acc = np.where(np.isfinite(acc), acc, 0.0)
-        else:
-            acc = _block(bp, finite_p, pexp, acc, acc_fmt, r_fmt, trace, m, labels)
+        else:  # a block holding an infinite term (a product, or an Inf result of the block before) gives it
+            pinf, ninf = pinf | ((prods == np.inf) & m).any(axis=-1), ninf | ((prods == -np.inf) & m).any(axis=-1)
+            pinf, ninf, acc = _carry_inf(pinf, ninf, _block(bp, finite_p, pexp, acc, acc_fmt, r_fmt, trace, m, labels))
         acc_fmt = r_fmt
     nan |= pinf & ninf
-    acc = np.where(acc == 0, acc, _to_d(p, acc, d_fmt))  # keeps the sign of a zero
-    if late:  # a half that overflowed is an Inf the final add meets (Inf + -Inf C gives NaN)
-        pinf, ninf = pinf | (acc == np.inf), ninf | (acc == -np.inf)
+    pinf, ninf, acc = _carry_inf(pinf, ninf, np.where(acc == 0, acc, _to_d(p, acc, d_fmt)))  # keeps the sign of a zero
+    if late:  # C meets the halves' result in one add (Inf + -Inf C gives NaN)
+        pinf, ninf = pinf | (c == np.inf), ninf | (c == -np.inf)
         nan |= pinf & ninf
-        acc = np.where(np.isfinite(acc), acc, 0.0)
         total = acc + finite_c  # both hold few bits: exact in float64 unless far apart, where RNE lands the same
         acc = underflow_zero(p, round_to_format(total, d_fmt, d_fmt.p, "rne", p.out_subnormals, p.overflow))
         neg0 = (total == 0) & np.signbit(acc) & np.signbit(finite_c) & (p.neg_zero == "ieee")

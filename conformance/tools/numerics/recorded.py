@@ -38,30 +38,60 @@ class Case:
     pos: list[int] | None = None  # mma.sp: dense positions of the stored A elements
 
 
+def _device_info(directory: Path) -> dict:
+    """What produced a recorded run: findings.json's backend (campaign, edges) or gpu-fuzz.json's device (fuzz --on gpu)."""
+    f, g = directory / "findings.json", directory / "gpu-fuzz.json"
+    if f.is_file():
+        return json.loads(f.read_text()).get("backend", {})
+    if g.is_file():
+        doc = json.loads(g.read_text())
+        return {"backend": "cupy", **doc.get("device", {})}  # fuzz --on gpu: CuPy (runs before the backend was recorded)
+    return {}
+
+
+def is_recorded_run(directory: Path) -> bool:
+    """A directory of recorded cases: designed ones (observations.npz) or fuzz mismatches (mismatches/*.json)."""
+    d = Path(directory)
+    return (d / "observations.npz").is_file() or any((d / "mismatches").glob("*.json"))
+
+
+def recorded_runs(root: Path) -> list[Path]:
+    """Every recorded run under ``root`` (results/): each directory holding designed cases or fuzz mismatches."""
+    return sorted(d for d in Path(root).iterdir() if d.is_dir() and is_recorded_run(d))
+
+
 class RecordedRun:
+    """A run's recorded cases; a directory of fuzz mismatches alone (``fuzz numerics --on gpu --out``) has no designed ones."""
+
     def __init__(self, directory: Path, specs, spec: NumericsSpec):
         self.dir = Path(directory)
         self.specs, self.spec = specs, spec
-        index = json.loads((self.dir / "observations.json").read_text())
-        measured = json.loads((self.dir / "measure.json").read_text())
-        data = np.load(self.dir / "observations.npz")
         self.designed: list[tuple[str, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.positions: list[np.ndarray | None] = []  # parallel to designed: mma.sp positions, else None
-        self.measured = measured
-        for i, vid in enumerate(index["measured"]):
-            m = measured[i]
-            assert m["variant"] == vid, (i, vid, m["variant"])
-            groups = [g["group"] for g in m["groups"] for _ in range(g["cases"])]
-            a, b, c, d = (np.asarray(data[f"m{i}_{x}"], dtype=np.uint64) for x in "abcd")
-            assert len(groups) == len(c), vid
-            self.designed.append((vid, groups, a, b, c, d))
-            self.positions.append(np.asarray(data[f"m{i}_pos"], dtype=np.int64) if f"m{i}_pos" in data else None)
+        self.measured: list[dict] = []
+        if (self.dir / "observations.npz").is_file():
+            index = json.loads((self.dir / "observations.json").read_text())
+            self.measured = json.loads((self.dir / "measure.json").read_text())
+            data = np.load(self.dir / "observations.npz")
+            for i, vid in enumerate(index["measured"]):
+                m = self.measured[i]
+                assert m["variant"] == vid, (i, vid, m["variant"])
+                groups = [g["group"] for g in m["groups"] for _ in range(g["cases"])]
+                a, b, c, d = (np.asarray(data[f"m{i}_{x}"], dtype=np.uint64) for x in "abcd")
+                assert len(groups) == len(c), vid
+                self.designed.append((vid, groups, a, b, c, d))
+                self.positions.append(np.asarray(data[f"m{i}_pos"], dtype=np.int64) if f"m{i}_pos" in data else None)
         self.replays: list[Case] = []
         for f in sorted((self.dir / "mismatches").glob("*.json")) if (self.dir / "mismatches").exists() else []:
             rec = json.loads(f.read_text())
             self.replays.append(Case(rec["variant"], rec["path"], "replay", f.name, "fuzz", [int(x, 16) for x in rec["a"]],
                                      [int(x, 16) for x in rec["b"]], int(rec["c"], 16), int(rec["observed"], 16), rec.get("pos")))
-        self.info = json.loads((self.dir / "findings.json").read_text()).get("backend", {}) if (self.dir / "findings.json").exists() else {}
+        self.info = _device_info(self.dir)
+
+    @property
+    def backend(self) -> str:
+        """The backend that recorded the run (``emulator`` computes the model itself: no evidence of hardware)."""
+        return str(self.info.get("backend", "unknown"))
 
     def variant(self, vid: str):
         return variant_of(self.specs, vid)

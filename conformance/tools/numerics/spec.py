@@ -45,6 +45,8 @@ class NumericsSpec:
     paths: dict[str, PathParams]
     status: dict[str, dict[str, dict]] = field(default_factory=dict)  # path -> param -> {value,status,source,note}
     shape_status: dict[str, dict[str, dict[str, dict]]] = field(default_factory=dict)  # path -> shape -> param -> {...}
+    # path -> shape (None: the path) -> {ptxas, sass, ...}: forms ptxas builds in software, the releases the parameters hold for
+    lowering: dict[str, dict[str | None, dict]] = field(default_factory=dict)
 
     def path_for(self, a_type: str, d_type: str, family: str = "mma.sync", shape: str | None = None) -> PathParams:
         """The path of an A type, D type and instruction family; with ``shape`` (``"m8n8k4"``), that shape's parameters."""
@@ -59,6 +61,11 @@ class NumericsSpec:
             return self.shape_status[path][shape][param]
         return self.status.get(path, {}).get(param, {})
 
+    def lowering_of(self, path: str, shape: str | None = None) -> dict | None:
+        """``{ptxas, sass, ...}`` where ptxas builds the path's form (the shape's, else the path's) in software, or None."""
+        by = self.lowering.get(path, {})
+        return by.get(shape) or by.get(None)
+
 
 def load_document(doc: dict, src: Source) -> NumericsSpec:
     schema = json.loads(_SCHEMA_PATH.read_text())
@@ -68,13 +75,18 @@ def load_document(doc: dict, src: Source) -> NumericsSpec:
         raise src.error(tuple(err.absolute_path), err.message.replace("Additional properties are not allowed", "unknown key"))
     defaults = doc["defaults"]
     nan_bits = {t: int(str(p["value"]), 0) for t, p in defaults.get("nan_bits", {}).items()}
-    paths, status, shape_status = {}, {}, {}
+    paths, status, shape_status, lowering = {}, {}, {}, {}
     for name, body in doc["paths"].items():
         merged = {k: v for k, v in defaults.items() if k != "nan_bits"}
         merged.update({k: v for k, v in body.items() if k in FIELDS})
         values = {k: merged[k]["value"] for k in FIELDS if k in merged}
         shapes = []
+        if "lowering" in body:
+            lowering.setdefault(name, {})[None] = dict(body["lowering"])
         for shape, over in (body.get("shapes") or {}).items():
+            if "lowering" in over:
+                lowering.setdefault(name, {})[shape] = dict(over["lowering"])
+            over = {k: v for k, v in over.items() if k != "lowering"}
             shapes.append((shape, tuple((k, v["value"]) for k, v in over.items())))
             shape_status.setdefault(name, {})[shape] = {k: dict(v) for k, v in over.items()}
         p = PathParams(name=name, kind=body["kind"], a_types=tuple(body["a"]), d_types=tuple(body["d"]), nan_bits=nan_bits,
@@ -88,7 +100,7 @@ def load_document(doc: dict, src: Source) -> NumericsSpec:
         status[name] = {k: dict(v) for k, v in merged.items() if k in applies(p) or k in body}
         status[name].update({f"nan_bits.{t}": dict(v) for t, v in defaults.get("nan_bits", {}).items() if t in p.d_types})
     return NumericsSpec(doc["family"], src.file, doc["target"], doc["sources"],
-                        list(doc.get("notes") or []), paths, status, shape_status)
+                        list(doc.get("notes") or []), paths, status, shape_status, lowering)
 
 
 def numerics_spec(specs=None) -> NumericsSpec:
