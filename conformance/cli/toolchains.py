@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -172,6 +172,48 @@ def cmd_matrix(args) -> int:
     return 1 if doc["findings"] else 0
 
 
+def cmd_neighbourhood(args) -> int:
+    import random
+
+    from ptxconf.tools.toolchains.differential import representative
+    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood_report import write_outputs
+
+    if args.jobs < 1 or args.chunk < 1:
+        raise _fail("--jobs and --chunk must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        raise _fail("--sample must be at least 1")
+    targets = [t.name for t in _targets(args.arch)]
+    toolchains = _toolchains(args.ptxas)
+    _, forms = _forms(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory")
+    bases = representative(forms) if args.forms == "representative" else forms
+    known = sorted({t for tc in toolchains for t in tc.targets})
+    ns = neighbours(bases, known)
+    note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
+    if args.sample is not None and args.sample < len(ns):
+        ns = sorted(random.Random(args.seed).sample(ns, args.sample), key=ns.index)
+        note += f"; a sample of {args.sample} neighbours drawn with seed {args.seed}"
+    print(f"{len(ns)} neighbours of {len(bases)} forms x {len(targets)} targets x {len(toolchains)} releases "
+          f"({', '.join(tc.name for tc in toolchains)})", flush=True)
+    t0 = time.monotonic()
+    camp = run_campaign(ns, {v.id: v for v in forms}, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
+                        use_cache=not args.no_cache, sass=not args.no_sass,
+                        on_progress=_progress(t0, "modules settled"))
+    doc = write_outputs(out, camp, command=_command(args), wall_s=time.monotonic() - t0, forms=len(bases),
+                        forms_note=note)
+    codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
+    print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
+    for kind, n in doc["findings"].items():
+        print(f"{kind}: {n} (neighbour, target) pairs")
+    for line in doc["sass_missing"]:
+        print(f"warning: no SASS read: {line}", file=sys.stderr)
+    print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'cells.csv.gz'))}")
+    return 1 if doc["findings"] else 0
+
+
 def _progress(t0: float, what: str):
     """A progress callback ``(done, total)`` that prints a line every 10 s and at the end (CI logs, no terminal)."""
     last = [t0]
@@ -327,6 +369,26 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_matrix)
+
+    s = ts.add_parser("neighbourhood", help="every form one step from a spec form, with every release and target: "
+                                            "refused, accepted outside the specs (and lowered to what), or emptied")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
+    s.add_argument("--select", action="append", metavar="GLOB", help="spec forms whose neighbours to try (repeatable)")
+    s.add_argument("--forms", default="representative", choices=["representative", "all"],
+                   help="representative: of forms differing only in N or .row/.col, the smallest and largest N "
+                        "(default)")
+    s.add_argument("--sample", type=int, metavar="N", help="only N neighbours, drawn with --seed")
+    s.add_argument("--seed", type=int, default=0, metavar="S")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--jobs", type=int, default=1, metavar="N", help="ptxas processes at a time (default 1)")
+    s.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, metavar="N",
+                   help=f"kernels per module (default {DEFAULT_CHUNK})")
+    s.add_argument("--no-sass", action="store_true", help="do not read the SASS of accepted cells")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_neighbourhood)
 
     add_differential(ts)
 

@@ -136,22 +136,30 @@ class Stats:
 
 
 def settle(forms: Sequence[Variant], version: PtxVersion, target: Target, exe: str, probes: dict,
-           assemble_fn: Callable[[str, str, str], tuple[bool, str]], stats: Stats | None = None) -> dict[str, tuple[str, str]]:
-    """``{form id: ("ok" | "refused" | "crashed", message)}`` for forms of one family at one version."""
+           assemble_fn: Callable[[str, str, str], tuple[bool, str]], stats: Stats | None = None, *,
+           render: Callable[[Sequence], str] | None = None) -> dict[str, tuple[str, str]]:
+    """``{form id: ("ok" | "refused" | "crashed", message)}`` for forms of one family at one version.
+
+    ``render`` makes the module of a list of forms (default: the family's probes through :func:`module_for`);
+    any object with an ``id`` and a probe in ``probes`` (naming its kernel) can be settled through it."""
     out: dict[str, tuple[str, str]] = {}
     header_verdict: list[bool] = []
+    if render is None:
+        def render(pending: Sequence) -> str:
+            return module_for(pending, version, target, probes)
 
-    def header_ok(v: Variant) -> bool:
+    def header_ok(v) -> bool:
         """Does the module's header alone assemble?  Then an error ptxas placed there belongs to no kernel."""
         if not header_verdict:
-            header_verdict.append(assemble_fn(family_of(v).module_source([], version, target), target.name, exe)[0])
+            header_verdict.append(assemble_fn(render([]) if not isinstance(v, Variant)
+                                              else family_of(v).module_source([], version, target), target.name, exe)[0])
         return header_verdict[0]
 
     stack = [list(forms)]
     while stack:
         pending = stack.pop()
         while pending:
-            text = module_for(pending, version, target, probes)
+            text = render(pending)
             t0 = time.perf_counter()
             ok, err = assemble_fn(text, target.name, exe)
             if stats is not None:
