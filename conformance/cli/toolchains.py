@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|neighbourhood|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -214,6 +214,21 @@ def cmd_neighbourhood(args) -> int:
     return 1 if doc["findings"] else 0
 
 
+def cmd_pin_refusals(args) -> int:
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.refuse import pin
+
+    src = Path(args.campaign)
+    if not (src / "cells.csv.gz").is_file() or not (src / "words.json").is_file():
+        raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
+    if args.per_group < 1:
+        raise _fail("--per-group must be at least 1")
+    text = pin(src, per_group=args.per_group, source=args.source or f"ptxconf toolchains neighbourhood: {src.name}")
+    atomic_write(Path(args.out), text.encode())
+    print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
+    return 0
+
+
 def _progress(t0: float, what: str):
     """A progress callback ``(done, total)`` that prints a line every 10 s and at the end (CI logs, no terminal)."""
     last = [t0]
@@ -389,6 +404,15 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_neighbourhood)
+
+    s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
+                                           "campaign's files")
+    s.add_argument("campaign", metavar="CAMPAIGN", help="the --out folder of ptxconf toolchains neighbourhood")
+    s.add_argument("--out", required=True, metavar="FILE")
+    s.add_argument("--per-group", type=int, default=6, metavar="N",
+                   help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")
+    s.add_argument("--source", metavar="TEXT", help="what the file says it was pinned from")
+    s.set_defaults(func=cmd_pin_refusals)
 
     add_differential(ts)
 
