@@ -161,9 +161,23 @@ def cmd_matrix(args) -> int:
     progress = _progress(t0, "modules settled")
 
     mat, stats = build_matrix(forms, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
-                              use_cache=not args.no_cache, on_progress=progress)
+                              use_cache=not args.no_cache, sass=args.sass, on_progress=progress)
     doc = write_outputs(out, mat, forms, targets, toolchains, command=_command(args),
                         wall_s=time.monotonic() - t0, stats=stats, jobs=args.jobs)
+    if args.sass:
+        from ptxconf.tools.toolchains.report import lowering_history
+
+        shown = 0
+        for t in mat.targets:
+            for i, form in enumerate(mat.forms):
+                h = lowering_history(mat, t, i)
+                if h and shown < 40:
+                    print(f"{t} {form}: accepted, and lowered to {h}")
+                    shown += 1
+        if shown == 40:
+            print(f"(every cell in {out / 'lowered.json'})")
+        for line in doc.get("sass_missing", []):
+            print(f"warning: no SASS read: {line}", file=sys.stderr)
     codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
     print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
     for kind, n in doc["findings"].items():
@@ -382,6 +396,8 @@ def add_parser(sub) -> None:
     s.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, metavar="N",
                    help=f"kernels per module (default {DEFAULT_CHUNK})")
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--sass", action="store_true", help="build cubins and record which matrix instruction each "
+                                                       "assembled cell's SASS holds (lowered.json; needs cuobjdump)")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_matrix)
 
