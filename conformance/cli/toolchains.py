@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -190,13 +190,15 @@ def cmd_neighbourhood(args) -> int:
     import random
 
     from ptxconf.tools.toolchains.differential import representative
-    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign, specified_instructions
     from ptxconf.tools.toolchains.neighbourhood_report import write_outputs
 
     if args.jobs < 1 or args.chunk < 1:
         raise _fail("--jobs and --chunk must be at least 1")
     if args.sample is not None and args.sample < 1:
         raise _fail("--sample must be at least 1")
+    if args.reorders < 1:
+        raise _fail("--reorders must be at least 1")
     targets = [t.name for t in _targets(args.arch)]
     toolchains = _toolchains(args.ptxas)
     _, forms = _forms(args)
@@ -205,8 +207,11 @@ def cmd_neighbourhood(args) -> int:
         raise _fail(f"--out {out}: exists and is not a directory")
     bases = representative(forms) if args.forms == "representative" else forms
     known = sorted({t for tc in toolchains for t in tc.targets})
-    ns = neighbours(bases, known)
+    _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
+    ns = neighbours(bases, known, reorders=args.reorders, specified=specified_instructions(every))
     note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
+    if args.reorders > 1:
+        note += f"; one in {args.reorders} reorder steps"
     if args.sample is not None and args.sample < len(ns):
         ns = sorted(random.Random(args.seed).sample(ns, args.sample), key=ns.index)
         note += f"; a sample of {args.sample} neighbours drawn with seed {args.seed}"
@@ -241,6 +246,53 @@ def cmd_pin_refusals(args) -> int:
     atomic_write(Path(args.out), text.encode())
     print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
     return 0
+
+
+def cmd_ld_red(args) -> int:
+    from collections import Counter
+
+    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.ld_red import check_ld_red
+    from ptxconf.tools.toolchains.report import release_ranges
+
+    targets = [t.name for t in _targets(args.arch)]
+    toolchains = _toolchains(args.ptxas)
+    try:
+        spec = load_tcgen05(args.specs).ld_red
+    except SpecError as exc:
+        raise _fail(f"--specs: {exc}") from None
+    if spec is None:
+        raise _fail("--specs: the tcgen05 document transcribes no ld_red")
+    t0 = time.monotonic()
+    cells = check_ld_red(spec, targets, toolchains, use_cache=not args.no_cache)
+    order = [tc.name for tc in toolchains]
+    per: dict[tuple[str, str, str], list[str]] = {}
+    for cs in cells.values():
+        for c in cs:
+            if c.code != "-":
+                per.setdefault((c.target, c.code, c.said), []).append(c.release)
+    rows = []
+    for (target, code, said), rels in sorted(per.items()):
+        rows.append({"target": target, "code": code, "cells": len(rels),
+                     "releases": release_ranges(sorted(set(rels), key=order.index), order), "said": said})
+    codes = Counter(c.code for cs in cells.values() for c in cs)
+    doc = {"command": _command(args), "forms": len(cells), "targets": targets, "releases": order,
+           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows,
+           "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs] for form, cs in cells.items()}}
+    shown: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        shown.setdefault((r["target"], r["code"], r["releases"]), []).append(r["said"])
+    for (target, code, releases), said in shown.items():
+        print(f"{target:<8} {code} {releases}: {len(said)} distinct ({'; '.join(said[:3])}{'; ...' if len(said) > 3 else ''})")
+    print(f"{len(cells)} tcgen05.ld.red forms x {len(targets)} targets x {len(order)} releases: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(codes.items())) + f" [{doc['wall_s']} s]")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "ld_red.json", (json.dumps(doc, indent=1) + "\n").encode())
+        print(f"wrote {out / 'ld_red.json'}")
+    return 1 if codes.get("X") or codes.get("F") or codes.get("C") else 0
 
 
 def _progress(t0: float, what: str):
@@ -411,6 +463,8 @@ def add_parser(sub) -> None:
                    help="representative: of forms differing only in N or .row/.col, the smallest and largest N "
                         "(default)")
     s.add_argument("--sample", type=int, metavar="N", help="only N neighbours, drawn with --seed")
+    s.add_argument("--reorders", type=int, default=1, metavar="N",
+                   help="keep one in N reorder steps, the same ones every time (default 1: all)")
     s.add_argument("--seed", type=int, default=0, metavar="S")
     s.add_argument("--specs", metavar="DIR")
     s.add_argument("--jobs", type=int, default=1, metavar="N", help="ptxas processes at a time (default 1)")
@@ -429,6 +483,17 @@ def add_parser(sub) -> None:
                    help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")
     s.add_argument("--source", metavar="TEXT", help="what the file says it was pinned from")
     s.set_defaults(func=cmd_pin_refusals)
+
+    s = ts.add_parser("ld-red", help="every tcgen05.ld.red form of specs/tcgen05.yaml with every release and target, "
+                                     "against the spec, with the LDTM instruction each assembled one became")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default="sm_100a,sm_100f,sm_103a,sm_103f,sm_107a,sm_107f,sm_110a,sm_110f,sm_120a",
+                   help="comma-separated targets")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the cubin cache")
+    s.add_argument("--out", metavar="DIR", help="write ld_red.json here")
+    s.set_defaults(func=cmd_ld_red)
 
     add_differential(ts)
 

@@ -37,7 +37,8 @@ from .facts import target_key
 from .matrix import NOT_RUN, Stats, Toolchain, emitted_version, settle
 from .sass import SassUnavailable, kernel_ops, lowered
 
-__all__ = ["Neighbour", "STEPS", "CODES", "token_class", "neighbours", "version_below", "target_below",
+__all__ = ["Neighbour", "STEPS", "CODES", "token_class", "neighbours", "specified_instructions", "version_below",
+           "target_below",
            "Cell", "Campaign", "run_campaign", "kernel_of"]
 
 STEPS = {
@@ -168,16 +169,27 @@ def _vocabulary(forms: Sequence[tuple[Variant, str]]) -> tuple[dict[str, set[str
     return vocab, before
 
 
-def neighbours(forms: Sequence[Variant], known_targets: Sequence[str]) -> list[Neighbour]:
+def specified_instructions(forms: Sequence[Variant]) -> set[str]:
+    """The instruction of every spec form as its probe emits it: what no neighbour may be."""
+    return {_emitted(v) for v in forms}
+
+
+def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorders: int = 1,
+               specified: set[str] | None = None) -> list[Neighbour]:
     """Every neighbour of ``forms`` (each instruction once, from the first form that reaches it), the target
-    and .version steps of every form."""
+    and .version steps of every form.  ``specified``: the instructions of every spec form (default: of ``forms``),
+    none of which is a neighbour.  ``reorders`` > 1 keeps one in that many reorder steps (chosen by a hash of the
+    instruction, so the same ones every time): ptxas takes qualifiers in most orders, and every one it takes is a
+    compiled kernel."""
     emitted = [(v, _emitted(v)) for v in forms]
-    specified = {op for _, op in emitted}
+    specified = {op for _, op in emitted} | (specified or set())
     vocab, before = _vocabulary(emitted)
     out: dict[str, Neighbour] = {}
 
     def offer(v: Variant, toks: list[str], step: str, change: str) -> None:
         op = ".".join(toks)
+        if step == "reorder" and reorders > 1 and int(hashlib.sha1(op.encode()).hexdigest()[:8], 16) % reorders:
+            return
         if op not in specified and op not in out:
             out[op] = Neighbour(op, op, v.id, step, change, v.family)
 

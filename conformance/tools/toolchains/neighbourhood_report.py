@@ -15,9 +15,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from ptxconf.run.files import atomic_write
+from ptxconf.spec.targets import PtxVersion
 
 from .matrix import NOT_RUN
 from .neighbourhood import (
+    ACCEPTED,
     CODES,
     CRASHED,
     EMPTIED,
@@ -25,10 +27,12 @@ from .neighbourhood import (
     UNSPECIFIED,
     WRONGLY_REFUSED,
     Campaign,
+    Cell,
+    Neighbour,
 )
 from .report import release_ranges
 
-__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs"]
+__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -146,6 +150,43 @@ def _summary_md(camp: Campaign, found: list[dict], doc: dict) -> str:
         if len(fs) > 40:
             out.append(f"* ... {len(fs) - 40} more in findings.json")
     return "\n".join(out).rstrip() + "\n"
+
+
+def load_campaign(directory: Path) -> tuple[Campaign, dict]:
+    """A campaign back from its files (cells, words, summary): to write its outputs again."""
+    doc = json.loads((directory / "summary.json").read_text())
+    words = json.loads((directory / "words.json").read_text())
+    with gzip.open(directory / "cells.csv.gz", "rt") as fh:
+        rows = list(csv.DictReader(io.StringIO(fh.read())))
+    index: dict[str, int] = {}
+    neighbours: list[Neighbour] = []
+    camp = Campaign(neighbours, list(doc["targets"]), list(doc["releases"]))
+    camp.stats.modules = doc.get("ptxas_runs", 0)
+    for row in rows:
+        if row["neighbour"] not in index:
+            target = row["neighbour"].split(" @")[1] if row["step"] == "target" else None
+            version = PtxVersion.parse(row["change"].split("->")[1]) if row["step"] == "version" else None
+            index[row["neighbour"]] = len(neighbours)
+            neighbours.append(Neighbour(row["neighbour"], row["neighbour"].split(" @")[0], row["base"], row["step"],
+                                        row["change"], row["family"], target, version))
+        i = index[row["neighbour"]]
+        for r in camp.releases:
+            c = row[r]
+            if c == NOT_RUN:
+                continue
+            text = words[int(c[1:])] if c[1:] else ""
+            sass = text if c[0] in (ACCEPTED, UNSPECIFIED, EMPTIED) else ""
+            camp.cells[r, row["target"], i] = Cell(c[0], "" if sass else text, sass)
+    return camp, doc
+
+
+def without(camp: Campaign, drop: set[str]) -> Campaign:
+    """The campaign less the string neighbours whose instruction is in ``drop`` (spec forms found late)."""
+    keep = [i for i, n in enumerate(camp.neighbours) if n.step in ("target", "version") or n.opcode not in drop]
+    new_index = {old: k for k, old in enumerate(keep)}
+    out = Campaign([camp.neighbours[i] for i in keep], camp.targets, camp.releases, stats=camp.stats)
+    out.cells = {(r, t, new_index[i]): c for (r, t, i), c in camp.cells.items() if i in new_index}
+    return out
 
 
 def write_outputs(out: Path, camp: Campaign, *, command: str, wall_s: float, forms: int, forms_note: str) -> dict:
