@@ -130,7 +130,7 @@ def _refuse(args: argparse.Namespace) -> int:
     for tc in toolchains:
         t0 = time.monotonic()
         try:
-            rows = check(spec, specs, cases, archs, tc, use_cache=not args.no_cache, jobs=args.jobs or 1)
+            rows = check(spec, specs, cases, archs, tc, use_cache=not args.no_cache, jobs=args.jobs or 1, sass=True)
         except KeyError as exc:
             return _usage(str(exc.args[0]))
         counts = Counter(r.status for r in rows)

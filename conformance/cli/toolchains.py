@@ -237,12 +237,14 @@ def cmd_pin_refusals(args) -> int:
     from ptxconf.run.files import atomic_write
     from ptxconf.tools.toolchains.refuse import pin
 
-    src = Path(args.campaign)
-    if not (src / "cells.csv.gz").is_file() or not (src / "words.json").is_file():
-        raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not (src / "cells.csv.gz").is_file() or not (src / "words.json").is_file():
+            raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
     if args.per_group < 1:
         raise _fail("--per-group must be at least 1")
-    text = pin(src, per_group=args.per_group, source=args.source or f"ptxconf toolchains neighbourhood: {src.name}")
+    text = pin(dirs, per_group=args.per_group,
+               source=args.source or "ptxconf toolchains neighbourhood: " + ", ".join(d.name for d in dirs))
     atomic_write(Path(args.out), text.encode())
     print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
     return 0
@@ -290,8 +292,12 @@ def cmd_ld_red(args) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
+        import gzip
+
+        cells_doc = {"command": doc["command"], "cells": doc.pop("cells")}
         atomic_write(out / "ld_red.json", (json.dumps(doc, indent=1) + "\n").encode())
-        print(f"wrote {out / 'ld_red.json'}")
+        atomic_write(out / "cells.json.gz", gzip.compress(json.dumps(cells_doc).encode(), mtime=0))
+        print(f"wrote {out / 'ld_red.json'}, {out / 'cells.json.gz'}")
     return 1 if codes.get("X") or codes.get("F") or codes.get("C") else 0
 
 
@@ -477,7 +483,7 @@ def add_parser(sub) -> None:
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
                                            "campaign's files")
-    s.add_argument("campaign", metavar="CAMPAIGN", help="the --out folder of ptxconf toolchains neighbourhood")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
     s.add_argument("--out", required=True, metavar="FILE")
     s.add_argument("--per-group", type=int, default=6, metavar="N",
                    help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")

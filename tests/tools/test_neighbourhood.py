@@ -8,7 +8,6 @@ import gzip
 import io
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from ptxconf.cli.main import main
@@ -219,3 +218,10 @@ def test_ld_red_transcription():
     assert all(len(s["commit"]) == 40 for s in r.sources)
     k = kernel(forms[-1], "probe_x")
     assert "[%ta], 16;" in k and "%r127" in k
+
+
+def test_a_pair_of_one_type_is_swapped_together(specs):
+    ns = {n.id: n for n in nb.neighbours([specs.variants[M8N8K4]], ("sm_80",))}
+    both = ns["mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32"]  # the public report: accepted, nothing emitted
+    assert (both.step, both.change) == ("type", "f16.f16->bf16.bf16")
+    assert "mma.sync.aligned.m8n8k4.row.col.f32.tf32.tf32.f32" in ns

@@ -46,7 +46,7 @@ STEPS = {
     "add": "a qualifier added where the family's forms place it",
     "reorder": "two neighbouring qualifiers swapped",
     "sibling": "a qualifier swapped for a sibling",
-    "type": "a type swapped",
+    "type": "a type swapped (both multiplicand types at once where A and B are one type)",
     "shape": "a shape swapped",
     "target": "the target one step down from the form's lowest",
     "version": "the .version one step down from the form's minimum",
@@ -201,6 +201,10 @@ def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorde
             if i + 1 < len(toks) and toks[i] != toks[i + 1]:
                 offer(v, toks[:i] + [toks[i + 1], toks[i]] + toks[i + 2:], "reorder", f".{toks[i]}<->.{toks[i + 1]}")
             cls = token_class(toks[i])
+            if cls == "type" and i + 1 < len(toks) and toks[i + 1] == toks[i]:  # .atype.btype of one type: both
+                for alt in sorted(vocab[root]):
+                    if alt != toks[i] and token_class(alt) == "type" and before[f"{root}:{alt}"][alt]:
+                        offer(v, toks[:i] + [alt, alt] + toks[i + 2:], "type", f"{toks[i]}.{toks[i]}->{alt}.{alt}")
             for alt in sorted(vocab[root]):  # a sibling: same class, and some form has it after the same token
                 if alt != toks[i] and token_class(alt) == cls and before[f"{root}:{alt}"][toks[i - 1]]:
                     step = {"shape": "shape", "type": "type"}.get(cls, "sibling")
@@ -312,7 +316,7 @@ def run_campaign(neighbours_: Sequence[Neighbour], forms: dict[str, Variant], ta
                 outcome, message = got[n.id]
                 spec_ok = n.step in ("target", "version") and forms[n.base].valid_for(t, version) is None
                 if outcome == "ok":
-                    low = lowered_to.get(n.id, "")
+                    low = lowered_to.get(n.id, "unread" if sass else "")
                     code = ACCEPTED if spec_ok else (EMPTIED if low == "none" else UNSPECIFIED)
                     camp.cells[release, target, index[n.id]] = Cell(code, "", low, str(version))
                 else:

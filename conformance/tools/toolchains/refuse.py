@@ -115,8 +115,9 @@ class Outcome:
 
 
 def check(spec: RefuseSpec, specs, cases: Sequence[RefuseCase], archs: Sequence[str] | None,
-          toolchain: Toolchain, *, use_cache: bool = True, jobs: int = 1) -> list[Outcome]:
-    """Assemble every case on each of its targets (those among ``archs`` where given) with one release."""
+          toolchain: Toolchain, *, use_cache: bool = True, jobs: int = 1, sass: bool = False) -> list[Outcome]:
+    """Assemble every case on each of its targets (those among ``archs`` where given) with one release; with
+    ``sass``, an accepted case says which matrix instruction its SASS holds (a known one's is in ``accepted_by``)."""
     forms = {c.base: specs.variants[c.base] for c in cases if c.base in specs.variants}
     missing = [c.base for c in cases if c.base not in forms]
     if missing:
@@ -129,7 +130,7 @@ def check(spec: RefuseSpec, specs, cases: Sequence[RefuseCase], archs: Sequence[
     out: list[Outcome] = []
     for targets, group in by_targets.items():
         ns = [c.neighbour(forms[c.base].family) for c in group]
-        camp = run_campaign(ns, forms, list(targets), [toolchain], jobs=jobs, use_cache=use_cache)
+        camp = run_campaign(ns, forms, list(targets), [toolchain], jobs=jobs, use_cache=use_cache, sass=sass)
         for (release, target, i), cell in sorted(camp.cells.items(), key=lambda kv: (kv[0][2], kv[0][1])):
             c = group[i]
             key = f"{release}/{target}"
@@ -153,14 +154,21 @@ def _cells(directory: Path) -> tuple[list[dict], list[str], list[str]]:
     return rows, releases, words
 
 
-def pin(directory: Path, *, per_group: int = 6, source: str) -> str:
+def pin(directories: Path | Sequence[Path], *, per_group: int = 6, source: str) -> str:
     """The YAML of specs/refuse.yaml from a neighbourhood campaign's files: for every (family, step, change class)
     up to ``per_group`` neighbours every release refused for a reason naming the form, and as many a release
     accepted (findings, with the releases and SASS; all of them are in the campaign's findings.json), each with
     its ISA rule."""
-    rows, releases, words = _cells(directory)
+    dirs = [directories] if isinstance(directories, Path) else list(directories)
     per: dict[tuple[str, str, str], dict] = {}
     groups: dict[tuple, list[str]] = defaultdict(list)
+    for directory in dirs:
+        rows, releases, words = _cells(directory)
+        _pin_rows(rows, releases, words, per, groups)
+    return _yaml(per, groups, per_group, source)
+
+
+def _pin_rows(rows: list[dict], releases: list[str], words: list[str], per: dict, groups: dict) -> None:
     for row in rows:
         if row["step"] == "reorder":
             continue
@@ -184,6 +192,9 @@ def pin(directory: Path, *, per_group: int = 6, source: str) -> str:
         if not accepted:
             change_class = re.sub(r"[\w:]+->", "", row["change"]) if row["step"] in ("type", "shape") else row["change"]
             groups["refused", row["family"], row["step"], change_class].append(key)
+
+
+def _yaml(per: dict, groups: dict, per_group: int, source: str) -> str:
     for k, e in per.items():
         if e["accepted_by"]:
             change_class = re.sub(r"[\w:]+->", "", e["change"]) if e["step"] in ("type", "shape") else e["change"]
