@@ -190,7 +190,7 @@ def cmd_neighbourhood(args) -> int:
     import random
 
     from ptxconf.tools.toolchains.differential import representative
-    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign, specified_instructions
+    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign
     from ptxconf.tools.toolchains.neighbourhood_report import write_outputs
 
     if args.jobs < 1 or args.chunk < 1:
@@ -208,7 +208,7 @@ def cmd_neighbourhood(args) -> int:
     bases = representative(forms) if args.forms == "representative" else forms
     known = sorted({t for tc in toolchains for t in tc.targets})
     _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
-    ns = neighbours(bases, known, reorders=args.reorders, specified=specified_instructions(every))
+    ns = neighbours(bases, known, reorders=args.reorders, universe=every)
     note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
     if args.reorders > 1:
         note += f"; one in {args.reorders} reorder steps"

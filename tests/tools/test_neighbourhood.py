@@ -59,20 +59,22 @@ def test_token_classes_and_steps_down():
 def test_neighbours_are_one_step_and_never_a_spec_form(specs):
     forms = [specs.variants[M8N8K4], specs.variants["mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16"],
              specs.variants["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]]
-    ns = nb.neighbours(forms, ("sm_75", "sm_80", "sm_90", "sm_90a"))
+    mma = [v for v in specs.variants.values() if v.family == "mma.sync"]
+    ns = nb.neighbours(forms, ("sm_75", "sm_80", "sm_90", "sm_90a"), universe=mma)
     ids = {n.id: n for n in ns}
     assert not set(ids) & set(specs.variants)
-    # the public report: m8n8k4 with a bf16 operand, one type step away
+    # m8n8k4 with one bf16 operand, one type step away
     bf16 = ids["mma.sync.aligned.m8n8k4.row.col.f32.bf16.f16.f32"]
     assert (bf16.step, bf16.change, bf16.base) == ("type", "f16->bf16", M8N8K4)
     assert ids["mma.sync.m8n8k4.row.col.f32.f16.f16.f32"].step == "drop"
     assert ids["mma.aligned.sync.m8n8k4.row.col.f32.f16.f16.f32"].step == "reorder"
-    assert ids["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"].step == "type"
+    assert ids["mma.sync.aligned.m16n8k16.row.col.f32.f16.bf16.f32"].step == "type"
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" not in ids  # a spec form, though not among the bases
     assert f"{M8N8K4} @.version 6.3" in ids and ids[f"{M8N8K4} @.version 6.3"].version == PtxVersion(6, 3)
     assert ids[f"{M8N8K4} @sm_75"].target == "sm_75"
     steps = {n.step for n in ns}
     assert steps == set(nb.STEPS) - {"add"} or steps == set(nb.STEPS)
-    every_other = nb.neighbours(forms, ("sm_75", "sm_80"), reorders=3)
+    every_other = nb.neighbours(forms, ("sm_75", "sm_80"), reorders=3, universe=mma)
     assert 0 < sum(n.step == "reorder" for n in every_other) < sum(n.step == "reorder" for n in ns)
 
 
@@ -221,7 +223,8 @@ def test_ld_red_transcription():
 
 
 def test_a_pair_of_one_type_is_swapped_together(specs):
-    ns = {n.id: n for n in nb.neighbours([specs.variants[M8N8K4]], ("sm_80",))}
+    mma = [v for v in specs.variants.values() if v.family == "mma.sync"]
+    ns = {n.id: n for n in nb.neighbours([specs.variants[M8N8K4]], ("sm_80",), universe=mma)}
     both = ns["mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32"]  # the public report: accepted, nothing emitted
     assert (both.step, both.change) == ("type", "f16.f16->bf16.bf16")
     assert "mma.sync.aligned.m8n8k4.row.col.f32.tf32.tf32.f32" in ns

@@ -175,15 +175,16 @@ def specified_instructions(forms: Sequence[Variant]) -> set[str]:
 
 
 def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorders: int = 1,
-               specified: set[str] | None = None) -> list[Neighbour]:
+               universe: Sequence[Variant] | None = None) -> list[Neighbour]:
     """Every neighbour of ``forms`` (each instruction once, from the first form that reaches it), the target
-    and .version steps of every form.  ``specified``: the instructions of every spec form (default: of ``forms``),
-    none of which is a neighbour.  ``reorders`` > 1 keeps one in that many reorder steps (chosen by a hash of the
-    instruction, so the same ones every time): ptxas takes qualifiers in most orders, and every one it takes is a
-    compiled kernel."""
+    and .version steps of every form.  ``universe`` (default: ``forms``) are every spec form: their tokens are the
+    siblings a step may swap in, and none of their instructions is a neighbour.  ``reorders`` > 1 keeps one in that
+    many reorder steps (chosen by a hash of the instruction, so the same ones every time): ptxas takes qualifiers in
+    most orders, and every one it takes is a compiled kernel."""
     emitted = [(v, _emitted(v)) for v in forms]
-    specified = {op for _, op in emitted} | (specified or set())
-    vocab, before = _vocabulary(emitted)
+    every = emitted if universe is None else [(v, _emitted(v)) for v in universe]
+    specified = {op for _, op in every} | {op for _, op in emitted}
+    vocab, before = _vocabulary(every)
     out: dict[str, Neighbour] = {}
 
     def offer(v: Variant, toks: list[str], step: str, change: str) -> None:
