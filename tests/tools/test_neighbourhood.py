@@ -60,7 +60,7 @@ def test_neighbours_are_one_step_and_never_a_spec_form(specs):
     forms = [specs.variants[M8N8K4], specs.variants["mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f16"],
              specs.variants["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"]]
     mma = [v for v in specs.variants.values() if v.family == "mma.sync"]
-    ns = nb.neighbours(forms, ("sm_75", "sm_80", "sm_90", "sm_90a"), universe=mma)
+    ns = nb.neighbours(forms, ("sm_62", "sm_70", "sm_75", "sm_80", "sm_90", "sm_90a"), universe=mma)
     ids = {n.id: n for n in ns}
     assert not set(ids) & set(specs.variants)
     # m8n8k4 with one bf16 operand, one type step away
@@ -71,7 +71,7 @@ def test_neighbours_are_one_step_and_never_a_spec_form(specs):
     assert ids["mma.sync.aligned.m16n8k16.row.col.f32.f16.bf16.f32"].step == "type"
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" not in ids  # a spec form, though not among the bases
     assert f"{M8N8K4} @.version 6.3" in ids and ids[f"{M8N8K4} @.version 6.3"].version == PtxVersion(6, 3)
-    assert ids[f"{M8N8K4} @sm_75"].target == "sm_75"
+    assert ids[f"{M8N8K4} @sm_62"].target == "sm_62"  # m8n8k4 needs sm_70
     steps = {n.step for n in ns}
     assert steps == set(nb.STEPS) - {"add"} or steps == set(nb.STEPS)
     every_other = nb.neighbours(forms, ("sm_75", "sm_80"), reorders=3, universe=mma)

@@ -170,8 +170,9 @@ def _vocabulary(forms: Sequence[tuple[Variant, str]]) -> tuple[dict[str, set[str
 
 
 def specified_instructions(forms: Sequence[Variant]) -> set[str]:
-    """The instruction of every spec form as its probe emits it: what no neighbour may be."""
-    return {_emitted(v) for v in forms}
+    """The instruction of every spec form, as its probe emits it and as the spec names it (wmma's loads name no
+    state space, which is generic addressing): what no neighbour may be."""
+    return {_emitted(v) for v in forms} | {v.id.split("/")[0] for v in forms}
 
 
 def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorders: int = 1,
@@ -183,7 +184,7 @@ def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorde
     most orders, and every one it takes is a compiled kernel."""
     emitted = [(v, _emitted(v)) for v in forms]
     every = emitted if universe is None else [(v, _emitted(v)) for v in universe]
-    specified = {op for _, op in every} | {op for _, op in emitted}
+    specified = specified_instructions([v for v, _ in every]) | specified_instructions(forms)
     vocab, before = _vocabulary(every)
     out: dict[str, Neighbour] = {}
 

@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from ptxconf.run.files import atomic_write
@@ -32,7 +33,7 @@ from .neighbourhood import (
 )
 from .report import release_ranges
 
-__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without"]
+__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -150,6 +151,31 @@ def _summary_md(camp: Campaign, found: list[dict], doc: dict) -> str:
         if len(fs) > 40:
             out.append(f"* ... {len(fs) - 40} more in findings.json")
     return "\n".join(out).rstrip() + "\n"
+
+
+def overview(directories: Sequence[Path], *, title: str) -> str:
+    """One table over several campaigns' summary.json (a family each): what was tried and what came of it."""
+    codes = [c for c in CODES if c != NOT_RUN]
+    lines = [f"# {title}", "", "| campaign | neighbours | cells | " + " | ".join(codes)
+             + " | accepted-but-unspecified | accepted-and-emptied | ptxas-crashed | command |",
+             "|---|---|---|" + "---|" * len(codes) + "---|---|---|---|"]
+    total: Counter = Counter()
+    for d in directories:
+        doc = json.loads((d / "summary.json").read_text())
+        total.update({k: v for k, v in doc["codes"].items()})
+        total.update({"neighbours": doc["neighbours"], "cells": doc["cells"]})
+        total.update({f"f:{k}": v for k, v in doc["findings"].items()})
+        f = doc["findings"]
+        lines.append(f"| [{d.name}]({d.name}/summary.md) | {doc['neighbours']} | {doc['cells']} | "
+                     + " | ".join(str(doc["codes"].get(c, 0)) for c in codes)
+                     + f" | {f.get('accepted-but-unspecified', 0)} | {f.get('accepted-and-emptied', 0)} | "
+                       f"{f.get('ptxas-crashed', 0)} | `{doc['command']}` |")
+    lines.append(f"| all | {total['neighbours']} | {total['cells']} | " + " | ".join(str(total[c]) for c in codes)
+                 + f" | {total['f:accepted-but-unspecified']} | {total['f:accepted-and-emptied']} | "
+                   f"{total['f:ptxas-crashed']} | |")
+    lines += ["", "Cells are (neighbour, target, release); the finding columns count (neighbour, target) pairs.", "",
+              "Codes: " + "; ".join(f"`{c}` {what}" for c, what in CODES.items())]
+    return "\n".join(lines) + "\n"
 
 
 def load_campaign(directory: Path) -> tuple[Campaign, dict]:

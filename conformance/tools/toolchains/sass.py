@@ -83,7 +83,8 @@ def kernels_sass(cubin: bytes) -> dict[str, str]:
         proc = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, errors="replace",
                               timeout=300, env=env)
     if proc.returncode != 0:
-        raise SassUnavailable(f"cuobjdump -sass failed: {(proc.stderr or proc.stdout).strip()[:300]}")
+        said = (proc.stderr or proc.stdout).strip().replace(str(path), "<cubin>")
+        raise SassUnavailable(f"cuobjdump -sass failed: {said[:300]}")
     out: dict[str, list[str]] = {}
     name = None
     for line in proc.stdout.splitlines():
