@@ -48,6 +48,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _bad_arch(archs: list[str], jobs: int | None) -> str | None:
+    """What is wrong with ``--arch`` or ``--jobs``, or None."""
+    for a in archs:
+        try:
+            parse_target(a)
+        except ValueError as exc:
+            return f"--arch: {a!r} is not a valid target: {exc}"
+    if jobs is not None and jobs < 1:
+        return "--jobs must be at least 1"
+    return None
+
+
 def _usage(msg: str) -> int:
     print(f"ptxconf assemble: error: {msg}", file=sys.stderr)
     return 2
@@ -61,13 +73,9 @@ def run(args: argparse.Namespace) -> int:
     archs = [a.strip() for a in (args.arch or DEFAULT_ARCHS).split(",") if a.strip()]
     if not archs:
         return _usage("--arch names no target")
-    for a in archs:
-        try:
-            parse_target(a)
-        except ValueError as exc:
-            return _usage(f"--arch: {a!r} is not a valid target: {exc}")
-    if args.jobs is not None and args.jobs < 1:
-        return _usage("--jobs must be at least 1")
+    bad = _bad_arch(archs, args.jobs)
+    if bad:
+        return _usage(bad)
     try:
         given = [args.ptxas] if isinstance(args.ptxas, str) else (args.ptxas or [None])  # one path, or --ptxas repeated
         exes = [find_ptxas(p) for p in given]
@@ -102,13 +110,9 @@ def _refuse(args: argparse.Namespace) -> int:
     archs = None
     if args.arch:
         archs = [a.strip() for a in args.arch.split(",") if a.strip()]
-        for a in archs:
-            try:
-                parse_target(a)
-            except ValueError as exc:
-                return _usage(f"--arch: {a!r} is not a valid target: {exc}")
-    if args.jobs is not None and args.jobs < 1:
-        return _usage("--jobs must be at least 1")
+    bad = _bad_arch(archs or [], args.jobs)
+    if bad:
+        return _usage(bad)
     try:
         specs = load_specs(args.specs)
         spec = refuse_spec(specs)

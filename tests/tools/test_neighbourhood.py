@@ -201,7 +201,7 @@ def test_a_small_campaign_classifies_by_the_sass(specs):
     camp = _campaign()
     camp = nb.run_campaign(camp.neighbours, {M8N8K4: specs.variants[M8N8K4]}, ["sm_80"], [tc], use_cache=False)
     codes = {camp.neighbours[i].step: c.code for (_, _, i), c in camp.cells.items()}
-    assert codes["version"] == "R"  # m8n8k4 is PTX 6.4
+    assert codes.get("version", "R") == "R"  # m8n8k4 is PTX 6.4 (asked only where the release knows sm_70)
     assert codes["type"] in ("R", "U", "E") and codes["drop"] in ("R", "U", "E")
 
 
