@@ -25,6 +25,7 @@ FAMILIES: dict[str, str] = {
 # Spec documents that belong to a tool rather than to a family (schema name -> "module:function").
 TOOL_DOCUMENTS: dict[str, str] = {
     "numerics/1": "ptxconf.tools.numerics.spec:load_document",
+    "refuse/1": "ptxconf.tools.toolchains.refuse:load_document",
 }
 
 ENTRY_POINT_GROUP = "ptxconf.families"

@@ -319,6 +319,8 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
             return None, f"could not run ptxas: {exc}"
         if proc.returncode != 0 or not out.is_file():
             err = _clean((proc.stderr or "") + (proc.stdout or "")).replace(str(src), "<input>")
+            if proc.returncode < 0:  # worded as assemble() words it, so a crash is never read as a refusal
+                return None, f"ptxas crashed (signal {-proc.returncode}){': ' + err if err else ''}"
             return None, err or f"ptxas exited {proc.returncode}"
         data = out.read_bytes()
     if not data.startswith(ELF_MAGIC):

@@ -31,17 +31,33 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             "Exit 0 when they agree everywhere, 1 on any disagreement, 2 on usage errors."
         ),
     )
-    p.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
+    p.add_argument("--arch", default=None, help=f"comma-separated targets (default {DEFAULT_ARCHS}; with --check refuse, "
+                                                "every case's pinned targets)")
     p.add_argument("--select", action="append", metavar="GLOB", help="variant id glob or prefix (repeatable)")
     p.add_argument("--specs", metavar="DIR", default=None, help="spec directory (default: the tree's specs/)")
     p.add_argument("--ptxas", action="append", metavar="VERSION|PATH", default=None,
                    help="ptxas: a release installed by `ptxconf toolchains install` (13.5, 12.4.131) or a path "
                         "(default: from PATH); repeat it to check several releases one after another")
+    p.add_argument("--check", default="validity", choices=["validity", "refuse"],
+                   help="validity: every spec form against the spec's rules (default); refuse: the must-reject forms "
+                        "of specs/refuse.yaml, each on its pinned targets (those among --arch where given)")
     p.add_argument("--json", action="store_true", help="print all rows as JSON")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel ptxas processes (default: CPUs)")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the on-disk result cache")
     p.set_defaults(func=run)
     return p
+
+
+def _bad_arch(archs: list[str], jobs: int | None) -> str | None:
+    """What is wrong with ``--arch`` or ``--jobs``, or None."""
+    for a in archs:
+        try:
+            parse_target(a)
+        except ValueError as exc:
+            return f"--arch: {a!r} is not a valid target: {exc}"
+    if jobs is not None and jobs < 1:
+        return "--jobs must be at least 1"
+    return None
 
 
 def _usage(msg: str) -> int:
@@ -52,16 +68,14 @@ def _usage(msg: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from ptxconf.spec import SpecError, load_specs
 
-    archs = [a.strip() for a in (args.arch or "").split(",") if a.strip()]
+    if getattr(args, "check", "validity") == "refuse":
+        return _refuse(args)
+    archs = [a.strip() for a in (args.arch or DEFAULT_ARCHS).split(",") if a.strip()]
     if not archs:
         return _usage("--arch names no target")
-    for a in archs:
-        try:
-            parse_target(a)
-        except ValueError as exc:
-            return _usage(f"--arch: {a!r} is not a valid target: {exc}")
-    if args.jobs is not None and args.jobs < 1:
-        return _usage("--jobs must be at least 1")
+    bad = _bad_arch(archs, args.jobs)
+    if bad:
+        return _usage(bad)
     try:
         given = [args.ptxas] if isinstance(args.ptxas, str) else (args.ptxas or [None])  # one path, or --ptxas repeated
         exes = [find_ptxas(p) for p in given]
@@ -81,6 +95,63 @@ def run(args: argparse.Namespace) -> int:
         if k:
             print()
         status = max(status, _report(args, archs, exe, variants))
+    return status
+
+
+def _refuse(args: argparse.Namespace) -> int:
+    """The must-reject forms: refused = pinned; accepted = a finding (known where specs/refuse.yaml records it).
+    Exit 1 on a new finding or a crash."""
+    import fnmatch
+
+    from ptxconf.spec import SpecError, load_specs
+    from ptxconf.tools.toolchains.refuse import check, refuse_spec
+    from ptxconf.tools.toolchains.resolve import resolve_all
+
+    archs = None
+    if args.arch:
+        archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    bad = _bad_arch(archs or [], args.jobs)
+    if bad:
+        return _usage(bad)
+    try:
+        specs = load_specs(args.specs)
+        spec = refuse_spec(specs)
+    except SpecError as exc:
+        return _usage(f"spec error: {exc}")
+    except KeyError as exc:
+        return _usage(f"--specs: {exc.args[0]}")
+    pats = args.select or []
+    cases = [c for c in spec.cases if not pats or any(
+        fnmatch.fnmatchcase(x, p) or x.startswith(p) for p in pats for x in (c.instruction, c.base))]
+    if not cases:
+        return _usage(f"--select {' '.join(pats)} matches no must-reject case")
+    try:
+        given = [args.ptxas] if isinstance(args.ptxas, str) else (args.ptxas or [None])
+        toolchains = resolve_all(given)
+    except (PtxasNotFound, ValueError) as exc:
+        return _usage(f"--ptxas: {exc}")
+    status = 0
+    for tc in toolchains:
+        t0 = time.monotonic()
+        try:
+            rows = check(spec, specs, cases, archs, tc, use_cache=not args.no_cache, jobs=args.jobs or 1, sass=True)
+        except KeyError as exc:
+            return _usage(str(exc.args[0]))
+        counts = Counter(r.status for r in rows)
+        bad = [r for r in rows if r.status in ("new-finding", "crashed")]
+        if args.json:
+            json.dump({"release": tc.name, "cases": len(cases), "counts": dict(counts), "rows": [
+                {"instruction": r.case.instruction, "step": r.case.step, "target": r.target, "status": r.status,
+                 "said": r.said} for r in rows]}, sys.stdout, indent=1)
+            print()
+        else:
+            print(f"ptxas {tc.name}: {len(cases)} must-reject case(s), {len(rows)} (case, target) cells: "
+                  + ", ".join(f"{k} {counts[k]}" for k in ("pinned", "known-finding", "new-finding", "fixed", "crashed")
+                              if counts[k]) + f" ({time.monotonic() - t0:.1f} s)")
+            for r in rows:
+                if r.status != "pinned":
+                    print(f"  {r.status}: {r.case.instruction} on {r.target} ({r.case.step} {r.case.change}): {r.said}")
+        status = max(status, 1 if bad else 0)
     return status
 
 

@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -6,6 +6,7 @@ disagreement or failure found, 2 a usage or environment error (one line naming t
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import sys
@@ -160,15 +161,144 @@ def cmd_matrix(args) -> int:
     progress = _progress(t0, "modules settled")
 
     mat, stats = build_matrix(forms, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
-                              use_cache=not args.no_cache, on_progress=progress)
+                              use_cache=not args.no_cache, sass=args.sass, on_progress=progress)
     doc = write_outputs(out, mat, forms, targets, toolchains, command=_command(args),
                         wall_s=time.monotonic() - t0, stats=stats, jobs=args.jobs)
+    if args.sass:
+        from ptxconf.tools.toolchains.report import lowering_history
+
+        shown = 0
+        for t in mat.targets:
+            for i, form in enumerate(mat.forms):
+                h = lowering_history(mat, t, i)
+                if h and shown < 40:
+                    print(f"{t} {form}: accepted, and lowered to {h}")
+                    shown += 1
+        if shown == 40:
+            print(f"(every cell in {out / 'lowered.json'})")
+        for line in doc.get("sass_missing", []):
+            print(f"warning: no SASS read: {line}", file=sys.stderr)
     codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
     print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
     for kind, n in doc["findings"].items():
         print(f"{kind}: {n}")
     print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'matrix.csv.gz'))}")
     return 1 if doc["findings"] else 0
+
+
+def cmd_neighbourhood(args) -> int:
+    import random
+
+    from ptxconf.tools.toolchains.differential import representative
+    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood_report import write_outputs
+
+    if args.jobs < 1 or args.chunk < 1:
+        raise _fail("--jobs and --chunk must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        raise _fail("--sample must be at least 1")
+    if args.reorders < 1:
+        raise _fail("--reorders must be at least 1")
+    targets = [t.name for t in _targets(args.arch)]
+    toolchains = _toolchains(args.ptxas)
+    _, forms = _forms(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory")
+    bases = representative(forms) if args.forms == "representative" else forms
+    known = sorted({t for tc in toolchains for t in tc.targets})
+    _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
+    ns = neighbours(bases, known, reorders=args.reorders, universe=every)
+    note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
+    if args.reorders > 1:
+        note += f"; one in {args.reorders} reorder steps"
+    if args.sample is not None and args.sample < len(ns):
+        ns = sorted(random.Random(args.seed).sample(ns, args.sample), key=ns.index)
+        note += f"; a sample of {args.sample} neighbours drawn with seed {args.seed}"
+    print(f"{len(ns)} neighbours of {len(bases)} forms x {len(targets)} targets x {len(toolchains)} releases "
+          f"({', '.join(tc.name for tc in toolchains)})", flush=True)
+    t0 = time.monotonic()
+    camp = run_campaign(ns, {v.id: v for v in forms}, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
+                        use_cache=not args.no_cache, sass=not args.no_sass,
+                        on_progress=_progress(t0, "modules settled"))
+    doc = write_outputs(out, camp, command=_command(args), wall_s=time.monotonic() - t0, forms=len(bases),
+                        forms_note=note)
+    codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
+    print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
+    for kind, n in doc["findings"].items():
+        print(f"{kind}: {n} (neighbour, target) pairs")
+    for line in doc["sass_missing"]:
+        print(f"warning: no SASS read: {line}", file=sys.stderr)
+    print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'cells.csv.gz'))}")
+    return 1 if doc["findings"] else 0
+
+
+def cmd_pin_refusals(args) -> int:
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.refuse import pin
+
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not (src / "cells.csv.gz").is_file() or not (src / "words.json").is_file():
+            raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
+    if args.per_group < 1:
+        raise _fail("--per-group must be at least 1")
+    text = pin(dirs, per_group=args.per_group,
+               source=args.source or "ptxconf toolchains neighbourhood: " + ", ".join(d.name for d in dirs))
+    atomic_write(Path(args.out), text.encode())
+    print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
+    return 0
+
+
+def cmd_ld_red(args) -> int:
+    from collections import Counter
+
+    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.ld_red import check_ld_red
+    from ptxconf.tools.toolchains.report import release_ranges
+
+    targets = [t.name for t in _targets(args.arch)]
+    toolchains = _toolchains(args.ptxas)
+    try:
+        spec = load_tcgen05(args.specs).ld_red
+    except SpecError as exc:
+        raise _fail(f"--specs: {exc}") from None
+    if spec is None:
+        raise _fail("--specs: the tcgen05 document transcribes no ld_red")
+    t0 = time.monotonic()
+    cells = check_ld_red(spec, targets, toolchains, use_cache=not args.no_cache)
+    order = [tc.name for tc in toolchains]
+    per: dict[tuple[str, str, str], list[str]] = {}
+    for cs in cells.values():
+        for c in cs:
+            if c.code != "-":
+                per.setdefault((c.target, c.code, c.said), []).append(c.release)
+    rows = []
+    for (target, code, said), rels in sorted(per.items()):
+        rows.append({"target": target, "code": code, "cells": len(rels),
+                     "releases": release_ranges(sorted(set(rels), key=order.index), order), "said": said})
+    codes = Counter(c.code for cs in cells.values() for c in cs)
+    doc = {"command": _command(args), "forms": len(cells), "targets": targets, "releases": order,
+           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows,
+           "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs] for form, cs in cells.items()}}
+    shown: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        shown.setdefault((r["target"], r["code"], r["releases"]), []).append(r["said"])
+    for (target, code, releases), said in shown.items():
+        print(f"{target:<8} {code} {releases}: {len(said)} distinct ({'; '.join(said[:3])}{'; ...' if len(said) > 3 else ''})")
+    print(f"{len(cells)} tcgen05.ld.red forms x {len(targets)} targets x {len(order)} releases: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(codes.items())) + f" [{doc['wall_s']} s]")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        import gzip
+
+        cells_doc = {"command": doc["command"], "cells": doc.pop("cells")}
+        atomic_write(out / "ld_red.json", (json.dumps(doc, indent=1) + "\n").encode())
+        atomic_write(out / "cells.json.gz", gzip.compress(json.dumps(cells_doc).encode(), mtime=0))
+        print(f"wrote {out / 'ld_red.json'}, {out / 'cells.json.gz'}")
+    return 1 if codes.get("X") or codes.get("F") or codes.get("C") else 0
 
 
 def _progress(t0: float, what: str):
@@ -266,9 +396,8 @@ def cmd_run_bundle(args) -> int:
 
 
 def add_differential(ts) -> None:
-    d = ts.add_parser("differential", help="the same probes built by every release at -O0/-O3 and the JIT: "
-                                           "bit-identical results that pass the spec")
-    ds = d.add_subparsers(dest="differential_command", required=True)
+    ds = ts.group("differential", help="the same probes built by every release at -O0/-O3 and the JIT: "
+                                       "bit-identical results that pass the spec")
     s = ds.add_parser("prepare", help="build the bundle (needs the releases installed; no GPU)")
     s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases (default: all)")
     s.add_argument("--opt", default="0,3", metavar="LEVELS", help="ptxas -O levels (default 0,3)")
@@ -298,9 +427,8 @@ def add_differential(ts) -> None:
 def add_parser(sub) -> None:
     from ptxconf.tools.toolchains.matrix import DEFAULT_CHUNK
 
-    p = sub.add_parser("toolchains", help="ptxas releases side by side: install them, the acceptance matrix, "
-                                          "differential execution")
-    ts = p.add_subparsers(dest="toolchains_command", required=True)
+    ts = sub.group("toolchains", help="ptxas releases side by side: install them, the acceptance matrix, "
+                                      "differential execution")
 
     s = ts.add_parser("list", help="every known release: installed or not, highest .version, targets")
     s.add_argument("--json", action="store_true")
@@ -327,7 +455,51 @@ def add_parser(sub) -> None:
     s.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, metavar="N",
                    help=f"kernels per module (default {DEFAULT_CHUNK})")
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--sass", action="store_true", help="build cubins and record which matrix instruction each "
+                                                       "assembled cell's SASS holds (lowered.json; needs cuobjdump)")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_matrix)
+
+    s = ts.add_parser("neighbourhood", help="every form one step from a spec form, with every release and target: "
+                                            "refused, accepted outside the specs (and lowered to what), or emptied")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default=DEFAULT_ARCHS, help=f"comma-separated targets (default {DEFAULT_ARCHS})")
+    s.add_argument("--select", action="append", metavar="GLOB", help="spec forms whose neighbours to try (repeatable)")
+    s.add_argument("--forms", default="representative", choices=["representative", "all"],
+                   help="representative: of forms differing only in N or .row/.col, the smallest and largest N "
+                        "(default)")
+    s.add_argument("--sample", type=int, metavar="N", help="only N neighbours, drawn with --seed")
+    s.add_argument("--reorders", type=int, default=1, metavar="N",
+                   help="keep one in N reorder steps, the same ones every time (default 1: all)")
+    s.add_argument("--seed", type=int, default=0, metavar="S")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--jobs", type=int, default=1, metavar="N", help="ptxas processes at a time (default 1)")
+    s.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, metavar="N",
+                   help=f"kernels per module (default {DEFAULT_CHUNK})")
+    s.add_argument("--no-sass", action="store_true", help="do not read the SASS of accepted cells")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_neighbourhood)
+
+    s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
+                                           "campaign's files")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
+    s.add_argument("--out", required=True, metavar="FILE")
+    s.add_argument("--per-group", type=int, default=6, metavar="N",
+                   help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")
+    s.add_argument("--source", metavar="TEXT", help="what the file says it was pinned from")
+    s.set_defaults(func=cmd_pin_refusals)
+
+    s = ts.add_parser("ld-red", help="every tcgen05.ld.red form of specs/tcgen05.yaml with every release and target, "
+                                     "against the spec, with the LDTM instruction each assembled one became")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default="sm_100a,sm_100f,sm_103a,sm_103f,sm_107a,sm_107f,sm_110a,sm_110f,sm_120a",
+                   help="comma-separated targets")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the cubin cache")
+    s.add_argument("--out", metavar="DIR", help="write ld_red.json here")
+    s.set_defaults(func=cmd_ld_red)
 
     add_differential(ts)

@@ -237,6 +237,60 @@ class LdStShape:
         return tuple(n for n in all_nums if n <= self.max_num)
 
 
+@dataclass(frozen=True)
+class LdRedForm:
+    """One tcgen05.ld.red instruction: its text and what its operands are."""
+
+    instruction: str
+    shape: str
+    num: int
+    regs: int  # .b32 destination registers per thread
+    float: bool
+    half_split: bool  # .16x32bx2 takes the immHalfSplitoff immediate
+
+
+@dataclass(frozen=True)
+class LdRed:
+    """tcgen05.ld.red (§9.7.16.8.3): every form its syntax allows, and where."""
+
+    section: str
+    min_ptx: PtxVersion
+    shapes: tuple[LdStShape, ...]
+    nums: tuple[int, ...]
+    red_ops: tuple[str, ...]
+    float_type: str
+    float_qualifiers: tuple[str, ...]
+    int_types: tuple[str, ...]
+    requires: tuple[Requirement, ...]
+    sources: tuple[dict, ...]
+
+    def forms(self) -> list[LdRedForm]:
+        """``tcgen05.ld.red.sync.aligned.shape.num.redOp{.abs}{.NaN}.f32`` and ``....redOp.type``, every value."""
+        out = []
+        quals = [()]
+        for q in self.float_qualifiers:  # each optional qualifier present or not, in the syntax's order
+            quals = [*quals, *[(*x, q) for x in quals]]
+        quals.sort(key=lambda qs: [self.float_qualifiers.index(q) for q in qs])
+        for shape in self.shapes:
+            for num in shape.nums(self.nums):
+                head = f"tcgen05.ld.red.sync.aligned.{shape.shape}.x{num}"
+                for op in self.red_ops:
+                    for qs in quals:
+                        text = ".".join([head, op, *qs, self.float_type])
+                        out.append(LdRedForm(text, shape.shape, num, shape.regs * num, True, shape.halves > 1))
+                    for t in self.int_types:
+                        out.append(LdRedForm(f"{head}.{op}.{t}", shape.shape, num, shape.regs * num, False,
+                                             shape.halves > 1))
+        return out
+
+    def valid_on(self, target: Target | str, ptx: PtxVersion | None = None) -> str | None:
+        """Why PTX of ``target``/``.version`` must refuse tcgen05.ld.red, or None."""
+        target = parse_target(target) if isinstance(target, str) else target
+        if ptx is not None and ptx < self.min_ptx:
+            return f"tcgen05.ld.red needs .version {self.min_ptx} (PTX ISA notes)"
+        return why_not(self.requires, target, ptx, "tcgen05.ld.red")
+
+
 @dataclass
 class Tcgen05Spec:
     """The loaded tcgen05 document."""
@@ -260,6 +314,7 @@ class Tcgen05Spec:
     scale_aliases: tuple[dict, ...]
     errata: tuple[dict, ...]
     tmem_operands: dict = field(default_factory=dict)  # metadata / scale-factor placement in Tensor Memory
+    ld_red: LdRed | None = None  # tcgen05.ld.red, where the document transcribes it
 
     # --- Table 39 ---------------------------------------------------------------------------
 
@@ -613,6 +668,22 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
             raise src.error(p + ("max_num",), f"max_num {shape.max_num} is not a .num value")
         shapes.append(shape)
 
+    ld_red = None
+    if "ld_red" in doc:
+        r = doc["ld_red"]
+        by_shape = {sh.shape: sh for sh in shapes}
+        red_shapes = []
+        for i, name in enumerate(r["shapes"]):
+            if name not in by_shape:
+                raise src.error(("ld_red", "shapes", i), f"{name!r} is not a shape of ldst_shapes")
+            red_shapes.append(by_shape[name])
+        if r["min_num"] not in ld["num"]:
+            raise src.error(("ld_red", "min_num"), f"min_num {r['min_num']} is not a .num value")
+        ld_red = LdRed(r["section"], PtxVersion.parse(r["min_ptx"]), tuple(red_shapes),
+                       tuple(n for n in ld["num"] if n >= r["min_num"]), tuple(r["red_ops"]), r["float"]["type"],
+                       tuple(r["float"]["qualifiers"]), tuple(r["int_types"]),
+                       _reqs(r["requires"], ("ld_red", "requires"), src) or (), tuple(r["sources"]))
+
     for i, s in enumerate(doc.get("syntax") or ()):
         for k in s["kinds"]:
             if k not in kinds:
@@ -638,6 +709,7 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         scale_aliases=tuple(doc.get("scale_aliases") or ()),
         errata=tuple(doc.get("errata") or ()),
         tmem_operands=dict(doc.get("tmem_operands") or {}),
+        ld_red=ld_red,
     )
 
 

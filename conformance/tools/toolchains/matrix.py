@@ -28,10 +28,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ptxconf.backends.ptxas import assemble, module_for
+from ptxconf.backends.ptxas import assemble, compile_cubin, module_for
 from ptxconf.core.family import family_of
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target
+
+from .sass import SassUnavailable, kernel_ops, lowered
 
 __all__ = ["ACCEPTED", "EARLY", "REFUSED", "WRONGLY_REFUSED", "CRASHED", "NOT_RUN", "CODES", "Toolchain", "Matrix", "Stats",
            "emitted_version", "attribute", "compact_message", "settle", "build_matrix", "derive", "replay_command",
@@ -132,26 +134,35 @@ class Stats:
     confirmed: int = 0  # disagreeing cells assembled again alone
     # (release, target, form, in the module, alone): cells whose verdict alone differs from the one in a module
     context: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    sass_missing: list[str] = field(default_factory=list)  # why a module's SASS could not be read
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def settle(forms: Sequence[Variant], version: PtxVersion, target: Target, exe: str, probes: dict,
-           assemble_fn: Callable[[str, str, str], tuple[bool, str]], stats: Stats | None = None) -> dict[str, tuple[str, str]]:
-    """``{form id: ("ok" | "refused" | "crashed", message)}`` for forms of one family at one version."""
+           assemble_fn: Callable[[str, str, str], tuple[bool, str]], stats: Stats | None = None, *,
+           render: Callable[[Sequence], str] | None = None) -> dict[str, tuple[str, str]]:
+    """``{form id: ("ok" | "refused" | "crashed", message)}`` for forms of one family at one version.
+
+    ``render`` makes the module of a list of forms (default: the family's probes through :func:`module_for`);
+    any object with an ``id`` and a probe in ``probes`` (naming its kernel) can be settled through it."""
     out: dict[str, tuple[str, str]] = {}
     header_verdict: list[bool] = []
+    if render is None:
+        def render(pending: Sequence) -> str:
+            return module_for(pending, version, target, probes)
 
-    def header_ok(v: Variant) -> bool:
+    def header_ok(v) -> bool:
         """Does the module's header alone assemble?  Then an error ptxas placed there belongs to no kernel."""
         if not header_verdict:
-            header_verdict.append(assemble_fn(family_of(v).module_source([], version, target), target.name, exe)[0])
+            header_verdict.append(assemble_fn(render([]) if not isinstance(v, Variant)
+                                              else family_of(v).module_source([], version, target), target.name, exe)[0])
         return header_verdict[0]
 
     stack = [list(forms)]
     while stack:
         pending = stack.pop()
         while pending:
-            text = module_for(pending, version, target, probes)
+            text = render(pending)
             t0 = time.perf_counter()
             ok, err = assemble_fn(text, target.name, exe)
             if stats is not None:
@@ -196,6 +207,8 @@ class Matrix:
     codes: dict[tuple[str, str], str] = field(default_factory=dict)
     message_of: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    # with SASS read: (release, target) -> {form index: the matrix instructions it was lowered to ("none")}
+    lowered: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
 
     def message_id(self, text: str) -> int:
         if not hasattr(self, "_ids"):
@@ -226,9 +239,10 @@ class Matrix:
 
 
 def build_matrix(forms: Sequence[Variant], targets: Sequence[Target], toolchains: Sequence[Toolchain], *,
-                 jobs: int = 2, chunk: int = DEFAULT_CHUNK, use_cache: bool = True,
+                 jobs: int = 2, chunk: int = DEFAULT_CHUNK, use_cache: bool = True, sass: bool = False,
                  on_progress: Callable[[int, int], None] | None = None) -> tuple[Matrix, Stats]:
-    """Assemble every (form, target, release) cell; modules run ``jobs`` at a time."""
+    """Assemble every (form, target, release) cell; modules run ``jobs`` at a time.  With ``sass``, each module is
+    built into a cubin and every assembled cell records the matrix instructions its SASS holds."""
     forms = list(forms)
     mat = Matrix([v.id for v in forms], [family_of(v).name for v in forms], [t.name for t in targets],
                  [tc.name for tc in toolchains])
@@ -236,7 +250,17 @@ def build_matrix(forms: Sequence[Variant], targets: Sequence[Target], toolchains
     stats = Stats()
 
     def run_ptxas(text: str, arch: str, exe: str) -> tuple[bool, str]:
+        if sass:  # the cubin is kept (cached), so reading the SASS of the accepted module builds nothing again
+            cubin, err = compile_cubin(text, arch, exe, use_cache=use_cache)
+            return cubin is not None, err
         return assemble(text, arch, exe, use_cache=use_cache)
+
+    def lowered_to(vs: Sequence[Variant], version: PtxVersion, t: Target, exe: str) -> dict[str, str]:
+        cubin, _ = compile_cubin(module_for(vs, version, t, probes), t.name, exe, use_cache=use_cache)
+        if cubin is None:
+            return {}
+        ops = kernel_ops(cubin, use_cache=use_cache)
+        return {v.id: lowered(ops.get(probes[v.id].name, ())) for v in vs}
 
     tasks = []
     for tc in toolchains:
@@ -268,6 +292,14 @@ def build_matrix(forms: Sequence[Variant], targets: Sequence[Target], toolchains
                     if alone[0] != outcome:
                         stats.context.append((tc.name, t.name, v.id, outcome, alone[0]))
                 got[v.id] = alone
+        low: dict[str, str] = {}
+        if sass:
+            ok = [v for v in vs if got[v.id][0] == "ok"]
+            try:
+                low = lowered_to(ok, version, t, tc.exe) if ok else {}
+            except SassUnavailable as exc:
+                with stats.lock:
+                    stats.sass_missing.append(str(exc))
         with lock:
             row = cells.setdefault((tc.name, t.name), [NOT_RUN] * len(forms))
             msgs = mat.message_of.setdefault((tc.name, t.name), {})
@@ -277,6 +309,8 @@ def build_matrix(forms: Sequence[Variant], targets: Sequence[Target], toolchains
                 i = index[v.id]
                 if outcome == "ok":
                     row[i] = ACCEPTED if spec_ok else EARLY
+                    if v.id in low:
+                        mat.lowered.setdefault((tc.name, t.name), {})[i] = low[v.id]
                 else:
                     row[i] = CRASHED if outcome == "crashed" else (WRONGLY_REFUSED if spec_ok else REFUSED)
                     msgs[i] = mat.message_id(message)

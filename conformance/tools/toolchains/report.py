@@ -35,7 +35,7 @@ from .matrix import (
     replay_command,
 )
 
-__all__ = ["release_ranges", "annotate", "write_outputs", "FILES"]
+__all__ = ["release_ranges", "annotate", "write_outputs", "FILES", "lowering_history", "lowered_doc"]
 
 FILES = ("matrix.csv.gz", "messages.json", "findings.json", "summary.md", "summary.json")
 
@@ -128,6 +128,48 @@ def _per_target_table(mat: Matrix, target: str) -> list[str]:
     return lines
 
 
+def lowering_history(mat: Matrix, target: str, form: int) -> str:
+    """``12.0.76..12.3.107: HMMA.16816.F32; 12.4.99..13.5.37: none``: what each release lowered an assembled cell
+    to, consecutive releases that agree merged (releases that refused or did not run it left out)."""
+    runs: list[tuple[list[str], str]] = []
+    for r in mat.releases:
+        low = mat.lowered.get((r, target), {}).get(form)
+        if low is None:
+            continue
+        if runs and runs[-1][1] == low and mat.releases.index(runs[-1][0][-1]) == mat.releases.index(r) - 1:
+            runs[-1][0].append(r)
+        else:
+            runs.append(([r], low))
+    return "; ".join(f"{rs[0] if len(rs) == 1 else rs[0] + '..' + rs[-1]}: {low}" for rs, low in runs)
+
+
+def lowered_doc(mat: Matrix) -> dict:
+    """``{target: {form: history}}`` for every assembled cell whose SASS was read."""
+    out: dict[str, dict[str, str]] = {}
+    for t in mat.targets:
+        for i, form in enumerate(mat.forms):
+            h = lowering_history(mat, t, i)
+            if h:
+                out.setdefault(t, {})[form] = h
+    return out
+
+
+def _lowered_md(mat: Matrix) -> list[str]:
+    """Forms grouped by family and lowering history, per target."""
+    lines = ["", "## Accepted, and lowered to", "",
+             "The matrix instructions in the SASS of each assembled cell, per release (`none`: no matrix instruction: "
+             "lowered in software or dropped); forms with the same history grouped (every form in lowered.json).", "",
+             "| target | family | forms | accepted, and lowered to | e.g. |", "|---|---|---|---|---|"]
+    for t, per in lowered_doc(mat).items():
+        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+        fam = dict(zip(mat.forms, mat.families))
+        for form, h in per.items():
+            groups[fam[form], h].append(form)
+        for (f, h), forms in sorted(groups.items()):
+            lines.append(f"| {t} | {f} | {len(forms)} | {h} | `{forms[0]}` |")
+    return lines
+
+
 def _summary_md(mat: Matrix, findings: list[dict], first: dict[str, dict[str, str]], toolchains: Sequence[Toolchain],
                 doc: dict) -> str:
     fam_counts = Counter(mat.families)
@@ -182,6 +224,8 @@ def _summary_md(mat: Matrix, findings: list[dict], first: dict[str, dict[str, st
             "know the target.", ""]
     for t in mat.targets:
         out += [f"### {t}", ""] + _per_target_table(mat, t) + [""]
+    if mat.lowered:
+        out += _lowered_md(mat)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -224,5 +268,8 @@ def write_outputs(out: Path, mat: Matrix, forms: Sequence[Variant], targets: Seq
         "first_release": {form: " ".join(f"{t}={r}" for t, r in per.items()) for form, per in first.items()},
     }, indent=1) + "\n")
     atomic_write(out / "summary.md", _summary_md(mat, findings, first, toolchains, doc))
+    if mat.lowered:
+        atomic_write(out / "lowered.json", json.dumps(lowered_doc(mat), indent=1) + "\n")
+        doc["sass_missing"] = sorted(set(stats.sass_missing))
     atomic_write(out / "summary.json", json.dumps(doc, indent=1) + "\n")
     return doc
