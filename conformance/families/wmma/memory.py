@@ -81,7 +81,7 @@ def sizes(spec: WmmaSpec, mv: WmmaVariant) -> Sizes:
 def header(words: Any) -> Any:
     """``int64[case, 9]``: route, ldA, ldB, ldC, ldD, offA, offB, offC, offD (on the words' array module)."""
     xp = namespace(words)
-    return xp.ascontiguousarray(words).astype(xp.uint32).reshape(len(words), -1)[:, :HEADER_WORDS].astype(xp.int64)
+    return xp.ascontiguousarray(words).astype(xp.uint32, copy=False).reshape(len(words), -1)[:, :HEADER_WORDS].astype(xp.int64)
 
 
 def as_bytes(words: Any) -> Any:
