@@ -11,19 +11,18 @@ array module, so the prediction is the oracle's, not a second one.  Randomness i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ptxconf.core.bulk import Drawn
+from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.generators.ptx import checksum
 from ptxconf.oracle import mma as oracle
-from ptxconf.spec.arrays import below, encode_exact, key_of
+from ptxconf.spec.arrays import below, case_counters, encode_exact, key_of
 from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import pack
 from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.spec.targets import PtxVersion
 
 from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
 from .probe import Probe, buffer_layout
@@ -59,10 +58,7 @@ class ValueDraws:
 
     # --- one operand's values -----------------------------------------------------------------------
     def _counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
-        """Counters of ``per_case`` draws of ``stream`` for cases ``first .. first + n - 1``."""
-        s = _STREAMS.index(stream)
-        case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-        return (case * xp.uint64(len(_STREAMS)) + xp.uint64(s)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+        return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def _tile(self, name: str, n: int) -> tuple[int, ...]:
         lay = self.variant.operands[name].layout
@@ -131,18 +127,7 @@ class ValueDraws:
         return out
 
 
-@dataclass
-class MmaBulk:
-    variant: Variant
-    seed: int
-    version: PtxVersion
-    target: Target
-    probe: Probe
-    warps_per_block: int
-    check: str = "value"
-    lanes: int = 32
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
+class MmaBulk(BulkFields):
 
     def __post_init__(self) -> None:
         v = self.variant

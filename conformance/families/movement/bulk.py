@@ -10,15 +10,14 @@ counter-based (:mod:`ptxconf.spec.arrays`): case ``i`` is a function of (variant
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ptxconf.core.bulk import Drawn
+from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
-from ptxconf.spec.arrays import key_of, uniform_bits
+from ptxconf.spec.arrays import case_counters, key_of, uniform_bits
 from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.spec.targets import PtxVersion
 
 from . import probe as mv
 
@@ -27,18 +26,7 @@ __all__ = ["MovementBulk", "bulk_cases"]
 _STREAMS = ("words", "rows")
 
 
-@dataclass
-class MovementBulk:
-    variant: Variant
-    seed: int
-    version: PtxVersion
-    target: Target
-    probe: mv.MoveProbe
-    warps_per_block: int
-    check: str = "value"
-    lanes: int = 32
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
+class MovementBulk(BulkFields):
 
     def __post_init__(self) -> None:
         v = self.variant
@@ -52,10 +40,7 @@ class MovementBulk:
         self.defined = defined
 
     def _counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
-        """Counters of ``per_case`` draws of ``stream`` for cases ``first .. first + n - 1``."""
-        case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-        s = xp.uint64(_STREAMS.index(stream))
-        return (case * xp.uint64(len(_STREAMS)) + s) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+        return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def _addresses(self, xp: Any, first: int, n: int) -> Any:
         """``uint32[case, lane]``: distinct random rows of the image, one per row address (a sort of random keys

@@ -11,16 +11,15 @@ of (variant, seed, i) alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ptxconf.core.bulk import Drawn
+from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.families.mma.bulk import ValueDraws, bulk_reason
-from ptxconf.spec.arrays import below, key_of, uniform_bits
+from ptxconf.spec.arrays import below, case_counters, key_of, uniform_bits
 from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.spec.targets import PtxVersion
 
 from . import route as rt
 from .memory import HEADER_WORDS, SLACK, apply, scatter_matrices, sizes
@@ -31,18 +30,7 @@ __all__ = ["WmmaBulk", "bulk_cases"]
 _STREAMS = ("image", "route", "stride", "offset")
 
 
-@dataclass
-class WmmaBulk:
-    variant: WmmaVariant
-    seed: int
-    version: PtxVersion
-    target: Target
-    probe: rt.WmmaProbe
-    warps_per_block: int
-    check: str = "value"
-    lanes: int = 32
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
+class WmmaBulk(BulkFields):
 
     def __post_init__(self) -> None:
         p = self.probe
@@ -61,9 +49,7 @@ class WmmaBulk:
         self.col = np.array([[r[0] == "col", r[1] == "col"] for r in self.routes], dtype=bool)
 
     def _counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
-        case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-        s = xp.uint64(_STREAMS.index(stream))
-        return (case * xp.uint64(len(_STREAMS)) + s) * xp.uint64(1 << 24) + xp.arange(per_case, dtype=xp.uint64)
+        return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def header(self, xp: Any, first: int, n: int) -> Any:
         """``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.route.case_words` draws them."""

@@ -1,20 +1,15 @@
 """ldmatrix / stmatrix / movmatrix in bulk: drawn cases hold what the value check's cases hold, the expected
-words are the ISA's (checked against its literal lane rules), cases replay one by one, and a differing word
-comes back as a failure with its replay command."""
+words are the ISA's (checked against its literal lane rules), and any case is drawn alike alone or in a batch
+(the fuzzing loop itself, failures and replays: tests/run/test_bulkfuzz.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
-from ptxconf.backends.bulk_device import EmulatedDevice, cuda_devices
-from ptxconf.cli.main import main as cli_main
+from ptxconf.backends.bulk_device import EmulatedDevice
 from ptxconf.core.bulk import bulk_record
 from ptxconf.core.family import family_of, run_variants_of
 from ptxconf.families.movement import probe as mv
-from ptxconf.run.bulkfuzz import fuzz_bulk
 from ptxconf.spec import load_specs
 from ptxconf.spec.targets import PtxVersion
 
@@ -83,52 +78,3 @@ def test_expected_words_follow_the_isa_literal_rules():
         for e in range(2):
             r, c = 2 * (lane % 4) + e, lane // 4
             assert got[lane, e] == half[4 * r + c // 2, c % 2]
-
-
-class _Flipping(EmulatedDevice):
-    """Flips one bit of case 3's first word in every launch of one variant."""
-
-    def __init__(self, victim: str):
-        super().__init__(cc=(9, 0), max_ptx=MAX_PTX)
-        self.victim = victim
-
-    def launch(self, module, probe, in_words, out_words, order, warps_per_block):
-        out = super().launch(module, probe, in_words, out_words, order, warps_per_block)
-        if probe.variant.id == self.victim and len(out) > 3:
-            out[3, 2, 0] ^= np.uint32(1 << 4)
-        return out
-
-
-def test_the_fuzzer_reports_a_differing_word_with_the_comparators_account_and_a_replay_command():
-    vs = [SPECS.get(name) for name in ("ldmatrix.sync.aligned.m8n8.x2.b16", "stmatrix.sync.aligned.m8n8.x1.trans.b16",
-                                       "movmatrix.sync.aligned.m8n8.trans.b16")]
-    for victim, where in ((vs[0].id, "lane 2 register 0"), (vs[1].id, "shared byte")):
-        res = fuzz_bulk(lambda d, victim=victim: _Flipping(victim), [0], vs, budget_s=2.0, first_seed=5, cases=64,
-                        batch=32, backend_name="emulator")
-        assert res.fatal is None and res.runs >= len(vs) and set(res.by_family) == {"ldmatrix", "stmatrix", "movmatrix"}
-        assert res.failures and all(f.startswith(victim + ":value:seed=") for f in res.failures)
-        assert "(first: case 3)" in res.failures[0] and where in res.failures[0]
-        assert f"ptxconf fuzz case '{victim}' --seed 5 --case 3 --backend emulator" in res.failures[0]
-
-
-def test_the_cli_fuzzes_movement_in_bulk_and_replays_a_case(capsys, tmp_path):
-    rc = cli_main(["fuzz", "layouts", "--bulk", "--backend", "emulator", "--budget", "2", "--cases", "64",
-                   "--select", "ldmatrix.sync.aligned.m8n8*", "--select", "stmatrix.sync.aligned.m8n8.x4*",
-                   "--select", "movmatrix*"])
-    out = capsys.readouterr().out
-    assert rc == 0 and "0 failed" in out and "verified cases/s" in out
-    for form in ("stmatrix.sync.aligned.m8n8.x2.trans.b16", "ldmatrix.sync.aligned.m8n16.x4.b8x16.b6x16_p32"):
-        rc = cli_main(["fuzz", "case", form, "--seed", "4", "--case", "70000", "--backend", "emulator"])
-        assert rc == 0 and capsys.readouterr().out.startswith(f"PASS {form}:value:seed=4:case=70000 ")
-
-
-@pytest.mark.gpu
-def test_bulk_fuzzing_movement_on_the_gpu_verifies_cases():
-    count, why = cuda_devices()
-    if not count:
-        pytest.skip(f"no GPU for the bulk fuzzer: {why}")
-    proc = subprocess.run([sys.executable, "-m", "ptxconf.cli.main", "fuzz", "layouts", "--bulk", "--backend", "pycuda",
-                           "--budget", "10", "--select", "ldmatrix*", "--select", "stmatrix*", "--select", "movmatrix*"],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert " 0 failed" in proc.stdout and "verified cases/s" in proc.stdout
