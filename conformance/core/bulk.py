@@ -10,13 +10,13 @@ randomness), so any case replays on its own, on the host or any device.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ptxconf.core.record import CheckRecord
 from ptxconf.spec.targets import PtxVersion, Target
 
-__all__ = ["BulkCases", "Drawn", "bulk_record"]
+__all__ = ["BulkCases", "BulkFields", "Drawn", "bulk_record"]
 
 
 @dataclass
@@ -46,6 +46,25 @@ class BulkCases(Protocol):
     def draw(self, xp: Any, first: int, n: int) -> Drawn:
         """Cases ``first .. first + n - 1`` on the array module ``xp``."""
         ...
+
+
+@dataclass
+class BulkFields:
+    """What every family's bulk cases hold (a family's class adds ``out_words`` and ``draw``)."""
+
+    variant: Any
+    seed: int
+    version: PtxVersion
+    target: Target
+    probe: Any
+    warps_per_block: int
+    check: str = "value"
+    lanes: int = 32
+    params: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Where a family's class derives what its draws need from these fields."""
 
 
 def bulk_record(bc: BulkCases, in_words: Any, out_words: Any) -> CheckRecord:

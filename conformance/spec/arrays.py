@@ -18,7 +18,7 @@ import numpy as np
 
 from .ptxtypes import PtxType
 
-__all__ = ["namespace", "uniform_bits", "below", "decode", "encode_exact", "key_of"]
+__all__ = ["namespace", "uniform_bits", "below", "case_counters", "decode", "encode_exact", "key_of"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
@@ -63,6 +63,13 @@ def below(xp: Any, key: int, index: Any, n: int) -> Any:
     """``int64`` values uniform in ``[0, n)`` (the top 32 random bits, scaled: no modulo bias worth naming)."""
     hi = uniform_bits(xp, key, index) >> xp.uint64(32)
     return ((hi * xp.uint64(n)) >> xp.uint64(32)).astype(xp.int64)
+
+
+def case_counters(xp: Any, stream: int, streams: int, first: int, n: int, per_case: int) -> Any:
+    """``uint64[case, per_case]``: the counters of ``per_case`` draws (fewer than 2**20) of stream ``stream`` (of
+    ``streams``) for cases ``first .. first + n - 1``: disjoint across cases and streams, whatever the batch."""
+    case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
+    return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
 
 
 @cache

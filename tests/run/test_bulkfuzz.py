@@ -1,5 +1,6 @@
 """The bulk layout fuzzer: cases drawn as array code agree with the emulator and the comparator, replay one
-by one, and the fuzzer reports differing cases, dead workers and devices it cannot open as such."""
+by one, and the fuzzer reports differing cases (every family with bulk cases, explained by its comparator), dead
+workers and devices it cannot open as such."""
 
 from __future__ import annotations
 
@@ -62,18 +63,45 @@ def test_a_flipped_output_bit_is_explained_lane_by_lane():
     assert vd.status == "fail" and "lane 5" in vd.details(v)
 
 
-class _Flipping(EmulatedDevice):
-    """Flips one bit of case 3's first word in every launch of one variant."""
+class _Tampering(EmulatedDevice):
+    """Changes case 3's words of one variant in every launch (``tamper(out, in_words)``), as a wrong GPU would."""
 
-    def __init__(self, victim: str):
-        super().__init__(cc=CC, max_ptx=MAX_PTX)
-        self.victim = victim
+    def __init__(self, victim: str, tamper, cc=CC):
+        super().__init__(cc=cc, max_ptx=MAX_PTX)
+        self.victim, self.tamper = victim, tamper
 
     def launch(self, module, probe, in_words, out_words, order, warps_per_block):
         out = super().launch(module, probe, in_words, out_words, order, warps_per_block)
         if probe.variant.id == self.victim and len(out) > 3:
-            out[3, 0, 0] ^= np.uint32(1)
+            self.tamper(out, in_words)
         return out
+
+
+def _flip(lane: int, word: int, bit: int):
+    def tamper(out, in_words):
+        out[3, lane, word] ^= np.uint32(1 << bit)
+    return tamper
+
+
+def _wmma_d_and_stray(out, in_words):
+    """One byte of D flipped, one byte past every stride and offset a case draws written."""
+    from ptxconf.families.wmma.memory import header
+
+    img = out[3].reshape(-1).view(np.uint8)
+    img[int(header(in_words[3:4])[0, 8]) + 1] ^= np.uint8(0x40)
+    img[-1] = np.uint8(0x5A)
+
+
+MOVEMENT = ("ldmatrix.sync.aligned.m8n8.x2.b16", "stmatrix.sync.aligned.m8n8.x1.trans.b16", "movmatrix.sync.aligned.m8n8.trans.b16")
+WMMA = ("wmma.mma.sync.aligned.col.row.m32n8k16.f32.f16", "wmma.mma.sync.aligned.row.row.m16n16k16.f16.f16.satfinite",
+        "wmma.load.b.sync.aligned.col.m8n8k128.b1")
+# (forms fuzzed together, the one whose words are changed, how, what the family's comparator says of it)
+TAMPERED = {
+    "mma.sync": (None, 1, _flip(0, 0, 0), "lane 0"),
+    "ldmatrix": (MOVEMENT, 0, _flip(2, 0, 4), "lane 2 register 0"),
+    "stmatrix": (MOVEMENT, 1, _flip(2, 0, 4), "shared byte"),
+    "wmma": (WMMA, 1, _wmma_d_and_stray, "1 of 256 D elements differ, 1 stray bytes"),
+}
 
 
 class _Dying(EmulatedDevice):
@@ -93,14 +121,18 @@ def _variants():
     return [v for v in MMA if v.family == "mma.sync" and v.shape == (16, 8, 16)][:4]
 
 
-def test_the_fuzzer_reports_each_differing_variant_seed_with_a_replay_command():
-    vs = _variants()
-    res = fuzz_bulk(lambda d: _Flipping(vs[1].id), [0], vs, budget_s=3.0, first_seed=5, cases=64, batch=32,
+@pytest.mark.parametrize("family", TAMPERED)
+def test_the_fuzzer_reports_each_differing_variant_seed_with_the_comparators_account_and_a_replay_command(family):
+    names, victim, tamper, account = TAMPERED[family]
+    vs = _variants() if names is None else [SPECS.get(name) for name in names]
+    victim = vs[victim].id
+    res = fuzz_bulk(lambda d: _Tampering(victim, tamper), [0], vs, budget_s=3.0, first_seed=5, cases=64, batch=32,
                     backend_name="emulator")
     assert res.fatal is None and res.runs >= len(vs) and res.cases >= 64 * len(vs)
-    assert res.failures and all(f.startswith(vs[1].id + ":value:seed=") for f in res.failures)
-    assert "case 3" in res.failures[0] and "lane 0" in res.failures[0]
-    assert "ptxconf fuzz case '" + vs[1].id + "' --seed 5 --case 3 --backend emulator" in res.failures[0]
+    assert set(res.by_family) == {v.family for v in vs}
+    assert res.failures and all(f.startswith(victim + ":value:seed=") for f in res.failures)
+    assert "(first: case 3)" in res.failures[0] and account in res.failures[0]
+    assert f"ptxconf fuzz case '{victim}' --seed 5 --case 3 --backend emulator" in res.failures[0]
     assert set(res.stages_s) == {"build", "draw", "launch", "compare"}
 
 
@@ -129,25 +161,38 @@ def test_variants_without_bulk_cases_are_listed_with_the_reason():
     assert list(res.unsupported) == [vs[1].id] and "no bulk cases" in res.unsupported[vs[1].id]
 
 
-def test_the_cli_fuzzes_in_bulk_and_replays_a_case(capsys, tmp_path):
-    rc = cli_main(["fuzz", "layouts", "--bulk", "--backend", "emulator", "--budget", "2", "--cases", "64",
-                   "--select", "mma.sync.aligned.m16n8k16.row.col.f32.bf16*", "--json", str(tmp_path / "b.json")])
+# (forms fuzzed, a form and case replayed): one row per family with bulk cases
+CLI = [
+    (["mma.sync.aligned.m16n8k16.row.col.f32.bf16*"], "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 9),
+    (["ldmatrix.sync.aligned.m8n8*", "stmatrix.sync.aligned.m8n8.x4*", "movmatrix*"],
+     "ldmatrix.sync.aligned.m8n16.x4.b8x16.b6x16_p32", 70000),
+    (["wmma.load.a.sync.aligned.row.m16n16k16*", "wmma.store.d.*.m8n8k4.f64"],
+     "wmma.mma.xor.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32", 4096),
+]
+
+
+@pytest.mark.parametrize("select, form, case", CLI, ids=lambda x: x[0].split(".")[0] if isinstance(x, list) else None)
+def test_the_cli_fuzzes_in_bulk_and_replays_a_case(capsys, tmp_path, select, form, case):
+    args = ["fuzz", "layouts", "--bulk", "--backend", "emulator", "--budget", "2", "--cases", "32",
+            "--json", str(tmp_path / "b.json")]
+    rc = cli_main(args + [x for glob in select for x in ("--select", glob)])
     out = capsys.readouterr().out
     assert rc == 0 and "0 failed" in out and "verified cases/s" in out
     assert (tmp_path / "b.json").is_file()
-    rc = cli_main(["fuzz", "case", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "--seed", "1", "--case", "9",
-                   "--backend", "emulator"])
-    assert rc == 0 and capsys.readouterr().out.startswith("PASS ")
+    rc = cli_main(["fuzz", "case", form, "--seed", "1", "--case", str(case), "--backend", "emulator"])
+    assert rc == 0 and capsys.readouterr().out.startswith(f"PASS {form}:value:seed=1:case={case} ")
 
 
 @pytest.mark.gpu
-def test_bulk_fuzzing_on_the_gpu_verifies_cases():
+@pytest.mark.parametrize("select", [["mma.sync.aligned.m16n8k16*"], ["ldmatrix*", "stmatrix*", "movmatrix*"], ["wmma*"]],
+                         ids=lambda s: s[0].split(".")[0].rstrip("*"))
+def test_bulk_fuzzing_on_the_gpu_verifies_cases(select):
     count, why = cuda_devices()
     if not count:
         pytest.skip(f"no GPU for the bulk fuzzer: {why}")
     proc = subprocess.run([sys.executable, "-m", "ptxconf.cli.main", "fuzz", "layouts", "--bulk", "--backend", "pycuda",
-                           "--budget", "10", "--select", "mma.sync.aligned.m16n8k16*"], capture_output=True, text=True,
-                          timeout=300)
+                           "--budget", "10", *[x for glob in select for x in ("--select", glob)]], capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert " 0 failed" in proc.stdout and "verified cases/s" in proc.stdout
 

@@ -11,24 +11,23 @@ array module, so the prediction is the oracle's, not a second one.  Randomness i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ptxconf.core.bulk import Drawn
+from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.generators.ptx import checksum
 from ptxconf.oracle import mma as oracle
-from ptxconf.spec.arrays import below, encode_exact, key_of
+from ptxconf.spec.arrays import below, case_counters, encode_exact, key_of
 from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import pack
 from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.spec.targets import PtxVersion
 
 from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
 from .probe import Probe, buffer_layout
 
-__all__ = ["MmaBulk", "bulk_cases", "bulk_reason"]
+__all__ = ["MmaBulk", "ValueDraws", "bulk_cases", "bulk_reason"]
 
 _STREAMS = ("A", "B", "C", "C.edge", "C.sign", "C.pick", "metadata", "scale_A", "scale_B", "filler")
 
@@ -43,25 +42,13 @@ def bulk_reason(v: Variant) -> str | None:
     return None
 
 
-@dataclass
-class MmaBulk:
-    variant: Variant
-    seed: int
-    version: PtxVersion
-    target: Target
-    probe: Probe
-    warps_per_block: int
-    check: str = "value"
-    lanes: int = 32
-    params: dict = field(default_factory=dict)
-    meta: dict = field(default_factory=dict)
+class ValueDraws:
+    """The ``value`` check's A, B, C (and metadata, scale factors) of ``variant`` by counter under ``key``: what
+    any probe that runs the variant's arithmetic draws (mma.sync and mma.sp here, the wmma.mma companions)."""
 
-    def __post_init__(self) -> None:
-        v = self.variant
-        self.params = self.probe.params
-        self.layout = buffer_layout(v)
-        self.out_words = self.layout.out_words
-        self.key = key_of("bulk", v.id, self.seed)
+    def __init__(self, variant: Variant, key: int):
+        v = self.variant = variant
+        self.key = key
         self.fparams, self.cbound = _value_params(v)
         self.tables: dict[str, np.ndarray] = {}
         for name in ("A", "B"):
@@ -71,10 +58,7 @@ class MmaBulk:
 
     # --- one operand's values -----------------------------------------------------------------------
     def _counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
-        """Counters of ``per_case`` draws of ``stream`` for cases ``first .. first + n - 1``."""
-        s = _STREAMS.index(stream)
-        case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-        return (case * xp.uint64(len(_STREAMS)) + xp.uint64(s)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+        return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def _tile(self, name: str, n: int) -> tuple[int, ...]:
         lay = self.variant.operands[name].layout
@@ -130,7 +114,6 @@ class MmaBulk:
         ctr = self._counter(xp, name, first, n, int(np.prod(shape[1:])))
         return table[below(xp, self.key, ctr, len(choices))].reshape(shape)
 
-    # --- the cases ----------------------------------------------------------------------------------
     def bits(self, xp: Any, first: int, n: int) -> dict[str, Any]:
         """Container bits per input operand, ``[case, matrix, row, col]``."""
         v = self.variant
@@ -143,16 +126,27 @@ class MmaBulk:
                 out[name] = self._scales(xp, name, first, n)
         return out
 
+
+class MmaBulk(BulkFields):
+
+    def __post_init__(self) -> None:
+        v = self.variant
+        self.params = self.probe.params
+        self.layout = buffer_layout(v)
+        self.out_words = self.layout.out_words
+        self.key = key_of("bulk", v.id, self.seed)
+        self.values = ValueDraws(v, self.key)
+
     def draw(self, xp: Any, first: int, n: int) -> Drawn:
         v, lay = self.variant, self.layout
-        bits = self.bits(xp, first, n)
+        bits = self.values.bits(xp, first, n)
         words = xp.zeros((n, 32, lay.in_words), dtype=xp.uint32)
         for k, (name, off) in enumerate(lay.inputs.items()):
             op = v.operands[name]
             filler = None
             if not op.layout.held(self.params.get(name)).all():
                 elems = op.layout.lanes * op.layout.elements
-                ctr = self._counter(xp, "filler", first, n, elems) + xp.uint64(k * elems)
+                ctr = self.values._counter(xp, "filler", first, n, elems) + xp.uint64(k * elems)
                 filler = below(xp, self.key, ctr, 1 << 32).astype(xp.uint64).reshape(n, op.layout.lanes, op.layout.elements)
             words[:, :, off : off + op.words] = pack(op, bits[name], self.params.get(name), filler)
         d = v.operands["D"]

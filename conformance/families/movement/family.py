@@ -9,6 +9,7 @@ from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.spec.targets import PtxVersion, Target
 
+from . import bulk
 from . import probe as mv
 from .compare import compare_movement
 
@@ -37,6 +38,9 @@ class MovementFamily(Family):
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
         return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, mv.out_words(v))
+
+    def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
+        return bulk.bulk_cases(v, seed, cc, max_ptx)
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return mv.module_source(probes, version, target)

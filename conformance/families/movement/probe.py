@@ -23,11 +23,13 @@ both use it); nothing here assumes a layout beyond the spec's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.spec.arrays import namespace
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target
 
@@ -85,70 +87,102 @@ def row_lanes(v: Variant) -> np.ndarray:
     return out
 
 
-def image_bytes(words: np.ndarray) -> np.ndarray:
-    """``uint32[case, lane, >=16]`` -> ``uint8[case, 2048]``."""
-    w = np.ascontiguousarray(words[:, :, :IMAGE_WORDS], dtype="<u4")
-    return w.reshape(len(w), -1).view(np.uint8).copy()
+def image_bytes(words: Any) -> Any:
+    """``uint32[case, lane, >=16]`` -> ``uint8[case, 2048]`` (on the words' array module)."""
+    xp = namespace(words)
+    w = xp.ascontiguousarray(words[:, :, :IMAGE_WORDS]).astype(xp.uint32)
+    return w.reshape(len(w), -1).view(xp.uint8).copy()
 
 
-def image_words(img: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(img).view("<u4").reshape(len(img), 32, IMAGE_WORDS).astype(np.uint32)
+def image_words(img: Any) -> Any:
+    xp = namespace(img)
+    return xp.ascontiguousarray(img).view(xp.uint32).reshape(len(img), 32, IMAGE_WORDS).astype(xp.uint32)
 
 
-def _read_elem(img: np.ndarray, byte0: np.ndarray, col: int, bits: int) -> np.ndarray:
-    """Element ``col`` (``bits`` wide) of the row starting at ``byte0`` per case."""
-    bit = col * bits
-    cases = np.arange(len(img))
-    lo = img[cases, byte0 + bit // 8].astype(np.uint32)
-    hi = img[cases, np.minimum(byte0 + bit // 8 + 1, IMAGE_BYTES - 1)].astype(np.uint32)
-    return ((lo | (hi << 8)) >> (bit % 8)) & ((1 << bits) - 1)
+def _read_elem(img: np.ndarray, byte0: np.ndarray, col: Any, bits: int) -> np.ndarray:
+    """Element ``col`` (``bits`` wide) of the row starting at ``byte0`` per case (``byte0``, ``col``: ``[case, k]``
+    or broadcastable; an address outside the image raises, as an unchecked one would read another case)."""
+    xp = namespace(img)
+    bit = xp.asarray(col) * bits
+    at = byte0 + bit // 8
+    lo = xp.take_along_axis(img, at.reshape(len(img), -1), axis=1).astype(xp.uint32)
+    hi = xp.take_along_axis(img, xp.minimum(at + 1, IMAGE_BYTES - 1).reshape(len(img), -1), axis=1).astype(xp.uint32)
+    val = ((lo | (hi << xp.uint32(8))) >> (bit % 8).reshape(1, -1).astype(xp.uint32)) & xp.uint32((1 << bits) - 1)
+    return val.reshape(at.shape)
 
 
-def _write_elem(img: np.ndarray, byte0: np.ndarray, col: int, bits: int, val: np.ndarray) -> None:
-    assert bits in (8, 16)
-    cases = np.arange(len(img))
-    for k in range(bits // 8):
-        img[cases, byte0 + col * bits // 8 + k] = (val >> (8 * k)) & 0xFF
+@dataclass(frozen=True)
+class Motion:
+    """Where every element of a form comes from, as index tables over (lane, element): what :func:`apply` gathers.
+
+    ``lane``/``col``: for ldmatrix / stmatrix the lane whose row address starts the element's memory row and its
+    column in that row; for movmatrix the source lane and source element.  ``reg``/``shift``: the register word
+    of the element and its bit offset there (container and value shift)."""
+
+    family: str
+    lane: np.ndarray  # int64[32 * elements]
+    col: np.ndarray
+    reg: np.ndarray
+    shift: np.ndarray
+    registers: int
+    container_bits: int
+    mem_bits: int
+    out_words: int
 
 
-def _frag(v: Variant):
-    op = v.operands["fragment"]
-    return op, op.layout.map()
-
-
-def apply(v: Variant, inw: np.ndarray) -> np.ndarray:
-    """Expected out words ``uint32[case, lane, out_words]`` for input words, by the spec."""
-    ncase = len(inw)
-    out = np.zeros((ncase, 32, out_words(v)), dtype=np.uint32)
+def motion(v: Variant) -> Motion:
+    op = v.operands["d" if v.family == "movmatrix" else "fragment"]
+    E, per, cb = op.layout.elements, op.fragment.per_register, op.fragment.container_bits
+    fm = op.layout.map()
+    e = np.arange(E)
+    reg = np.broadcast_to(e // per, (32, E)).ravel()
+    shift = np.broadcast_to(cb * (e % per) + (0 if v.family == "movmatrix" else op.fragment.value_shift), (32, E)).ravel()
     if v.family == "movmatrix":
-        a, d = v.operands["a"], v.operands["d"]
-        am, dm = a.layout.map(), d.layout.map()
-        src = {tuple(am[ln, e]): (ln, e) for ln in range(32) for e in range(a.layout.elements)}
-        cb = a.fragment.container_bits
-        for ln in range(32):
-            for e in range(d.layout.elements):
-                sl, se = src[tuple(dm[ln, e])]
-                val = (inw[:, sl, se // 2] >> (cb * (se % 2))) & 0xFFFF
-                out[:, ln, e // 2] |= (val << (cb * (e % 2))).astype(np.uint32)
+        am = v.operands["a"].layout.map()
+        src = {tuple(am[ln, k]): (ln, k) for ln in range(32) for k in range(v.operands["a"].layout.elements)}
+        pairs = np.array([src[tuple(fm[ln, k])] for ln in range(32) for k in range(E)], dtype=np.int64)
+        lane, col, bits = pairs[:, 0], pairs[:, 1], cb
+    else:
+        rl = row_lanes(v)
+        lane, col, bits = rl[fm[..., 0], fm[..., 1]].ravel(), fm[..., 2].ravel().astype(np.int64), mem_bits(v)
+    return Motion(v.family, lane, col, reg, shift, registers(v), cb, bits, out_words(v))
+
+
+def _registers(xp: Any, mo: Motion, val: Any, out: Any) -> None:
+    """Element values ``[case, 32 * elements]`` into their register words of ``out`` (disjoint bits: a sum is an OR)."""
+    n = len(val)
+    per = len(mo.reg) // (32 * mo.registers)
+    shifted = val.astype(xp.uint32) << xp.asarray(mo.shift, dtype=xp.uint32)
+    out[:, :, : mo.registers] = shifted.reshape(n, 32, mo.registers, per).sum(axis=-1, dtype=xp.uint32)
+
+
+def apply(v: Variant, inw: Any, mo: Motion | None = None) -> Any:
+    """Expected out words ``uint32[case, lane, out_words]`` for input words, by the spec, on ``inw``'s array
+    module (NumPy, or CuPy for the bulk fuzzer); ``mo``: :func:`motion` of ``v``, where the caller keeps it."""
+    xp = namespace(inw)
+    mo = mo or motion(v)
+    n = len(inw)
+    out = xp.zeros((n, 32, mo.out_words), dtype=xp.uint32)
+    lane, col = xp.asarray(mo.lane), xp.asarray(mo.col)
+    if mo.family == "movmatrix":
+        word, half = col // 2, (col % 2) * mo.container_bits
+        val = (inw[:, lane, word] >> half.astype(xp.uint32)) & xp.uint32((1 << mo.container_bits) - 1)
+        _registers(xp, mo, val, out)
         return out
-    op, fm = _frag(v)
-    rl = row_lanes(v)
-    addr = inw[:, :, ADDR_WORD].astype(np.int64)
+    start = inw[:, :, ADDR_WORD].astype(xp.int64)[:, lane]  # [case, 32 * elements]
     img = image_bytes(inw)
-    bits = mem_bits(v)
-    cb, shift, per = op.fragment.container_bits, op.fragment.value_shift, op.fragment.per_register
-    for ln in range(32):
-        for e in range(op.layout.elements):
-            m, r, c = fm[ln, e]
-            start = addr[:, rl[m, r]]
-            if v.family == "ldmatrix":
-                val = _read_elem(img, start, c, bits)
-                out[:, ln, e // per] |= (val << (cb * (e % per) + shift)).astype(np.uint32)
-            else:
-                val = (inw[:, ln, ADDR_WORD + 1 + e // per] >> (cb * (e % per))) & ((1 << cb) - 1)
-                _write_elem(img, start, c, bits, val)
-    if v.family == "stmatrix":
-        out[:] = image_words(img)
+    if mo.family == "ldmatrix":
+        _registers(xp, mo, _read_elem(img, start, col[None, :], mo.mem_bits), out)
+        return out
+    # stmatrix: each element's bytes into its row (rows are distinct: no two elements write one byte)
+    reg = xp.asarray(mo.reg) + (ADDR_WORD + 1)
+    shift = xp.asarray(mo.shift, dtype=xp.uint32)
+    val = (inw[:, xp.arange(32).repeat(len(mo.lane) // 32), reg] >> shift) & xp.uint32((1 << mo.container_bits) - 1)
+    at = start + col[None, :] * (mo.mem_bits // 8) + xp.arange(n, dtype=xp.int64)[:, None] * IMAGE_BYTES
+    flat = img.reshape(-1)
+    for k in range(mo.mem_bits // 8):
+        flat[(at + k).ravel()] = ((val >> xp.uint32(8 * k)) & xp.uint32(0xFF)).astype(xp.uint8).ravel()
+    out[:] = image_words(img)
     return out
 
 

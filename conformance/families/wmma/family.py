@@ -17,6 +17,7 @@ from ptxconf.core.family import Family
 from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.spec.targets import PtxVersion, Target
 
+from . import bulk
 from . import route as rt
 from .compare import companion_of, compare_wmma
 from .memory import apply, sizes
@@ -53,6 +54,9 @@ class WmmaFamily(Family):
             wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= rt.SHARED_BUDGET)
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
         return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words)
+
+    def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
+        return bulk.bulk_cases(v, seed, cc, max_ptx)
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return rt.module_source(probes, version, target)
