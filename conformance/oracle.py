@@ -69,10 +69,42 @@ def mma(v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     if "scale_A" in bits:
         a, b = _apply_scales(v, a, b, bits)
     if xp is not np:
-        return encode_exact(d_type, a @ b + c)
+        return encode_exact(d_type, _zero_sign(v, a, b, c, a @ b + c))
     with np.errstate(all="ignore"):
-        exact = a @ b + c
+        exact = _zero_sign(v, a, b, c, a @ b + c)
     return d_type.encode(exact, exact=False)
+
+
+def _zero_sign(v: Variant, a, b, c, exact):
+    """The sign of an exact zero f64 D (IEEE 754 §6.3), whatever order the terms are added in: rounding toward -inf
+    (``.rm``) gives -0 unless every term (each product and C) is +0; the other modes give -0 only when every term
+    is -0. float64 matrix products start from +0 and so miss both. Only f64 forms (DMMA, the forms with rounding
+    modifiers) are signed so: the H100 gave -0 for ``.rm`` cancellations (results/h100-bulk-wmma)."""
+    if v.operands["D"].type.name != "f64":
+        return exact
+    xp = namespace(exact)
+    plus, minus = _signed_zero_products(xp, a, b)
+    k = a.shape[-1]
+    c_plus, c_minus = (c == 0) & ~xp.signbit(c), (c == 0) & xp.signbit(c)
+    if v.instruction.rounding == "rm":
+        negative = ~((plus == k) & c_plus)
+    else:
+        negative = (minus == k) & c_minus
+    return xp.where(exact == 0, xp.where(negative, -0.0, 0.0), exact)
+
+
+def _signed_zero_products(xp, a, b):
+    """Per (row, col): how many of the K products a[m,k]*b[k,n] are +0 and how many -0, as sums of matrix products
+    of 0/1 indicators (zero: either factor zero; its sign: the factors' signs differ), never the [M, K, N] tensor."""
+    za, zb = (a == 0).astype(a.dtype), (b == 0).astype(b.dtype)
+    sa, sb = xp.signbit(a).astype(a.dtype), xp.signbit(b).astype(b.dtype)
+    one_a, one_b = xp.ones_like(a), xp.ones_like(b)
+    zsa, zsb = za * sa, zb * sb
+    zero = za @ one_b + one_a @ zb - za @ zb  # (za or zb), summed over k
+    # (za or zb) * (sa xor sb) = (za + zb - za zb)(sa + sb - 2 sa sb), expanded into separable terms
+    minus = (zsa @ one_b + za @ sb - 2 * (zsa @ sb) + sa @ zb + one_a @ zsb - 2 * (sa @ zsb)
+             - zsa @ zb - za @ zsb + 2 * (zsa @ zsb))
+    return zero - minus, minus
 
 
 def _apply_scales(v: Variant, a: np.ndarray, b: np.ndarray, bits: dict[str, np.ndarray]):

@@ -20,7 +20,7 @@ __all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "P
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
     PtxVersion(8, m) for m in range(0, 9)
-] + [PtxVersion(9, m) for m in range(0, 3)]
+] + [PtxVersion(9, m) for m in range(0, 6)]  # up to 9.5, the newest ptxas (13.5) takes
 
 
 class RunVariant(Protocol):

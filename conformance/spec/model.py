@@ -187,6 +187,11 @@ class Instruction:
         return "satfinite" in self.parts
 
     @property
+    def rounding(self) -> str:
+        """The rounding modifier (``rn``/``rz``/``rm``/``rp``) the form names, or "" (round to nearest even)."""
+        return next((p for p in self.parts if p in ("rn", "rz", "rm", "rp")), "")
+
+    @property
     def bitop(self) -> str | None:
         """``xor`` or ``and`` for ``.b1`` forms (``.xor.popc``/``.and.popc``)."""
         if "popc" not in self.parts:
