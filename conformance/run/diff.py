@@ -22,8 +22,6 @@ suite run twice on one machine diffs clean.
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -32,16 +30,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ptxconf.core.safe_files import (
+    FileRefused,
+    UntrustedFileError,
+    gzip_decompress_bounded,
+    loads_json,
+)
 from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
 from ptxconf.run.observations import (
+    MAX_REPORT,
     Observation,
     observation_files,
     observation_stem,
-    open_observation,
     read_observation,
     read_observed_maps,
     read_results_bytes,
     read_summary,
+    result_record,
     run_file_bytes,
 )
 
@@ -99,9 +104,11 @@ def _name(variant: str, check: str, seed: Any) -> str:
 
 
 def read_results(path: Path) -> tuple[dict[str, dict], list[str]]:
-    """results.jsonl: name -> record (the last line of a name wins), and one warning per unreadable line.
+    """results.jsonl: name -> record (the last line of a name wins), and one warning per line that does not parse.
 
-    A cut last line is what an interrupted run leaves; it is reported and skipped, never fatal.
+    A cut last line is what an interrupted run leaves; it is reported and skipped, never fatal.  A line that parses
+    but is not a result record (``[1,2]``, a status that is an object) was not written by a run: it is the one-line
+    error :class:`UntrustedFileError` naming file and line.
     """
     records: dict[str, dict] = {}
     warnings: list[str] = []
@@ -113,13 +120,14 @@ def read_results(path: Path) -> tuple[dict[str, dict], list[str]]:
             continue
         last = i == len(lines) and not complete_end
         try:
-            rec = json.loads(line.decode("utf-8"))
-            if not isinstance(rec, dict) or not {"variant", "check", "seed", "status"} <= rec.keys():
-                raise ValueError("not a result record")
-        except (UnicodeDecodeError, ValueError) as exc:
-            what = "is cut short (the run stopped mid-write)" if last else f"is unreadable ({type(exc).__name__})"
+            rec = loads_json(line, name=f"{path}:{i}")
+        except FileRefused:
+            raise
+        except UntrustedFileError as exc:
+            what = "is cut short (the run stopped mid-write)" if last else f"is unreadable ({exc.reason})"
             warnings.append(f"{path}: line {i} {what}; skipped")
             continue
+        rec = result_record(rec, f"{path}:{i}")
         name = _name(rec["variant"], rec["check"], rec["seed"])
         records[name] = {k: rec.get(k) for k in ("variant", "check", "seed", "status", "message")}
     return records, warnings
@@ -132,10 +140,12 @@ _JUNIT_STATUS = {"failure": "fail", "error": "error", "skipped": "skip"}
 def _read_junit(path: Path) -> tuple[dict[str, dict], list[str]]:
     """Statuses from a JUnit file, for runs recorded before results.jsonl was kept."""
     try:
-        raw = run_file_bytes(path)
-        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        raw = run_file_bytes(path, MAX_REPORT)
+        data = gzip_decompress_bounded(raw, MAX_REPORT, name=path) if path.suffix == ".gz" else raw
         root = ET.fromstring(data)
-    except (OSError, EOFError, ET.ParseError) as exc:
+    except FileRefused:
+        raise
+    except (UntrustedFileError, ET.ParseError) as exc:
         return {}, [f"{path}: unreadable ({type(exc).__name__}: {exc}); statuses not compared"]
     records: dict[str, dict] = {}
     for tc in root.iter("testcase"):
@@ -169,7 +179,7 @@ def load_run(path: Path) -> RunDir:
     records: dict[str, dict] | None = None
     source = NOT_RECORDED
     for name in ("results.jsonl", "junit.xml", "junit.xml.gz"):
-        if (path / name).is_file():
+        if (path / name).exists() or (path / name).is_symlink():  # a FIFO or a link is refused by the reader
             reader = read_results if name == "results.jsonl" else _read_junit
             records, more = reader(path / name)
             warnings += more
@@ -252,6 +262,8 @@ def _load_maps(run: RunDir) -> tuple[dict[str, np.ndarray] | None, str | None]:
         return None, None
     try:
         return read_observed_maps(path), None
+    except FileRefused:
+        raise
     except Exception as exc:  # truncated or foreign: say so, diff the rest
         return None, f"{path}: unreadable ({type(exc).__name__}: {exc}); observed maps not compared"
 
@@ -319,6 +331,12 @@ def _observation_change(name: str, b: Observation, n: Observation) -> dict | Non
     total = int(b.in_words.shape[0])
     if other.all():
         return {**row, "change": "inputs differ", "cases_other_inputs": total, "why": f"all {total} cases"}
+    bchecks, nchecks = ([c["check"] for c in o.meta["checks"]] for o in (b, n))
+    if (b.meta["variant"], b.meta["seed"], bchecks) != (n.meta["variant"], n.meta["seed"], nchecks):
+        # words fed alike but filed under another variant or check (a renamed check): not the same checks
+        return {**row, "change": "checks differ",
+                "why": f"{b.meta['variant']} seed {b.meta['seed']} checks {', '.join(bchecks)} -> "
+                       f"{n.meta['variant']} seed {n.meta['seed']} checks {', '.join(nchecks)}"}
     if b.out_words.shape != n.out_words.shape:
         return {**row, "change": "outputs differ", "why": f"output shapes {list(b.out_words.shape)} -> "
                 f"{list(n.out_words.shape)} for the same inputs"}
@@ -344,7 +362,7 @@ def _observation_change(name: str, b: Observation, n: Observation) -> dict | Non
             "per_check": dict(per_check), "differing": words}
 
 
-_KIND_ORDER = ("outputs differ", "moved", "damaged", "inputs differ")
+_KIND_ORDER = ("outputs differ", "moved", "damaged", "checks differ", "inputs differ")
 
 
 def _by_kind(rows: list[dict]) -> list[dict]:
@@ -354,11 +372,8 @@ def _by_kind(rows: list[dict]) -> list[dict]:
 
 def _variant_of_file(path: Path) -> str:
     """The variant id a file records (its meta), else its file name without the seed."""
-    try:
-        with open_observation(path) as z:
-            return str(json.loads(str(z["meta"]))["variant"])
-    except Exception:  # damaged: the name will do for a file only one run has
-        return observation_stem(path.name)
+    meta = read_observation(path).meta
+    return meta["variant"] if meta is not None else observation_stem(path.name)
 
 
 def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str]]:

@@ -10,7 +10,6 @@ stdout (``| head -1``) stops the printing, never the run.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ from ptxconf.core.verdict import UNDEFINED, labelled
 
 from .exit import ExitStatus
 from .files import RunLock, clear_run, holds_a_run
-from .observations import has_observation, read_results_bytes, read_summary
+from .observations import has_observation, read_results_lines, read_summary, result_record
 from .report import Record, RunLog
 from .runner import RunRequest, run_variants
 from .signals import StopSignals
@@ -84,14 +83,9 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     done = set()
     compared: dict[str, bool] = {}
     path = out / "results.jsonl"
-    if path.exists():
-        for line in read_results_bytes(path).splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:  # (UnicodeDecodeError too)
-                continue  # a line cut by a kill: that verdict is made again
-            if not (isinstance(r, dict) and isinstance(r.get("variant"), str) and isinstance(r.get("check"), str)):
-                continue  # not a verdict line: nothing of it counts as done
+    if path.exists() or path.is_symlink():
+        for number, r in read_results_lines(path):  # a line cut by a kill is skipped: that verdict is made again
+            r = result_record(r, f"{path}:{number}")  # a line a run never wrote (``[1,2]``): one line, exit 2
             if r.get("seed") == seed and r.get("status") != "skip":
                 done.add((r["variant"], r["check"]))
                 compared.setdefault(r["variant"], r.get("status") != "error")
