@@ -17,7 +17,9 @@ What counts as a change (exit 1): any status, message, map, input or output
 difference, an observation or map present in one run only, a damaged file, and
 a device, driver, toolchain or spec-hash difference.  Provenance alone
 (timestamp, git revision, tool version, command, wall time) does not: the same
-suite run twice on one machine diffs clean.
+suite run twice on one machine diffs clean.  Nor does how the run was named: ``--backend emulator`` and
+``--backend auto`` choosing the emulator, or one GPU and two of the same model, ran the same (diff compares what
+ran, not how it was named).
 """
 
 from __future__ import annotations
@@ -68,12 +70,14 @@ _HEADER: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("ptxas", ("ptxas", "toolchain"), True),
     ("spec hash", ("spec_hash", "specs_hash", "spec_sha256"), True),
     ("seed", ("seed",), False),
+    ("backend chosen by", ("auto",), False),  # --backend auto's reason: how the backend was named, not what ran
     ("tool version", ("tool_version",), False),
     ("git revision", ("git_revision", "git_rev", "git_commit"), False),
     ("timestamp", ("timestamp", "started", "started_at"), False),
     ("host", ("hostname",), False),
 )
 _PROVENANCE = {"replayed_from"}
+_DEVICES = ("device", "devices")  # a one-GPU run's ordinal, a multi-GPU run's list: compared as GPU models
 
 
 class DiffUsageError(Exception):
@@ -209,10 +213,27 @@ def _header(base: RunDir, new: RunDir) -> list[dict]:
         b, n = _lookup(base.summary, keys), _lookup(new.summary, keys)
         rows.append({"field": label, "base": b, "new": n, "changed": b != n, "counts": counts})
     bdev, ndev = (r.summary.get("device") if isinstance(r.summary.get("device"), dict) else {} for r in (base, new))
-    for k in sorted((set(bdev) | set(ndev)) - known - _PROVENANCE):  # whatever else a backend records
+    if any(k in d for d in (bdev, ndev) for k in _DEVICES):
+        (b, bmodels), (n, nmodels) = _gpus(bdev), _gpus(ndev)
+        rows.append({"field": "GPUs", "base": b, "new": n, "changed": b != n, "counts": bmodels != nmodels})
+    for k in sorted((set(bdev) | set(ndev)) - known - _PROVENANCE - set(_DEVICES)):  # whatever else a backend records
         b, n = bdev.get(k), ndev.get(k)
         rows.append({"field": k, "base": b, "new": n, "changed": b != n, "counts": True})
     return rows
+
+
+def _gpus(device: dict) -> tuple[str | None, set[str]]:
+    """The GPUs a run used, as said (``2 x NVIDIA H200``), and the set of their models: which ordinals and how many
+    is provenance (a one-GPU run and a two-GPU run of one model ran the same checks on the same hardware)."""
+    listed = device.get("devices")
+    if isinstance(listed, list) and listed:
+        models = [str(d.get("gpu", device.get("gpu"))) if isinstance(d, dict) else str(device.get("gpu")) for d in listed]
+    elif "device" in device:
+        models = [str(device.get("gpu"))]
+    else:
+        return None, set()
+    said = ", ".join(f"{models.count(m)} x {m}" for m in dict.fromkeys(models))
+    return said, set(models)
 
 
 def _completeness(run: RunDir) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import socket
 from collections import Counter
@@ -40,7 +41,11 @@ __all__ = ["Record", "RunLog", "replay_command", "git_revision", "specs_hash", "
 
 
 def replay_command(variant: str, check: str, seed: int, backend: str) -> str:
-    return f"ptxconf run --backend {backend} --select {shlex.quote(variant)} --check {check} --seed {seed}"
+    """The line that runs one check again, alone, into a fresh ``--out ptxconf-replay/<variant>.<check>.seed<S>``:
+    pasted anywhere, it never writes into (or asks to --force over) the run that printed it."""
+    out = re.sub(r"[^A-Za-z0-9._-]", "_", f"{variant}.{check}.seed{seed}")
+    return (f"ptxconf run --backend {backend} --select {shlex.quote(variant)} --check {shlex.quote(check)} "
+            f"--seed {seed} --out {shlex.quote('ptxconf-replay/' + out)}")
 
 
 def relative_file(path: str) -> str:

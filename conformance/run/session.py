@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ptxconf.backends.base import backend_label
 from ptxconf.core.family import family_of
 from ptxconf.core.verdict import UNDEFINED, labelled
 
@@ -300,7 +301,8 @@ class RunSession:
             lines.append(f"... and {len(undefined) - 20} more undefined observations (-v lists them here)")
         not_run = len(self.variants) - len(self.variants_done)
         state = "" if self.signal_seen is None or not not_run else " (interrupted: summary.json lists what was not run)"
-        lines += ["", f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}"]
+        lines += ["", f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) on {backend_label(self.log.info)} -> "
+                      f"{self.out_dir}{state}"]
         say("\n".join(lines))
 
 
