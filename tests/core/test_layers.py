@@ -27,6 +27,7 @@ LAYERS = [
     ("ptxconf.docs", 7),
     ("ptxconf.junit", 6),
     ("ptxconf.cli", 8),
+    ("ptxconf.console", 8),  # the console command: takes the signals, then imports the CLI
     ("ptxconf.pytest_plugin", 8),
     ("ptxconf", 0),  # the package root: __version__ only
 ]
