@@ -76,10 +76,8 @@ def _edit_device(run: Path, **changes) -> None:
 
 @pytest.fixture
 def pair(emulator_run, tmp_path) -> tuple[Path, Path]:
-    base, new = tmp_path / "base", tmp_path / "new"
-    shutil.copytree(emulator_run, base)
-    shutil.copytree(emulator_run, new)
-    return base, new
+    """Two copies of one emulator run: BASE and NEW."""
+    return tuple(Path(shutil.copytree(emulator_run, tmp_path / name)) for name in ("base", "new"))  # type: ignore[return-value]
 
 
 def _diff(base: Path, new: Path, capsys) -> tuple[int, str]:
