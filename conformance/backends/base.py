@@ -16,11 +16,27 @@ from ptxconf.core.plan import runnable_targets, support_reason
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target
 
-__all__ = ["Backend", "BackendError", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
+__all__ = ["Backend", "BackendError", "backend_label", "evidence_label", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
 
 
 class BackendError(RuntimeError):
     """A backend cannot run at all (no GPU, no driver, no PyCUDA)."""
+
+
+def backend_label(info: dict) -> str:
+    """What produced a result, in a few words for the end of a line: ``the emulator``, or ``pycuda (NVIDIA H100 ...)``
+    (a backend's ``info()``, or the ``device`` block a run recorded)."""
+    if info.get("backend") == "emulator":
+        return "the emulator"
+    return f"{info.get('backend', '?')} ({info.get('gpu', 'a GPU')})"
+
+
+def evidence_label(info: dict) -> str:
+    """:func:`backend_label` with what the emulator's evidence is worth: it computes from the specs themselves, so
+    its "agrees" checks the tool, not the hardware."""
+    if info.get("backend") == "emulator":
+        return "the emulator (no hardware observed: the maps come from specs/)"
+    return backend_label(info)
 
 
 @dataclass

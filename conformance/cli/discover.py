@@ -23,16 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from ptxconf.backends.base import evidence_label
 from ptxconf.spec.model import Variant
 from ptxconf.tools.discover import Discovery, discover, fit_formula
-
-
-def evidence_label(info: dict) -> str:
-    """What produced a result, said with it: the GPU, or the emulator (which computes from the specs themselves, so
-    its "agrees" checks the tool, not the hardware)."""
-    if info.get("backend") == "emulator":
-        return "the emulator (no hardware observed: the maps come from specs/)"
-    return f"{info.get('gpu', 'a GPU')} ({info.get('backend', '?')})"
 
 
 def _safe(vid: str) -> str:

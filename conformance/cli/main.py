@@ -68,10 +68,6 @@ class Commands:
             self._groups[name] = Commands(parser.add_subparsers(dest=f"{name.replace('-', '_')}_command", required=True))
         return self._groups[name]
 
-    @property
-    def choices(self) -> dict[str, argparse.ArgumentParser]:  # argparse's own view, for code that reads it
-        return self._action.choices
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="ptxconf", description=__doc__.splitlines()[0])

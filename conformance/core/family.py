@@ -63,6 +63,13 @@ class Family:
         """Everything random about ``v``'s probes at ``seed``: a function of (seed, variant) alone."""
         raise NotImplementedError(f"family {self.name} has no runnable probes")
 
+    def settle(self, plan: Plan, cc: tuple[int, int]) -> Plan:
+        """``plan`` as the assembler takes it: what ptxas says of kernels the ISA leaves undefined (an out-of-range
+        selector), asked once the plan is made and before its module is built, so that :meth:`plan` stays a
+        function of (seed, variant).  The answer goes into the checks' meta (where the comparator and a replay read
+        it); a kernel ptxas refuses leaves the plan, its cases recorded, never run.  Default: nothing to ask."""
+        return plan
+
     def module_source(self, probes: list[Kernel], version: PtxVersion, target: Target) -> str:
         """One PTX module holding every kernel in ``probes``."""
         raise NotImplementedError(f"family {self.name} has no probe kernels")

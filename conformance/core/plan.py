@@ -15,7 +15,7 @@ import numpy as np
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
-__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe",
+__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe", "without_kernels",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
@@ -198,6 +198,19 @@ def plan_by_kernel(v: RunVariant, seed: int, version: PtxVersion, target: Target
     launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
     return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, warps_per_block, out_words,
                 probes, launch_probe)
+
+
+def without_kernels(plan: Plan, kernels: list, fallback: Any) -> Plan:
+    """``plan`` less the launches (and the kernels) of ``kernels``: their cases stay recorded, never run.
+    A plan left with no kernel keeps ``fallback``, unlaunched, so its module still has one that assembles."""
+    have = plan.kernels
+    of_launch = plan.launch_probe or [0] * len(plan.launches)
+    keep = [k for k, p in enumerate(have) if p not in kernels]
+    index = {old: new for new, old in enumerate(keep)}
+    launches = [cases for cases, k in zip(plan.launches, of_launch) if k in index]
+    launch_probe = [index[k] for k in of_launch if k in index]
+    probes = [have[k] for k in keep] or [fallback]
+    return replace(plan, probe=probes[0], probes=probes, launches=launches, launch_probe=launch_probe)
 
 
 def launches_by_probe(order: np.ndarray, of_case: np.ndarray, probes: int, per_launch: int) -> tuple[list, list]:

@@ -36,6 +36,7 @@ import numpy as np
 
 __all__ = [
     "UntrustedFileError",
+    "FileRefused",
     "open_regular",
     "read_regular",
     "load_json",
@@ -45,6 +46,8 @@ __all__ = [
     "field",
     "zstd_decompress_bounded",
     "load_npz_bounded",
+    "gzip_decompress_bounded",
+    "check_npz_declared",
     "ZSTD_MAGIC",
 ]
 
@@ -62,6 +65,12 @@ class UntrustedFileError(ValueError):
         super().__init__(f"{self.path}: {reason}")
 
 
+class FileRefused(UntrustedFileError):
+    """A file refused before it is read whole: not a regular file, leaving its directory, or over a bound (size,
+    nesting, decompressed size).  Damage a reader may report and go on past is the parent class; this one is a file
+    nobody should have handed over, and a command stops on it (one line, exit 2)."""
+
+
 def _inside(path: Path, root: Path) -> bool:
     real, top = os.path.realpath(path), os.path.realpath(root)
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
@@ -72,7 +81,7 @@ def open_regular(path: str | os.PathLike, *, root: str | os.PathLike | None = No
     (inside ``root``, symlinks resolved, when ``root`` is given).  The caller closes it."""
     path = Path(path)
     if root is not None and not _inside(path, Path(root)):
-        raise UntrustedFileError(path, f"resolves outside {root} (a symlink leaving the directory)")
+        raise FileRefused(path, f"resolves outside {root} (a symlink leaving the directory)")
     try:  # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -84,9 +93,9 @@ def open_regular(path: str | os.PathLike, *, root: str | os.PathLike | None = No
             kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
                     or stat.S_ISBLK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
                     if stat.S_ISSOCK(st.st_mode) else "not a file")
-            raise UntrustedFileError(path, f"is {kind}, not a regular file")
+            raise FileRefused(path, f"is {kind}, not a regular file")
         if st.st_size > max_bytes:
-            raise UntrustedFileError(path, f"is {st.st_size} bytes; at most {max_bytes} are read")
+            raise FileRefused(path, f"is {st.st_size} bytes; at most {max_bytes} are read")
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -99,7 +108,7 @@ def read_regular(path: str | os.PathLike, *, root: str | os.PathLike | None = No
     with open_regular(path, root=root, max_bytes=max_bytes) as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise UntrustedFileError(path, f"grew past {max_bytes} bytes while it was read")
+        raise FileRefused(path, f"grew past {max_bytes} bytes while it was read")
     return data
 
 
@@ -125,7 +134,7 @@ def loads_json(data: bytes | str, *, name: str | os.PathLike, max_depth: int = 6
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     depth = _depth(raw)
     if depth > max_depth:
-        raise UntrustedFileError(name, f"JSON nests {depth} deep; at most {max_depth} is read")
+        raise FileRefused(name, f"JSON nests {depth} deep; at most {max_depth} is read")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -200,7 +209,7 @@ def zstd_decompress_bounded(data: bytes, max_output: int, *, name: str | os.Path
     except zstandard.ZstdError as exc:
         raise UntrustedFileError(name, f"damaged Zstandard frame: {exc}") from None
     if declared > max_output:
-        raise UntrustedFileError(name, f"declares {declared} bytes decompressed; at most {max_output} are read")
+        raise FileRefused(name, f"declares {declared} bytes decompressed; at most {max_output} are read")
     try:
         with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
             out = reader.read(max_output + 1)
@@ -212,7 +221,7 @@ def zstd_decompress_bounded(data: bytes, max_output: int, *, name: str | os.Path
     except zstandard.ZstdError as exc:
         raise UntrustedFileError(name, f"damaged Zstandard frame: {exc}") from None
     if len(out) > max_output:
-        raise UntrustedFileError(name, f"decompresses to more than {max_output} bytes")
+        raise FileRefused(name, f"decompresses to more than {max_output} bytes")
     return out
 
 
@@ -241,7 +250,7 @@ def _npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int, name: s
                 count *= d
             nbytes = count * dtype.itemsize
             if nbytes > budget:
-                raise UntrustedFileError(name, f"{where}: declares shape {shape} of {dtype} ({nbytes} bytes); "
+                raise FileRefused(name, f"{where}: declares shape {shape} of {dtype} ({nbytes} bytes); "
                                                f"at most {budget} more are read")
             raw = fh.read(nbytes)
     except UntrustedFileError:
@@ -265,7 +274,7 @@ def load_npz_bounded(source: str | os.PathLike | bytes, *, max_bytes: int, root:
     label = str(name if name is not None else source if not isinstance(source, bytes) else "<npz>")
     data = source if isinstance(source, bytes) else read_regular(source, root=root, max_bytes=max_bytes)
     if len(data) > max_bytes:
-        raise UntrustedFileError(label, f"is {len(data)} bytes; at most {max_bytes} are read")
+        raise FileRefused(label, f"is {len(data)} bytes; at most {max_bytes} are read")
     if data.startswith(ZSTD_MAGIC):  # the archive's own bytes are bounded as the arrays are
         data = zstd_decompress_bounded(data, max_bytes + _NPY_HEADER_MAX * 4, name=label)
     if not data.startswith(b"PK"):
@@ -279,7 +288,7 @@ def load_npz_bounded(source: str | os.PathLike | bytes, *, max_bytes: int, root:
     with zf:
         members = zf.infolist()
         if len(members) > _NPZ_MEMBERS_MAX:
-            raise UntrustedFileError(label, f"{len(members)} members; at most {_NPZ_MEMBERS_MAX} are read")
+            raise FileRefused(label, f"{len(members)} members; at most {_NPZ_MEMBERS_MAX} are read")
         for info in members:
             key = info.filename.removesuffix(".npy")
             if key in out:
@@ -288,3 +297,58 @@ def load_npz_bounded(source: str | os.PathLike | bytes, *, max_bytes: int, root:
             budget -= arr.nbytes
             out[key] = arr
     return out
+
+
+def gzip_decompress_bounded(data: bytes, max_output: int, *, name: str | os.PathLike = "<gzip>") -> bytes:
+    """A gzip stream (members concatenated), refused once it decompresses past ``max_output`` bytes; never holds more
+    than ``max_output + 1`` bytes of output."""
+    out = bytearray()
+    rest = data
+    try:
+        while rest:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += d.decompress(rest, max_output + 1 - len(out))
+            if len(out) > max_output:
+                raise FileRefused(name, f"decompresses to more than {max_output} bytes")
+            if not d.eof:
+                raise UntrustedFileError(name, "damaged gzip stream: cut short")
+            rest = d.unused_data
+    except zlib.error as exc:
+        raise UntrustedFileError(name, f"damaged gzip stream: {exc}") from None
+    return bytes(out)
+
+
+def check_npz_declared(data: bytes, max_bytes: int, *, name: str | os.PathLike) -> None:
+    """Refuse an ``.npz`` whose members declare (in the zip directory or their ``.npy`` headers) more than
+    ``max_bytes`` in all, before a reader such as ``np.load`` decompresses one.  Damage is left to that reader (this
+    only bounds what it may cost): an archive or a header that cannot be read is passed over here."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except _ARCHIVE_ERRORS:
+        return
+    with zf:
+        members = zf.infolist()
+        if len(members) > _NPZ_MEMBERS_MAX:
+            raise FileRefused(name, f"{len(members)} members; at most {_NPZ_MEMBERS_MAX} are read")
+        declared = sum(info.file_size for info in members)
+        if declared > max_bytes + _NPY_HEADER_MAX * len(members):
+            raise FileRefused(name, f"declares {declared} bytes decompressed; at most {max_bytes} are read")
+        budget = max_bytes
+        for info in members:
+            try:
+                with zf.open(info) as fh:
+                    major, _minor = np.lib.format.read_magic(fh)
+                    read_header = {1: np.lib.format.read_array_header_1_0,
+                                   2: np.lib.format.read_array_header_2_0}.get(major)
+                    if read_header is None:
+                        continue
+                    shape, _fortran, dtype = read_header(fh, max_header_size=_NPY_HEADER_MAX)
+            except _ARCHIVE_ERRORS:
+                continue
+            count = 1
+            for d in shape:
+                count *= d if isinstance(d, int) and d >= 0 else 0
+            budget -= count * dtype.itemsize
+            if budget < 0:
+                raise FileRefused(name, f"member {info.filename} declares shape {shape} of {dtype}; the arrays "
+                                        f"declare more than {max_bytes} bytes in all")

@@ -17,13 +17,13 @@ What counts as a change (exit 1): any status, message, map, input or output
 difference, an observation or map present in one run only, a damaged file, and
 a device, driver, toolchain or spec-hash difference.  Provenance alone
 (timestamp, git revision, tool version, command, wall time) does not: the same
-suite run twice on one machine diffs clean.
+suite run twice on one machine diffs clean.  Nor does how the run was named: ``--backend emulator`` and
+``--backend auto`` choosing the emulator, or one GPU and two of the same model, ran the same (diff compares what
+ran, not how it was named).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -32,16 +32,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ptxconf.core.safe_files import (
+    FileRefused,
+    UntrustedFileError,
+    gzip_decompress_bounded,
+    loads_json,
+)
 from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
 from ptxconf.run.observations import (
+    MAX_REPORT,
     Observation,
     observation_files,
     observation_stem,
-    open_observation,
     read_observation,
     read_observed_maps,
     read_results_bytes,
     read_summary,
+    result_record,
     run_file_bytes,
 )
 
@@ -63,12 +70,14 @@ _HEADER: tuple[tuple[str, tuple[str, ...], bool], ...] = (
     ("ptxas", ("ptxas", "toolchain"), True),
     ("spec hash", ("spec_hash", "specs_hash", "spec_sha256"), True),
     ("seed", ("seed",), False),
+    ("backend chosen by", ("auto",), False),  # --backend auto's reason: how the backend was named, not what ran
     ("tool version", ("tool_version",), False),
     ("git revision", ("git_revision", "git_rev", "git_commit"), False),
     ("timestamp", ("timestamp", "started", "started_at"), False),
     ("host", ("hostname",), False),
 )
 _PROVENANCE = {"replayed_from"}
+_DEVICES = ("device", "devices")  # a one-GPU run's ordinal, a multi-GPU run's list: compared as GPU models
 
 
 class DiffUsageError(Exception):
@@ -99,9 +108,11 @@ def _name(variant: str, check: str, seed: Any) -> str:
 
 
 def read_results(path: Path) -> tuple[dict[str, dict], list[str]]:
-    """results.jsonl: name -> record (the last line of a name wins), and one warning per unreadable line.
+    """results.jsonl: name -> record (the last line of a name wins), and one warning per line that does not parse.
 
-    A cut last line is what an interrupted run leaves; it is reported and skipped, never fatal.
+    A cut last line is what an interrupted run leaves; it is reported and skipped, never fatal.  A line that parses
+    but is not a result record (``[1,2]``, a status that is an object) was not written by a run: it is the one-line
+    error :class:`UntrustedFileError` naming file and line.
     """
     records: dict[str, dict] = {}
     warnings: list[str] = []
@@ -113,13 +124,14 @@ def read_results(path: Path) -> tuple[dict[str, dict], list[str]]:
             continue
         last = i == len(lines) and not complete_end
         try:
-            rec = json.loads(line.decode("utf-8"))
-            if not isinstance(rec, dict) or not {"variant", "check", "seed", "status"} <= rec.keys():
-                raise ValueError("not a result record")
-        except (UnicodeDecodeError, ValueError) as exc:
-            what = "is cut short (the run stopped mid-write)" if last else f"is unreadable ({type(exc).__name__})"
+            rec = loads_json(line, name=f"{path}:{i}")
+        except FileRefused:
+            raise
+        except UntrustedFileError as exc:
+            what = "is cut short (the run stopped mid-write)" if last else f"is unreadable ({exc.reason})"
             warnings.append(f"{path}: line {i} {what}; skipped")
             continue
+        rec = result_record(rec, f"{path}:{i}")
         name = _name(rec["variant"], rec["check"], rec["seed"])
         records[name] = {k: rec.get(k) for k in ("variant", "check", "seed", "status", "message")}
     return records, warnings
@@ -132,10 +144,12 @@ _JUNIT_STATUS = {"failure": "fail", "error": "error", "skipped": "skip"}
 def _read_junit(path: Path) -> tuple[dict[str, dict], list[str]]:
     """Statuses from a JUnit file, for runs recorded before results.jsonl was kept."""
     try:
-        raw = run_file_bytes(path)
-        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        raw = run_file_bytes(path, MAX_REPORT)
+        data = gzip_decompress_bounded(raw, MAX_REPORT, name=path) if path.suffix == ".gz" else raw
         root = ET.fromstring(data)
-    except (OSError, EOFError, ET.ParseError) as exc:
+    except FileRefused:
+        raise
+    except (UntrustedFileError, ET.ParseError) as exc:
         return {}, [f"{path}: unreadable ({type(exc).__name__}: {exc}); statuses not compared"]
     records: dict[str, dict] = {}
     for tc in root.iter("testcase"):
@@ -169,7 +183,7 @@ def load_run(path: Path) -> RunDir:
     records: dict[str, dict] | None = None
     source = NOT_RECORDED
     for name in ("results.jsonl", "junit.xml", "junit.xml.gz"):
-        if (path / name).is_file():
+        if (path / name).exists() or (path / name).is_symlink():  # a FIFO or a link is refused by the reader
             reader = read_results if name == "results.jsonl" else _read_junit
             records, more = reader(path / name)
             warnings += more
@@ -199,10 +213,27 @@ def _header(base: RunDir, new: RunDir) -> list[dict]:
         b, n = _lookup(base.summary, keys), _lookup(new.summary, keys)
         rows.append({"field": label, "base": b, "new": n, "changed": b != n, "counts": counts})
     bdev, ndev = (r.summary.get("device") if isinstance(r.summary.get("device"), dict) else {} for r in (base, new))
-    for k in sorted((set(bdev) | set(ndev)) - known - _PROVENANCE):  # whatever else a backend records
+    if any(k in d for d in (bdev, ndev) for k in _DEVICES):
+        (b, bmodels), (n, nmodels) = _gpus(bdev), _gpus(ndev)
+        rows.append({"field": "GPUs", "base": b, "new": n, "changed": b != n, "counts": bmodels != nmodels})
+    for k in sorted((set(bdev) | set(ndev)) - known - _PROVENANCE - set(_DEVICES)):  # whatever else a backend records
         b, n = bdev.get(k), ndev.get(k)
         rows.append({"field": k, "base": b, "new": n, "changed": b != n, "counts": True})
     return rows
+
+
+def _gpus(device: dict) -> tuple[str | None, set[str]]:
+    """The GPUs a run used, as said (``2 x NVIDIA H200``), and the set of their models: which ordinals and how many
+    is provenance (a one-GPU run and a two-GPU run of one model ran the same checks on the same hardware)."""
+    listed = device.get("devices")
+    if isinstance(listed, list) and listed:
+        models = [str(d.get("gpu", device.get("gpu"))) if isinstance(d, dict) else str(device.get("gpu")) for d in listed]
+    elif "device" in device:
+        models = [str(device.get("gpu"))]
+    else:
+        return None, set()
+    said = ", ".join(f"{models.count(m)} x {m}" for m in dict.fromkeys(models))
+    return said, set(models)
 
 
 def _completeness(run: RunDir) -> dict:
@@ -252,6 +283,8 @@ def _load_maps(run: RunDir) -> tuple[dict[str, np.ndarray] | None, str | None]:
         return None, None
     try:
         return read_observed_maps(path), None
+    except FileRefused:
+        raise
     except Exception as exc:  # truncated or foreign: say so, diff the rest
         return None, f"{path}: unreadable ({type(exc).__name__}: {exc}); observed maps not compared"
 
@@ -319,6 +352,12 @@ def _observation_change(name: str, b: Observation, n: Observation) -> dict | Non
     total = int(b.in_words.shape[0])
     if other.all():
         return {**row, "change": "inputs differ", "cases_other_inputs": total, "why": f"all {total} cases"}
+    bchecks, nchecks = ([c["check"] for c in o.meta["checks"]] for o in (b, n))
+    if (b.meta["variant"], b.meta["seed"], bchecks) != (n.meta["variant"], n.meta["seed"], nchecks):
+        # words fed alike but filed under another variant or check (a renamed check): not the same checks
+        return {**row, "change": "checks differ",
+                "why": f"{b.meta['variant']} seed {b.meta['seed']} checks {', '.join(bchecks)} -> "
+                       f"{n.meta['variant']} seed {n.meta['seed']} checks {', '.join(nchecks)}"}
     if b.out_words.shape != n.out_words.shape:
         return {**row, "change": "outputs differ", "why": f"output shapes {list(b.out_words.shape)} -> "
                 f"{list(n.out_words.shape)} for the same inputs"}
@@ -344,7 +383,7 @@ def _observation_change(name: str, b: Observation, n: Observation) -> dict | Non
             "per_check": dict(per_check), "differing": words}
 
 
-_KIND_ORDER = ("outputs differ", "moved", "damaged", "inputs differ")
+_KIND_ORDER = ("outputs differ", "moved", "damaged", "checks differ", "inputs differ")
 
 
 def _by_kind(rows: list[dict]) -> list[dict]:
@@ -354,11 +393,8 @@ def _by_kind(rows: list[dict]) -> list[dict]:
 
 def _variant_of_file(path: Path) -> str:
     """The variant id a file records (its meta), else its file name without the seed."""
-    try:
-        with open_observation(path) as z:
-            return str(json.loads(str(z["meta"]))["variant"])
-    except Exception:  # damaged: the name will do for a file only one run has
-        return observation_stem(path.name)
+    meta = read_observation(path).meta
+    return meta["variant"] if meta is not None else observation_stem(path.name)
 
 
 def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str]]:

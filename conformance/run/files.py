@@ -77,7 +77,9 @@ def clear_run(directory: Path) -> None:
     """Remove what an earlier run wrote (only the run's own files: nothing else of the user's)."""
     for name in RUN_FILES:
         p = Path(directory) / name
-        if p.is_dir():
+        if p.is_symlink():  # the link goes, never what it points at (is_dir() would follow it)
+            p.unlink()
+        elif p.is_dir():
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()

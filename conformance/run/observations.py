@@ -8,7 +8,11 @@ killed in between leaves no observation whose verdicts it never recorded.
 
 Every read of a run directory's files goes through one function per file kind here
 (:func:`open_observation`, :func:`read_summary`, :func:`read_results_bytes`, :func:`read_observed_maps`,
-all over :func:`run_file_bytes`), so that bounds on files from someone else are set in one place.
+all over :func:`run_file_bytes`), so that bounds on files from someone else are set in one place: regular files
+inside the run directory only, a size per file kind, decompression bounded (from the declared sizes, before
+decompressing) and JSON nesting bounded (:mod:`ptxconf.core.safe_files`).  A file over a bound raises
+:class:`~ptxconf.core.safe_files.FileRefused` (one line, exit 2 from the CLI); damage within the bounds is what each
+reader reports as before.
 """
 
 from __future__ import annotations
@@ -26,17 +30,35 @@ from typing import Any
 import numpy as np
 from ptxconf.core.plan import Plan
 from ptxconf.core.record import CheckRecord
+from ptxconf.core.safe_files import (
+    FileRefused,
+    UntrustedFileError,
+    check_npz_declared,
+    expect,
+    field,
+    load_npz_bounded,
+    loads_json,
+    read_regular,
+    zstd_decompress_bounded,
+)
 from ptxconf.generators.ptx import Surroundings
 
-from .files import ZSTD_MAGIC, atomic_write, zstd_compress, zstd_decompress
+from .files import ZSTD_MAGIC, atomic_write, zstd_compress
 
 __all__ = ["OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
            "observation_files", "observation_stem", "observation_seed", "open_observation", "load_observation",
            "read_observation", "write_observation", "publish_observation", "observation_bytes", "records",
-           "recorded_checks", "read_summary", "read_results_bytes", "read_observed_maps", "run_file_bytes", "why"]
+           "recorded_checks", "read_summary", "read_results_bytes", "read_results_lines", "result_record", "read_observed_maps", "read_observed_index",
+           "run_file_bytes", "run_root", "why", "MAX_OBSERVATION", "MAX_REPORT", "MAX_SUMMARY"]
 
 OBSERVATION_SUFFIX = ".npz.zst"  # an .npz (stored, not deflated) in one Zstandard frame; older runs wrote .npz
 PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
+MiB = 1 << 20
+# Bounds on what a reader of a run directory pays, far above what a run writes (the largest recorded observation
+# file is 5.7 MB, observed_maps.npz 0.6 MB, summary.json a few KB).
+MAX_OBSERVATION = 256 * MiB  # an observation file, on disk and decompressed
+MAX_REPORT = 256 * MiB  # results.jsonl, junit.xml (decompressed too), observed_maps.npz
+MAX_SUMMARY = 16 * MiB  # summary.json, observed_maps.json
 _OBSERVATION_SEED = re.compile(r"\.seed(-?\d+)\.npz(?:\.zst)?$")
 
 
@@ -127,9 +149,16 @@ def observation_bytes(**arrays: np.ndarray) -> bytes:
 # --- reading -------------------------------------------------------------------------------------
 
 
-def run_file_bytes(path: Path) -> bytes:
-    """The bytes of one file of a run directory: every reader below starts here."""
-    return Path(path).read_bytes()
+def run_root(path: Path) -> Path:
+    """The run directory a file belongs to (an observation's is two levels up): no symlink may leave it."""
+    path = Path(path)
+    return path.parent.parent if path.parent.name == "observations" else path.parent
+
+
+def run_file_bytes(path: Path, max_bytes: int = MAX_REPORT) -> bytes:
+    """The bytes of one file of a run directory: every reader below starts here.  A regular file inside its run
+    directory, of at most ``max_bytes``; else :class:`FileRefused` (a missing file: ``UntrustedFileError``)."""
+    return read_regular(path, root=run_root(path), max_bytes=max_bytes)
 
 
 def why(exc: BaseException) -> str:
@@ -138,20 +167,23 @@ def why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _archive(raw: bytes) -> np.lib.npyio.NpzFile:
-    """An observation file's bytes as ``np.load``'s lazy archive: the one place they are decompressed."""
-    return np.load(io.BytesIO(zstd_decompress(raw) if raw[:4] == ZSTD_MAGIC else raw), allow_pickle=False)
+def _archive(raw: bytes, name: Path | str = "<observation>") -> np.lib.npyio.NpzFile:
+    """An observation file's bytes as ``np.load``'s lazy archive: the one place they are decompressed, within
+    :data:`MAX_OBSERVATION` (the frame's output and every member's declared shape checked first)."""
+    data = zstd_decompress_bounded(raw, MAX_OBSERVATION, name=name) if raw[:4] == ZSTD_MAGIC else raw
+    check_npz_declared(data, MAX_OBSERVATION, name=name)
+    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
 def open_observation(path: Path) -> np.lib.npyio.NpzFile:
     """The arrays of an observation file (``np.load``'s lazy archive), compressed or not; raises on damage."""
-    return _archive(run_file_bytes(path))
+    return _archive(run_file_bytes(path, MAX_OBSERVATION), path)
 
 
 def load_observation(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     """Meta, input and output words of one observation file; raises on any damage (see ``read_observation``)."""
     with open_observation(path) as z:
-        return json.loads(str(z["meta"])), z["in_words"], z["out_words"]
+        return loads_json(str(z["meta"]), name=f"{path}: meta"), z["in_words"], z["out_words"]
 
 
 @dataclass
@@ -192,6 +224,14 @@ def _meta_problem(meta: Any) -> str | None:
     return None
 
 
+def _name_problem(path: Path, meta: dict) -> str | None:
+    """A meta whose variant and seed are not the file's own (``variant: ../../x/y`` in a renamed copy), or None."""
+    own = {observation_name(meta["variant"], meta["seed"]), observation_name(meta["variant"], meta["seed"]).removesuffix(".zst")}
+    if path.name not in own:
+        return f"meta names variant {meta['variant']!r} seed {meta['seed']}, not this file's"
+    return None
+
+
 def _slice_problem(chk: dict, cases: int) -> str | None:
     s = chk.get("slice")
     if not (isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s)):
@@ -204,16 +244,21 @@ def _slice_problem(chk: dict, cases: int) -> str | None:
 
 
 def read_observation(path: Path) -> Observation:
-    """Read one observation file, never raising: damage is described in ``problem``."""
+    """Read one observation file: damage is described in ``problem``; a file over a bound (not a regular file, too
+    big, a decompression bomb, meta nested too deep) raises :class:`FileRefused`."""
     try:
-        raw = run_file_bytes(path)
-    except OSError as exc:
-        return Observation(path, None, None, None, f"cannot be read ({why(exc)})")
+        raw = run_file_bytes(path, MAX_OBSERVATION)
+    except FileRefused:
+        raise
+    except UntrustedFileError as exc:
+        return Observation(path, None, None, None, f"cannot be read ({exc.reason})")
     head = raw[:4]
     if head not in (b"PK\x03\x04", ZSTD_MAGIC):  # np.load would call foreign bytes "pickled data"
         return Observation(path, None, None, None, "empty file" if not head else f"not an .npz archive (starts {head!r})")
     try:
-        z = _archive(raw)
+        z = _archive(raw, path)
+    except FileRefused:
+        raise
     except Exception as exc:  # BadZipFile, a damaged frame, EOFError, pickled or foreign data, OSError, ...
         return Observation(path, None, None, None, f"not a readable .npz archive ({why(exc)})")
     problems: list[str] = []
@@ -224,11 +269,13 @@ def read_observation(path: Path) -> Observation:
             problems.append("no 'meta' array")
         else:
             try:
-                meta = json.loads(str(z["meta"]))
+                meta = loads_json(str(z["meta"]), name=f"{path}: meta")
+            except FileRefused:
+                raise
             except Exception as exc:
                 problems.append(f"meta is not valid JSON ({why(exc)})")
             else:
-                bad = _meta_problem(meta)
+                bad = _meta_problem(meta) or _name_problem(path, meta)
                 if bad:
                     problems.append(bad)
                     meta = None
@@ -273,14 +320,17 @@ def recorded_checks(obs: Observation) -> Iterator[tuple[str, CheckRecord | None,
 
 
 def read_summary(directory: Path) -> tuple[dict, str | None]:
-    """summary.json of a run (empty when absent) and a problem with it, if it cannot be read."""
+    """summary.json of a run (empty when absent) and a problem with it, if it cannot be read; over a bound (a
+    FIFO, /dev/zero behind a symlink, JSON nested too deep): :class:`FileRefused`."""
     path = Path(directory) / "summary.json"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return {}, None
     try:
-        doc = json.loads(run_file_bytes(path).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        return {}, f"{path} cannot be read ({why(exc)})"
+        doc = loads_json(run_file_bytes(path, MAX_SUMMARY), name=path)
+    except FileRefused:
+        raise
+    except UntrustedFileError as exc:
+        return {}, f"{path} cannot be read ({exc.reason})"
     if not isinstance(doc, dict):
         return {}, f"{path} is not a JSON object"
     return doc, None
@@ -288,10 +338,41 @@ def read_summary(directory: Path) -> tuple[dict, str | None]:
 
 def read_results_bytes(path: Path) -> bytes:
     """results.jsonl (or another line-per-record report) of a run, as bytes: its reader splits the lines."""
-    return run_file_bytes(path)
+    return run_file_bytes(path, MAX_REPORT)
+
+
+def read_results_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each parsed line of results.jsonl; a line that does not parse (a kill cut it)
+    is skipped, a value nested too deep is :class:`FileRefused`.  What a value must hold is the caller's."""
+    raw = read_results_bytes(path)
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield number, loads_json(line, name=f"{path}:{number}")
+        except FileRefused:
+            raise
+        except UntrustedFileError:
+            continue
+
+
+def result_record(rec: Any, where: str) -> dict:
+    """A parsed results.jsonl line as a record, its fields of the types a run writes; else the one-line error."""
+    expect(rec, dict, name=where, where="top level")
+    for key, types in (("variant", str), ("check", str), ("seed", int), ("status", str)):
+        field(rec, key, types, name=where)
+    if rec.get("message") is not None:
+        expect(rec["message"], str, name=where, where="message")
+    return rec
 
 
 def read_observed_maps(path: Path) -> dict[str, np.ndarray]:
-    """observed_maps.npz of a run: key -> observed lane map; raises on damage."""
-    with np.load(io.BytesIO(run_file_bytes(path)), allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """observed_maps.npz of a run: key -> observed lane map; raises on damage (:class:`UntrustedFileError`), and
+    :class:`FileRefused` over its bound (checked from the declared shapes, before decompressing)."""
+    return load_npz_bounded(path, max_bytes=MAX_REPORT, root=run_root(path))
+
+
+def read_observed_index(path: Path) -> dict:
+    """observed_maps.json of a run: its ``variants`` index (empty when it has none)."""
+    doc = loads_json(run_file_bytes(path, MAX_SUMMARY), name=path)
+    return expect(doc, dict, name=path, where="top level").get("variants", {})

@@ -6,7 +6,9 @@ so it can run on another core while the GPU runs the next module.
 
 Workers are forked from the run's process, so they hold the same specs; a plan (or a comparison's
 inputs) travels pickled, with every variant named by its id instead of copied (a wgmma variant
-carries its whole spec document), and the other side puts its own variant object back in.
+carries its whole spec document), and the other side puts its own variant object back in.  What a
+pool's workers call, and the variants they name, are handed to them as they start (the pool's
+initializer, through the fork): no module global carries them.
 """
 
 from __future__ import annotations
@@ -31,64 +33,82 @@ from threadpoolctl import threadpool_limits
 
 __all__ = ["plan_in_parallel", "ComparePool", "WorkersUnavailable"]
 
-_STATE: dict[str, Any] = {"variants": {}, "reductions": copyreg.dispatch_table}
+class _Codec:
+    """Pickling with the run's variants named by their id: a reduction per variant class (looked up by type in C),
+    not a ``persistent_id`` hook, which is called for every object pickled (5.7 M calls in the run's process per
+    suite on the H100).  Each pool has its own, handed to its workers when they start; nothing of it is global."""
+
+    def __init__(self, variants: dict[str, Any]):
+        self.variants = dict(variants)
+        kinds = {type(v) for v in self.variants.values()}
+        self.reductions = {**copyreg.dispatch_table, **{cls: self._reduce for cls in kinds}}
+
+    def __repr__(self) -> str:  # never the variants (a fork or a signal once formatted them: seconds)
+        return f"_Codec({len(self.variants)} variants)"
+
+    def _reduce(self, v: Any) -> tuple:
+        if self.variants.get(v.id) is v:
+            return _variant, (v.id,)
+        return v.__reduce_ex__(pickle.HIGHEST_PROTOCOL)  # a variant of no run (a changed copy): by value
+
+    def dumps(self, obj: Any) -> bytes:
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = self.reductions
+        pickler.dump(obj)
+        return buf.getvalue()
+
+    def loads(self, data: bytes) -> Any:
+        return _Unpickler(io.BytesIO(data), self).load()
 
 
-def _register(variants: dict[str, Any]) -> None:
-    """The run's variants, by id (every process of the run holds them: workers are forked after this), and a
-    reduction for each of their classes so that they pickle as their id."""
-    _STATE["variants"] = {**_STATE["variants"], **variants}
-    kinds = {type(v) for v in _STATE["variants"].values()}
-    _STATE["reductions"] = {**copyreg.dispatch_table, **{cls: _reduce_variant for cls in kinds}}
+class _Unpickler(pickle.Unpickler):
+    """Puts this side's own variant object back where the other side wrote its id."""
+
+    def __init__(self, fh: io.BytesIO, codec: _Codec):
+        super().__init__(fh)
+        self._codec = codec
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == "_variant":
+            return self._codec.variants.__getitem__
+        return super().find_class(module, name)
 
 
-def _reduce_variant(v: Any) -> tuple:
-    if _STATE["variants"].get(v.id) is v:
-        return _variant, (v.id,)
-    return v.__reduce_ex__(pickle.HIGHEST_PROTOCOL)  # a variant of no run (a changed copy): by value
+def _variant(vid: str) -> Any:  # only named in pickles: the unpickler resolves it to its codec's variant
+    raise RuntimeError(f"variant {vid!r} unpickled without its run's codec")
 
 
-def _variant(vid: str) -> Any:
-    return _STATE["variants"][vid]
+_Job = tuple[Callable[..., Any], _Codec]
+_this_worker: list[_Job] = []  # in a worker process only: its pool's callable and codec, set as it starts
 
 
-def _dumps(obj: Any) -> bytes:
-    """Pickled with variants as their id.  A reduction per variant class (looked up by type in C), not a
-    ``persistent_id`` hook: that is called for every object pickled, 5.7 M calls in the run's process per suite on
-    the H100."""
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _STATE["reductions"]
-    pickler.dump(obj)
-    return buf.getvalue()
-
-
-_loads = pickle.loads
-
-
-def _worker(parent: int) -> None:
-    """A worker's set-up.  It ends with the run's process (``parent``), and its signals are the parent's: a Ctrl-C
-    reaches the whole process group, and the parent decides.  BLAS runs on one thread: the run already puts a worker on every core, and a BLAS thread pool in each
-    of them only oversubscribes the cores (on the 16-core H100 host the warm suite took 18.2 s and 17.4 s with one
-    BLAS thread per worker, 19.0 s and 18.2 s with the default pools)."""
+def _worker(parent: int, job: _Job) -> None:
+    """A worker's set-up: ``job`` (the pool's callable and codec, inherited through the fork, never pickled).  It
+    ends with the run's process (``parent``), and its signals are the parent's: a Ctrl-C reaches the whole process
+    group, and the parent decides.  BLAS runs on one thread: the run already puts a worker on every core, and a BLAS
+    thread pool in each of them only oversubscribes the cores (on the 16-core H100 host the warm suite took 18.2 s
+    and 17.4 s with one BLAS thread per worker, 19.0 s and 18.2 s with the default pools)."""
     die_with_parent(parent)
     ignore_stop_signals()
     threadpool_limits(1)
+    _this_worker[:] = [job]
 
 
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
     t0 = time.perf_counter()
+    (plan_of, codec), = _this_worker
     vid, cc = item
-    plan = slim(_STATE["plan"](_STATE["variants"][vid], cc))
+    plan = slim(plan_of(codec.variants[vid], cc))
     plan = replace(plan, in_words=shared.share(plan.in_words))  # a file reference where the run shares words
-    return _dumps((plan, time.perf_counter() - t0))
+    return codec.dumps((plan, time.perf_counter() - t0))
 
 
 def _compare(data: bytes) -> bytes:
     t0 = time.perf_counter()
-    args = _loads(data)
-    verdicts = _STATE["compare"](*args)
-    return _dumps((verdicts, time.perf_counter() - t0))
+    (compare, codec), = _this_worker
+    verdicts = compare(*codec.loads(data))
+    return codec.dumps((verdicts, time.perf_counter() - t0))
 
 
 class WorkersUnavailable(RuntimeError):
@@ -96,14 +116,15 @@ class WorkersUnavailable(RuntimeError):
     plans and compares in its own process instead."""
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
+def _pool(jobs: int, job: _Job) -> ProcessPoolExecutor:
     """``jobs`` forked workers, all started now (before the run starts threads of its own).
 
     Why not ``multiprocessing.Pool``: its worker-handler thread wakes whenever results wait in the pipe and
     polls every worker's exit status each time; under a run's result traffic that spun through about a
     million polls, holding this process's GIL for a fifth of the run (profiled on the H100)."""
     try:
-        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_worker, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_worker,
+                                   initargs=(os.getpid(), job))
     except OSError as exc:  # the pool's semaphores live in /dev/shm
         raise WorkersUnavailable(f"no worker processes: multiprocessing cannot make its semaphores ({exc}); "
                                  "/dev/shm must be a writable directory with room") from None
@@ -123,12 +144,11 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
     ``on_seconds`` hears each plan's seconds in its worker.  The workers start now (raises
     :class:`WorkersUnavailable`); the plans come as they are taken."""
-    _STATE["plan"] = plan
-    _register(variants)
-    return _planned(_pool(jobs), jobs, items, on_seconds)
+    codec = _Codec(variants)
+    return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds)
 
 
-def _planned(pool: ProcessPoolExecutor, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
+def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
              on_seconds: Callable[[float], None] | None) -> Iterator[Any]:
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
     # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
@@ -141,7 +161,7 @@ def _planned(pool: ProcessPoolExecutor, jobs: int, items: Iterable[tuple[str, tu
                 pending.append(pool.submit(_plan, item))
             if not pending:
                 return
-            made, seconds = _loads(pending.popleft().result())
+            made, seconds = codec.loads(pending.popleft().result())
             if on_seconds:
                 on_seconds(seconds)
             yield made
@@ -157,17 +177,16 @@ class ComparePool:
     """
 
     def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any]):
-        _STATE["compare"] = compare
-        _register(variants)
-        self._pool = _pool(jobs)
+        self._codec = _Codec(variants)
+        self._pool = _pool(jobs, (compare, self._codec))
 
     def submit(self, *args: Any) -> Future:
         """``compare(*args)`` in a worker (a plan among ``args`` travels slim)."""
-        return self._pool.submit(_compare, _dumps(tuple(slim(a) if hasattr(a, "case_sets") else a for a in args)))
+        return self._pool.submit(_compare, self._codec.dumps(tuple(slim(a) if hasattr(a, "case_sets") else a for a in args)))
 
     def result(self, pending: Future, timeout: float | None = None) -> tuple[Any, float]:
         """(what ``compare`` returned, its seconds in the worker); raises what the worker raised."""
-        return _loads(pending.result(timeout))
+        return self._codec.loads(pending.result(timeout))
 
     def close(self) -> None:
         """The workers finish what was submitted (a module's comparisons: seconds at most) and leave."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import socket
 from collections import Counter
@@ -27,19 +28,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ptxconf import __version__
+from ptxconf.core.safe_files import FileRefused, UntrustedFileError
 from ptxconf.core.verdict import Verdict
 from ptxconf.junit import JUnitCase, junit_string
 from ptxconf.revision import git_revision
 from ptxconf.spec.loader import Specs
 
 from .files import atomic_write
-from .observations import read_observed_maps, read_results_bytes, run_file_bytes
+from .observations import read_observed_index, read_observed_maps, read_results_lines
 
 __all__ = ["Record", "RunLog", "replay_command", "git_revision", "specs_hash", "relative_file"]
 
 
 def replay_command(variant: str, check: str, seed: int, backend: str) -> str:
-    return f"ptxconf run --backend {backend} --select {shlex.quote(variant)} --check {check} --seed {seed}"
+    """The line that runs one check again, alone, into a fresh ``--out ptxconf-replay/<variant>.<check>.seed<S>``:
+    pasted anywhere, it never writes into (or asks to --force over) the run that printed it."""
+    out = re.sub(r"[^A-Za-z0-9._-]", "_", f"{variant}.{check}.seed{seed}")
+    return (f"ptxconf run --backend {backend} --select {shlex.quote(variant)} --check {shlex.quote(check)} "
+            f"--seed {seed} --out {shlex.quote('ptxconf-replay/' + out)}")
 
 
 def relative_file(path: str) -> str:
@@ -106,11 +112,11 @@ class RunLog:
         path = self.out_dir / "results.jsonl"
         kept = []
         if path.exists():
-            for line in read_results_bytes(path).splitlines():
+            for _number, doc in read_results_lines(path):  # a line cut by a kill is skipped: made again
                 try:
-                    rec = Record(**json.loads(line))
-                except (ValueError, TypeError):  # (UnicodeDecodeError too; TypeError: not an object of a record's fields)
-                    continue  # a line cut by a kill: that verdict is made again
+                    rec = Record(**doc)
+                except TypeError:  # not an object of a record's fields (recorded_done refused foreign lines)
+                    continue
                 if (rec.variant, rec.check) in keep and rec.status != "skip":
                     kept.append(rec)
         self._jsonl.close()
@@ -123,8 +129,10 @@ class RunLog:
         if maps.exists() and index.exists():
             try:
                 self.observed.update(read_observed_maps(maps))
-                self.observed_index.update(json.loads(run_file_bytes(index)).get("variants", {}))
-            except (OSError, ValueError, AttributeError, RecursionError):
+                self.observed_index.update(read_observed_index(index))
+            except FileRefused:
+                raise
+            except (UntrustedFileError, AttributeError):  # damaged: the resumed run records its maps again
                 pass
         return n
 

@@ -45,9 +45,11 @@ def plan_variant(
     value_cases: int = 8,
     cases_per_launch: int | None = None,
 ) -> Plan:
-    """Everything random about a variant's probes, from (seed, variant id) alone."""
+    """Everything random about a variant's probes, from (seed, variant id) alone (the family's ``plan``), then what
+    the assembler says of its kernels (the family's ``settle``), before any module of it is built."""
     fam = family_of(v)
-    return fam.plan(v, seed, cc, max_ptx, fam.checks if checks is None else tuple(checks), value_cases, cases_per_launch)
+    plan = fam.plan(v, seed, cc, max_ptx, fam.checks if checks is None else tuple(checks), value_cases, cases_per_launch)
+    return fam.settle(plan, cc)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ stdout (``| head -1``) stops the printing, never the run.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -18,12 +17,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ptxconf.backends.base import backend_label
 from ptxconf.core.family import family_of
 from ptxconf.core.verdict import UNDEFINED, labelled
 
 from .exit import ExitStatus
 from .files import RunLock, clear_run, holds_a_run
-from .observations import has_observation, read_results_bytes, read_summary
+from .observations import has_observation, read_results_lines, read_summary, result_record
 from .report import Record, RunLog
 from .runner import RunRequest, run_variants
 from .signals import StopSignals
@@ -84,14 +84,9 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     done = set()
     compared: dict[str, bool] = {}
     path = out / "results.jsonl"
-    if path.exists():
-        for line in read_results_bytes(path).splitlines():
-            try:
-                r = json.loads(line)
-            except ValueError:  # (UnicodeDecodeError too)
-                continue  # a line cut by a kill: that verdict is made again
-            if not (isinstance(r, dict) and isinstance(r.get("variant"), str) and isinstance(r.get("check"), str)):
-                continue  # not a verdict line: nothing of it counts as done
+    if path.exists() or path.is_symlink():
+        for number, r in read_results_lines(path):  # a line cut by a kill is skipped: that verdict is made again
+            r = result_record(r, f"{path}:{number}")  # a line a run never wrote (``[1,2]``): one line, exit 2
             if r.get("seed") == seed and r.get("status") != "skip":
                 done.add((r["variant"], r["check"]))
                 compared.setdefault(r["variant"], r.get("status") != "error")
@@ -306,7 +301,8 @@ class RunSession:
             lines.append(f"... and {len(undefined) - 20} more undefined observations (-v lists them here)")
         not_run = len(self.variants) - len(self.variants_done)
         state = "" if self.signal_seen is None or not not_run else " (interrupted: summary.json lists what was not run)"
-        lines += ["", f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) -> {self.out_dir}{state}"]
+        lines += ["", f"{totals(c)} in {wall:.1f} s ({self.cases_run} cases) on {backend_label(self.log.info)} -> "
+                      f"{self.out_dir}{state}"]
         say("\n".join(lines))
 
 

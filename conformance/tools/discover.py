@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ptxconf.backends.base import Backend, Launch, native_build
 from ptxconf.core.family import family_of
-from ptxconf.families.mma.inputs import alphabet
-from ptxconf.families.mma.probe import Probe, buffer_layout, module_source
+from ptxconf.families.mma import Probe, alphabet, buffer_layout, module_source
 from ptxconf.spec.fit import fit_formula
 from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import element_bits, slots_to_words

@@ -40,9 +40,10 @@ def main() -> int:
     from ptxconf.run import report, runner, session, signals
 
     cli = importlib.import_module("ptxconf.cli.main")  # the module (``ptxconf.cli.main`` is also its function's name)
+    cli_run = importlib.import_module("ptxconf.cli.run")  # ``run`` loads its specs through this module's ``load``
     env = os.environ.get
     for owner, name, delay in ((runner, "launch_module", "MODULE"), (runner, "plan_variant", "PLAN"),
-                               (report.RunLog, "add_verdicts", "VERDICT"), (cli, "_specs", "START")):
+                               (report.RunLog, "add_verdicts", "VERDICT"), (cli_run, "load", "START")):
         if float(env(f"PTXCONF_FAULT_{delay}_DELAY", "0")):
             _slowed(owner, name, float(env(f"PTXCONF_FAULT_{delay}_DELAY")))
     mark, report_delay = env("PTXCONF_FAULT_REPORT_MARK"), float(env("PTXCONF_FAULT_REPORT_DELAY", "0"))

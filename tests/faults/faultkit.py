@@ -94,10 +94,12 @@ class Child:
     Its environment carries a mark of its own, so that every process the run starts can be found afterwards:
     once the run has ended (:meth:`wait`, :meth:`kill_now`), none of them may be left."""
 
-    def __init__(self, args: list[str], logs: Path, env: dict | None = None, driver: bool = True):
+    def __init__(self, args: list[str], logs: Path, env: dict | None = None, driver: bool = True,
+                 cmd: list[str] | None = None):
         logs.mkdir(parents=True, exist_ok=True)
         self.stdout_path, self.stderr_path = logs / "stdout.txt", logs / "stderr.txt"
-        cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "ptxconf.cli.main"]
+        if cmd is None:
+            cmd = [sys.executable, str(DRIVER)] if driver else [sys.executable, "-m", "ptxconf.cli.main"]
         self.mark = uuid.uuid4().hex
         env = {**(env or child_env()), MARK: self.mark}
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:

@@ -101,3 +101,30 @@ def test_a_reader_that_goes_away_stops_the_printing_not_the_run(tmp_path, refere
     assert rc == 0 and "Traceback" not in err and "Broken pipe" not in err, err
     assert read_summary(out)["status"] == "complete"
     assert sorted(as_verdicts(read_results(out / "results.jsonl")[0])) == sorted(reference)
+
+
+CONSOLE = [sys.executable, "-c", "import sys; from ptxconf.console import main; sys.exit(main())"]  # the script
+
+
+def _caught(pid: int) -> int:
+    """The signals process ``pid`` has handlers for (``SigCgt`` of /proc), as a bit mask (bit ``signum - 1``)."""
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1], 16) for line in fh if line.startswith("SigCgt:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the handlers from /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_while_the_cli_is_still_importing_exits_cleanly(signum, tmp_path, tally):
+    """The console command takes the signals before it imports the CLI (half a second): a signal aimed at the moment
+    its handlers are in place, before ``run`` could take any, exits 130/143 with no traceback and writes nothing."""
+    out = tmp_path / "run"
+    child = Child(run_args(out), tmp_path / "logs", child_env(), cmd=CONSOLE)
+    wanted = (1 << (signal.SIGTERM - 1)) | (1 << (signal.SIGHUP - 1))  # SIGINT is Python's own from its start
+    wait_until(lambda: _caught(child.pid) & wanted == wanted, 30, child, "the console to take its signals")
+    child.signal(signum)
+    rc = child.wait()
+    err = child.stderr()
+    assert rc == CODE[signum], f"exit {rc}; stderr:\n{err}"
+    assert "Traceback" not in err, err
+    assert not out.exists() or not any(out.iterdir())
+    tally.check(lost=0, false_passes=0, injected=1)

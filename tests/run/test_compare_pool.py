@@ -95,14 +95,15 @@ def test_a_variant_of_the_run_travels_as_its_id_and_any_other_by_value():
     from ptxconf.run import planpool
 
     v = SPECS.select(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/rs"])[0]
-    planpool._register({v.id: v})
-    data = planpool._dumps({"plan": [v, v], "n": 3})
+    codec = planpool._Codec({v.id: v})
+    data = codec.dumps({"plan": [v, v], "n": 3})
     assert len(data) < 200 + len(v.id)  # not the spec document a wgmma variant carries
-    back = planpool._loads(data)
+    back = codec.loads(data)
     assert back["plan"][0] is v and back["plan"][1] is v and back["n"] == 3
     other = replace(v, N=16)  # the same id, but not the run's object
-    copy = planpool._loads(planpool._dumps(other))
+    copy = codec.loads(codec.dumps(other))
     assert copy is not v and copy == other and copy.N == 16
+    assert not [k for k, val in vars(planpool).items() if isinstance(val, dict) and v.id in val]  # no global holds it
 
 
 def test_without_worker_processes_the_run_plans_and_compares_here(monkeypatch, capsys):

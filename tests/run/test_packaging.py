@@ -116,7 +116,7 @@ def test_wheel_carries_every_spec_and_schema(installed: Installed) -> None:
     # One import namespace: nothing outside ptxconf/ (no top-level conformance/, generators/, specs/, tests/).
     tops = {n.split("/", 1)[0] for n in names if "/" in n and not n.split("/", 1)[0].endswith((".dist-info", ".data"))}
     assert tops == {"ptxconf"}, tops
-    assert "ptxconf = ptxconf.cli.main:main" in entry_points
+    assert "ptxconf = ptxconf.console:main" in entry_points
     assert "ptxconf.pytest_plugin = ptxconf.pytest_plugin" in entry_points
     import tarfile
 

@@ -50,7 +50,8 @@ RUN_VARIANTS = [
 CHECK_NAMES = ("value", "map.A", "map.B", "map.C")
 NAME = re.compile(r"^(?P<variant>\S+):(?P<check>value|map\.[ABC]):seed=(?P<seed>\d+)$")
 REPLAY_LINE = re.compile(
-    r"^replay: ptxconf run --backend \S+ --select (?P<variant>\S+) --check (?P<check>\S+) --seed (?P<seed>\d+)$"
+    r"^replay: ptxconf run --backend \S+ --select (?P<variant>\S+) --check (?P<check>\S+) --seed (?P<seed>\d+) "
+    r"--out (?P<out>ptxconf-replay/\S+)$"
 )
 
 pytestmark = pytest.mark.e2e  # whole ``ptxconf run`` / ``replay`` commands on the emulator

@@ -131,3 +131,43 @@ def test_pytest_plugin_makes_one_item_of_a_check_made_per_kernel(pytester: pytes
                              "--ptxconf-select", "wgmma.mma_async.sp.sync.aligned.m64n8k32.f16.f16.f16/rs")
     res.assert_outcomes(passed=4, skipped=2)
     res.stdout.fnmatch_lines(["*undefined by the ISA: undefined.selector[[]sa+1,sb+1,tb0,sel2[]]: refused by ptxas*"])
+
+
+@pytest.mark.parametrize("vid", [SPARSE, "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16/ss"])
+def test_plan_asks_no_assembler_and_settle_does(vid, monkeypatch):
+    """A family's ``plan`` is a function of (seed, variant): ptxas is not asked there.  The run's planning then asks
+    it through the family's ``settle``: a selector kernel ptxas refuses leaves the plan (its cases recorded, not
+    launched), one it takes stays, and the answer is in the check's meta either way."""
+    from ptxconf.core.family import family_of
+    from ptxconf.run.runner import plan_variant
+    from ptxconf.spec.loader import load_specs
+    from ptxconf.spec.targets import PtxVersion
+
+    v = load_specs(None).get(vid)
+    fam = family_of(v)
+    checks = (*fam.checks, "undefined.selector")
+    asked: list[str] = []
+
+    def answer(accepted: bool):
+        def assembled(source, version, cc):
+            asked.append(source)
+            return {"ptxas": "stub", "accepted": accepted, "message": "" if accepted else "stub: refused"}
+        return assembled
+
+    def refuse_to_be_asked(*args):
+        raise AssertionError("plan() asked ptxas")
+
+    monkeypatch.setattr(ud, "assembled", refuse_to_be_asked)
+    plain = fam.plan(v, 3, (9, 0), PtxVersion(9, 0), checks, 8, None)
+    selector = [cs for cs in plain.case_sets if cs.check.startswith("undefined.selector")]
+    assert selector and all("assembler" not in cs.meta for cs in selector)
+    for accepted in (False, True):
+        monkeypatch.setattr(ud, "assembled", answer(accepted))
+        asked.clear()
+        plan = plan_variant(v, 3, (9, 0), PtxVersion(9, 0), checks)
+        assert asked
+        sel = [cs for cs in plan.case_sets if cs.check.startswith("undefined.selector")]
+        assert all(cs.meta["assembler"]["accepted"] is accepted for cs in sel)
+        launched = {int(c) for cases in plan.launches for c in cases}
+        sel_cases = {c for cs in sel for c in range(*plan.slices[cs.check])}
+        assert (sel_cases <= launched) is accepted and (not sel_cases & launched) is not accepted

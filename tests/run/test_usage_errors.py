@@ -174,3 +174,31 @@ def test_run_starts_no_more_workers_than_variants():
     from ptxconf.cli.run import _jobs
 
     assert _jobs(32, 5) == 5 and _jobs(32, 1) == 2 and _jobs(1, 50) == 1 and _jobs(4, 50) == 4
+
+
+LDM = "ldmatrix.sync.aligned.m8n8.x1.b16"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--row", "99", "--col", "0"], "--row 99: " + LDM + " operand fragment has rows 0..7"),
+    (["--row", "0", "--col", "99"], "has cols 0..7"),
+    (["--row", "0", "--col", "0", "--matrix", "3"], "has matrices 0..0"),
+    (["--row", "-1", "--col", "0"], "--row -1"),
+    (["--lane", "40"], "has lanes 0..31"),
+    (["--lane", "0", "--element", "9"], "has elements 0..1"),
+    (["--row", "1"], "give --row and --col"),
+])
+def test_specs_where_out_of_range_is_one_line(args, words, capsys):
+    assert words in _usage(capsys, ["specs", "where", LDM, "--operand", "fragment", *args])
+
+
+def test_specs_where_unknown_variant_or_operand_is_one_line(capsys):
+    assert "unknown variant 'nosuch'" in _usage(capsys, ["specs", "where", "nosuch", "--operand", "A", "--row", "0",
+                                                         "--col", "0"])
+    assert "has no operand 'Q'; it has rowaddr, fragment" in _usage(
+        capsys, ["specs", "where", LDM, "--operand", "Q", "--row", "0", "--col", "0"])
+
+
+def test_specs_where_in_range_answers(capsys):
+    assert cli_main(["specs", "where", LDM, "--operand", "fragment", "--lane", "3", "--element", "1"]) == 0
+    assert "matrix 0, row 0, col 7" in capsys.readouterr().out

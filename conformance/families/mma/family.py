@@ -6,7 +6,15 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, launches_by_probe, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import (
+    Plan,
+    launches_by_probe,
+    pick_build,
+    split_launches,
+    stack_slices,
+    variant_rng,
+    without_kernels,
+)
 from ptxconf.generators.ptx import Surroundings, checksum
 from ptxconf.spec.packing import pack, unpack
 from ptxconf.spec.sparse import is_sparse, sparsity
@@ -55,29 +63,34 @@ class MmaFamily(Family):
         in_words = np.concatenate(blocks)
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
-        # A kernel with an out-of-range selector joins the module only where ptxas took it alone.
-        runs = [not cs.check.startswith("undefined.selector") or self._assembles(v, cs, surroundings, target, cc)
-                for cs in case_sets]
         kernels = [Probe(v, cs.params, surroundings, cs.check.startswith("undefined.")) for cs in case_sets]
-        if len({k.name for k in kernels}) == 1 and all(runs):
+        # A kernel with an out-of-range selector stays a kernel of its own: ``settle`` asks ptxas whether it runs.
+        selector = any(cs.check.startswith("undefined.selector") for cs in case_sets)
+        if len({k.name for k in kernels}) == 1 and not selector:
             launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
             return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, layout.out_words)
         # Selector immediates differ between checks (or inputs are undefined): one kernel each, launches never mix them.
         probes: list[Probe] = []
         of_case = np.full(pos, -1, dtype=np.int64)
-        for cs, kernel, run in zip(case_sets, kernels, runs):
-            if not run:
-                continue
+        for cs, kernel in zip(case_sets, kernels):
             if kernel.name not in [p.name for p in probes]:
                 probes.append(kernel)
             a, b = slices[cs.check]
             of_case[a:b] = [p.name for p in probes].index(kernel.name)
-        if not probes:  # nothing to launch; the module still needs a kernel that assembles
-            probes = [Probe(v, make_checks(v, seed, ("value",), 1)[0].params, surroundings)]
-        order = order[of_case[order] >= 0]
         launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
         return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, layout.out_words,
                     probes, launch_probe)
+
+    def settle(self, plan: Plan, cc: tuple[int, int]) -> Plan:
+        """A kernel with an out-of-range selector joins the module only where ptxas took it alone."""
+        v, surroundings = plan.variant, plan.probe.surroundings
+        refused = [Probe(v, cs.params, surroundings, True) for cs in plan.case_sets
+                   if cs.check.startswith("undefined.selector") and not self._assembles(v, cs, surroundings, plan.target, cc)]
+        if not refused:
+            return plan
+        # With nothing left to launch the module still needs a kernel that assembles: the value check's.
+        legal = Probe(v, make_checks(v, plan.seed, ("value",), 1)[0].params, surroundings)
+        return without_kernels(plan, refused, legal)
 
     @staticmethod
     def _assembles(v, cs, surroundings, target: Target, cc: tuple[int, int]) -> bool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+
+import numpy as np
 
 
 def _specs(args):
@@ -42,17 +43,40 @@ def cmd_compose(args) -> int:
     return 0
 
 
+def _in_range(name: str, value: int | None, stop: int, what: str) -> None:
+    """A usage error (one line, exit 2) for ``--NAME value`` outside ``0..stop-1``."""
+    if value is not None and not 0 <= value < stop:
+        raise SystemExit(f"ptxconf specs where: --{name} {value}: {what} has {_PLURAL.get(name, name + 's')} "
+                         f"0..{stop - 1}")
+
+
+_PLURAL = {"matrix": "matrices"}
+
+
 def cmd_where(args) -> int:
     from ptxconf.families.movement.compare import where, who
 
     specs = _specs(args)
-    v = specs.get(args.variant)
+    try:
+        v = specs.get(args.variant)
+    except KeyError as exc:
+        raise SystemExit(f"ptxconf specs where: {exc.args[0]}") from None
+    if args.operand not in v.operands:
+        raise SystemExit(f"ptxconf specs where: {v.id} has no operand {args.operand!r}; it has {', '.join(v.operands)}")
     op = v.operands[args.operand]
+    cells = op.layout.map(op.param_combinations()[0])  # [lane, element, (matrix, row, col)]
+    what = f"{v.id} operand {args.operand}"
     if args.lane is not None:
+        _in_range("lane", args.lane, cells.shape[0], what)
+        _in_range("element", args.element, cells.shape[1], what)
         m, r, c = who(op, args.lane, args.element)
         print(f"lane {args.lane} element {args.element} (register {args.element // op.fragment.per_register}): "
               f"matrix {m}, row {r}, col {c}")
         return 0
+    if args.row is None or args.col is None:
+        raise SystemExit("ptxconf specs where: give --row and --col, or --lane (and --element)")
+    for name, value, axis in (("matrix", args.matrix, 0), ("row", args.row, 1), ("col", args.col, 2)):
+        _in_range(name, value, int(np.max(cells[..., axis])) + 1, what)
     hits = where(op, args.row, args.col, args.matrix)
     if not hits:
         print("no lane holds that cell")
@@ -72,9 +96,7 @@ def add_parser(sub) -> None:
     c.add_argument("--json", action="store_true")
     c.add_argument("--specs", metavar="DIR")
     c.set_defaults(func=cmd_compose)
-    specs_parser = sub.choices["specs"]
-    ssub = next(a for a in specs_parser._actions if isinstance(a, argparse._SubParsersAction))
-    w = ssub.add_parser("where", help="which lane/register/element holds a cell, or which cell a lane/element holds")
+    w = sub.group("specs").add_parser("where", help="which lane/register/element holds a cell, or which cell a lane/element holds")
     w.add_argument("variant")
     w.add_argument("--operand", required=True)
     w.add_argument("--row", type=int)

@@ -162,6 +162,7 @@ def classify_reuse(v, words: np.ndarray, out: np.ndarray, imm: dict) -> list[str
 
 def run_reuse(args) -> int:
     from ptxconf.backends import Launch, get_backend
+    from ptxconf.backends.base import evidence_label
     from ptxconf.oracle import mma
     from ptxconf.spec.loader import load_specs
 
@@ -199,8 +200,8 @@ def run_reuse(args) -> int:
         print(f"{v.id}: {entry.get('error') or ', '.join(sorted(set(entry['cases'])))}")
     (out_dir / "reuse.json").write_text(json.dumps(report, indent=1))
     backend.close()
-    print(f"register-reuse probe -> {out_dir / 'reuse.json'} (issued: A read as issued; overwritten: the zeros written "
-          "after issue were read; the ISA leaves it undefined)")
+    print(f"register-reuse probe on {evidence_label(info)} -> {out_dir / 'reuse.json'} (issued: A read as issued; "
+          "overwritten: the zeros written after issue were read; the ISA leaves it undefined)")
     return 0
 
 

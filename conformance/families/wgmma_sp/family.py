@@ -7,11 +7,10 @@ is sparse (the compressed A, the metadata and its selector) lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
+from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng, without_kernels
 from ptxconf.families.mma import undefined as ud
 from ptxconf.spec.targets import PtxVersion, Target
 
@@ -37,12 +36,15 @@ class WgmmaSpFamily(Family):
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
-        plan = plan_by_kernel(v, seed, version, target, case_sets, lambda cs: _kernel(v, cs), sp.out_words(v), rng,
+        return plan_by_kernel(v, seed, version, target, case_sets, lambda cs: _kernel(v, cs), sp.out_words(v), rng,
                               cases_per_launch)
-        refused = [_kernel(v, cs) for cs in case_sets
-                   if cs.check.startswith("undefined.selector") and not self._assembles(v, cs, target, cc)]
+
+    def settle(self, plan: Plan, cc: tuple[int, int]) -> Plan:
+        v = plan.variant
+        refused = [_kernel(v, cs) for cs in plan.case_sets
+                   if cs.check.startswith("undefined.selector") and not self._assembles(v, cs, plan.target, cc)]
         legal = sp.SpProbe(v, tuple(sorted(immediate_sets(v)[0].items())))
-        return _without(plan, refused, legal) if refused else plan
+        return without_kernels(plan, refused, legal) if refused else plan
 
     @staticmethod
     def _assembles(v, cs, target: Target, cc: tuple[int, int]) -> bool:
@@ -86,12 +88,3 @@ class WgmmaSpFamily(Family):
 FAMILY = WgmmaSpFamily()
 
 
-def _without(plan: Plan, kernels: list, fallback) -> Plan:
-    """``plan`` less the launches (and the kernels) of ``kernels``: their cases stay recorded, never run.
-    A plan left with no kernel keeps ``fallback``, unlaunched, so its module still has one that assembles."""
-    keep = [k for k, p in enumerate(plan.probes) if p not in kernels]
-    index = {old: new for new, old in enumerate(keep)}
-    launches = [cases for cases, k in zip(plan.launches, plan.launch_probe) if k in index]
-    launch_probe = [index[k] for k in plan.launch_probe if k in index]
-    probes = [plan.probes[k] for k in keep] or [fallback]
-    return replace(plan, probe=probes[0], probes=probes, launches=launches, launch_probe=launch_probe)

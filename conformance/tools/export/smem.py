@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from ptxconf.families.wgmma.spec import canonical_strides
+from ptxconf.families.wgmma import canonical_strides
 from ptxconf.spec.ptxtypes import TYPES
 
 from .linear import LinearLayout, fit_flat

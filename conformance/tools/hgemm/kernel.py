@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from ptxconf.families.movement import probe as mv
-from ptxconf.families.movement.compare import compose
+import ptxconf.families.movement as mv
+from ptxconf.families.movement import compose
 from ptxconf.spec.loader import Specs
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, parse_target

@@ -8,9 +8,9 @@ stmatrix state spaces), so a program says exactly what the probes say.
 
 from __future__ import annotations
 
-from ptxconf.families.mma.probe import LD_FOR_TYPE, REG_DECL, operand_list
-from ptxconf.families.movement.probe import MoveProbe
-from ptxconf.families.wgmma.probe import WgProbe
+from ptxconf.families.mma import LD_FOR_TYPE, REG_DECL, operand_list
+from ptxconf.families.movement import MoveProbe
+from ptxconf.families.wgmma import WgProbe
 from ptxconf.generators.ptx import case_prologue
 from ptxconf.generators.ptx import module_source as ptx_module
 from ptxconf.spec.targets import parse_target

@@ -13,8 +13,8 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
-from ptxconf.families.movement import probe as mv
-from ptxconf.families.wgmma import probe as wg
+import ptxconf.families.movement as mv
+import ptxconf.families.wgmma as wg
 from ptxconf.spec.model import Operand, Variant
 from ptxconf.spec.packing import pack
 from ptxconf.spec.ptxtypes import TYPES, PtxType

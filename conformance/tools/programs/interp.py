@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import ptxconf.families.movement as mv
+import ptxconf.families.wgmma as wg
 from ptxconf.backends.base import Launch, LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.families.movement import probe as mv
-from ptxconf.families.wgmma import probe as wg
 from ptxconf.oracle import mma as oracle_mma
 from ptxconf.spec.packing import lane_words_to_registers, pack, registers_to_words, unpack
 

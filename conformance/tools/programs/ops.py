@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from ptxconf.families.movement import probe as mv
-from ptxconf.families.movement.compare import Composition, compose
-from ptxconf.families.wgmma import probe as wg
-from ptxconf.families.wgmma.desc import Desc, encode
+import ptxconf.families.movement as mv
+import ptxconf.families.wgmma as wg
+from ptxconf.families.movement import Composition, compose
+from ptxconf.families.wgmma import Desc, encode
 from ptxconf.spec.model import Operand, Variant
 from ptxconf.spec.targets import parse_target
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from ptxconf.families.wgmma import probe as wg
+import ptxconf.families.wgmma as wg
 from ptxconf.oracle import mma as oracle_mma
 from ptxconf.spec.model import Variant
 from ptxconf.spec.packing import pack, unpack

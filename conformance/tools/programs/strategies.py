@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import cache
 
+import ptxconf.families.wgmma as wg
 from hypothesis import strategies as st
-from ptxconf.families.movement.compare import compose
-from ptxconf.families.wgmma import probe as wg
+from ptxconf.families.movement import compose
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, parse_target
 

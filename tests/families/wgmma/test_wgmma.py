@@ -411,6 +411,7 @@ def test_reuse_probe_on_emulator(tmp_path, capsys):
     assert main(["wgmma", "reuse", "--backend", "emulator", "--select", V16R, "--out", str(out)]) == 0
     rep = json.loads((out / "reuse.json").read_text())
     assert rep["forms"][0]["cases"] and set(rep["forms"][0]["cases"]) == {"issued"}
+    assert "register-reuse probe on the emulator (no hardware observed" in capsys.readouterr().out
 
 
 SAMPLE = [
