@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ptxconf.backends.ptxas import compile_cubin
-from ptxconf.families.tcgen05.spec import LdRed, LdRedForm
+from ptxconf.families.tcgen05 import LdRed, LdRedForm
 from ptxconf.spec.targets import PtxVersion, Target, parse_target
 
 from .matrix import (

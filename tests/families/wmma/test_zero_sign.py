@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from ptxconf.oracle import mma
 from ptxconf.spec import load_specs
 
