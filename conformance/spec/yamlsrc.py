@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-__all__ = ["SpecError", "Source", "load_yaml", "schema_validator", "first_schema_error"]
+__all__ = ["SpecError", "Source", "load_yaml", "schema_validator", "first_schema_error", "check_schema"]
 
 PathT = tuple[Any, ...]
 
@@ -214,3 +214,11 @@ def first_schema_error(
         known = err.schema.get("properties", {})
         path += tuple([k for k in err.instance if k not in known][:1])
     return path, err
+
+
+def check_schema(validator: jsonschema.protocols.Validator, doc: Any, src: Source) -> None:
+    """Raise the document's first schema error as ``file:line: field: message`` (an unknown key named as such)."""
+    found = first_schema_error(validator, doc, src)
+    if found:
+        path, err = found
+        raise src.error(path, err.message.replace("Additional properties are not allowed", "unknown key"))

@@ -30,7 +30,7 @@ from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
 from ptxconf.spec.model import Fragment, Layout, Operand, Variant
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.spec.yamlsrc import Source, check_schema
 
 __all__ = ["WgmmaVariant", "WgmmaSpec", "SmemSpec", "DescSpec", "load_document", "load_wgmma", "canonical_strides"]
 
@@ -289,15 +289,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
     """Schema-check and build a ``schema: wgmma/1`` document; raise SpecError naming file:line:field."""
     from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
 
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
-    if errors:
-        err = errors[0]
-        path = tuple(err.absolute_path)
-        msg = err.message.replace("Additional properties are not allowed", "unknown key")
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = err.schema.get("properties", {})
-            path += tuple([k for k in err.instance if k not in known][:1])
-        raise src.error(path, msg)
+    check_schema(_validator(), doc, src)
     bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
     fragments = {n: Fragment(n, f["register"], f["per_register"]) for n, f in (doc.get("fragments") or {}).items()}
     layouts = {}
@@ -341,12 +333,9 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
     return spec
 
 
-def _expand(spec: WgmmaSpec, form: dict, path: tuple, src: Source):
-    imm = tuple(form["immediates"])
-    requires = tuple(parse_target(t) for t in form["targets"])
-    min_ptx = PtxVersion.parse(form["min_ptx"])
-    if form["a_layout"] not in spec.layouts:
-        raise src.error(path + ("a_layout",), f"unknown layout {form['a_layout']!r}")
+def axis_combos(spec, form: dict, path: tuple, src: Source, min_ptx: PtxVersion):
+    """Every combination of a form's axes, as ``(axis entry index, its min .version, axis values, PTX string)``, each
+    type checked against the document's fragments; dense and sparse wgmma documents expand their forms alike."""
     for e, entry in enumerate(form["axes"]):
         entry = dict(entry)
         entry_ptx = PtxVersion.parse(str(entry.pop("min_ptx"))) if "min_ptx" in entry else min_ptx
@@ -363,6 +352,16 @@ def _expand(spec: WgmmaSpec, form: dict, path: tuple, src: Source):
             for t in (ax["atype"], ax["btype"], ax["dtype"]):
                 if t not in TYPES or t not in spec.fragments:
                     raise src.error(path + ("axes", e), f"type {t!r} has no PTX type or fragment here ({ptx})")
+            yield e, entry_ptx, ax, ptx
+
+
+def _expand(spec: WgmmaSpec, form: dict, path: tuple, src: Source):
+    imm = tuple(form["immediates"])
+    requires = tuple(parse_target(t) for t in form["targets"])
+    min_ptx = PtxVersion.parse(form["min_ptx"])
+    if form["a_layout"] not in spec.layouts:
+        raise src.error(path + ("a_layout",), f"unknown layout {form['a_layout']!r}")
+    for e, entry_ptx, ax, ptx in axis_combos(spec, form, path, src, min_ptx):
             if ("trans_a" in imm or "trans_b" in imm) and TYPES[ax["atype"]].bits != 16:
                 raise src.error(path + ("immediates",), f"{ptx}: imm-trans needs 16-bit elements (§9.7.15.5.2)")
             N, K = int(ax["N"]), int(form["k"])

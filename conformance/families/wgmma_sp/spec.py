@@ -29,9 +29,9 @@ from ptxconf.families.wgmma.spec import (
     DescSpec,
     SmemSpec,
     WgmmaVariant,
-    _axis_values,
     _check_smem,
     _f,
+    axis_combos,
     canonical_strides,
     load_smem_and_descriptor,
 )
@@ -39,7 +39,7 @@ from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
 from ptxconf.spec.model import Fragment, Layout, Operand
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.spec.yamlsrc import Source, check_schema
 
 __all__ = ["WgmmaSpVariant", "WgmmaSpSpec", "load_document", "k_major_fits"]
 
@@ -125,15 +125,7 @@ def k_major_fits(spec: Any, swizzle: str, kbytes: int) -> bool:
 
 
 def _schema_error(doc: dict, src: Source) -> None:
-    errors = sorted(_validator().iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
-    if errors:
-        err = errors[0]
-        path = tuple(err.absolute_path)
-        msg = err.message.replace("Additional properties are not allowed", "unknown key")
-        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-            known = err.schema.get("properties", {})
-            path += tuple([k for k in err.instance if k not in known][:1])
-        raise src.error(path, msg)
+    check_schema(_validator(), doc, src)
 
 
 def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
@@ -235,22 +227,7 @@ def _expand(spec: WgmmaSpSpec, form: dict, path: tuple, src: Source):
             raise src.error(path + ((key, "layout") if key == "metadata" else (key,)), f"unknown layout {name!r}")
     if spec.layouts[meta["layout"]]["body"].get("params") != ["selector"]:
         raise src.error(("layouts", meta["layout"], "params"), "a metadata layout takes the parameter `selector`")
-    for e, entry in enumerate(form["axes"]):
-        entry = dict(entry)
-        entry_ptx = PtxVersion.parse(str(entry.pop("min_ptx"))) if "min_ptx" in entry else min_ptx
-        keys = list(entry)
-        choices = [_axis_values(entry[k], path + ("axes", e, k), src) for k in keys]
-        for combo in itertools.product(*choices):
-            ax = dict(zip(keys, combo))
-            ax.setdefault("dtype", "s32")
-            ax.setdefault("sat", "")
-            try:
-                ptx = form["instruction"].format(**ax)
-            except KeyError as exc:
-                raise src.error(path + ("instruction",), f"template names {{{exc.args[0]}}}, which no axis defines") from None
-            for t in (ax["atype"], ax["btype"], ax["dtype"]):
-                if t not in TYPES or t not in spec.fragments:
-                    raise src.error(path + ("axes", e), f"type {t!r} has no PTX type or fragment here ({ptx})")
+    for e, entry_ptx, ax, ptx in axis_combos(spec, form, path, src, min_ptx):
             if ax["atype"] not in spec.sparsity:
                 raise src.error(path + ("axes", e, "atype"), f"{ax['atype']} has no entry under sparsity ({ptx})")
             if ("trans_a" in imm or "trans_b" in imm) and TYPES[ax["atype"]].bits != 16:
