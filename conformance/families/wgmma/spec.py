@@ -246,27 +246,32 @@ class WgmmaSpec:
 
     def layout(self, name: str, N: int | None = None) -> Layout:
         """The layout ``name`` with ``N`` bound (one Layout object per (name, N))."""
-        key = (name, N)
-        if key not in self._cache:
-            t = self.layouts[name]
-            env = {"N": N} if N is not None else {}
-            rows, cols = (int(evaluate(e, env)) for e in t["shape"])
-            elements = int(evaluate(t["elements"], env))
-            bindings = dict(self.bindings)
-            if N is not None:
-                bindings["N"] = parse(str(N))
-            body = t["body"]
-            self._cache[key] = Layout(
-                name=name if N is None or "N" not in t["names"] else f"{name}[N={N}]",
-                maps=body["maps"], section=body["section"], figure=body.get("figure"),
-                rows=rows, cols=cols, elements=elements, matrices=1, lanes=int(body["lanes"]),
-                matrix=parse("0"), row=t["row"], col=t["col"], where=None, copies=1, bindings=bindings,
-                notes=tuple(body.get("notes", ())), file=self.file, line=t["line"],
-            )
-        return self._cache[key]
+        return bound_layout(self, name, N)
 
     def select(self, **kw) -> list[WgmmaVariant]:
         return [v for v in self.variants if all(getattr(v, k) == val for k, val in kw.items())]
+
+
+def bound_layout(spec, name: str, N: int | None = None) -> Layout:
+    """A wgmma document's layout template ``name`` with ``N`` bound, cached on the document per (name, N); dense and
+    sparse documents alike (a sparse template adds its ``where`` and its parameters)."""
+    key = (name, N)
+    if key not in spec._cache:
+        t = spec.layouts[name]
+        env = {"N": N} if N is not None else {}
+        rows, cols = (int(evaluate(e, env)) for e in t["shape"])
+        bindings = dict(spec.bindings)
+        if N is not None:
+            bindings["N"] = parse(str(N))
+        body = t["body"]
+        spec._cache[key] = Layout(
+            name=name if N is None or "N" not in t["names"] else f"{name}[N={N}]",
+            maps=body["maps"], section=body["section"], figure=body.get("figure"),
+            rows=rows, cols=cols, elements=int(evaluate(t["elements"], env)), matrices=1, lanes=int(body["lanes"]),
+            matrix=parse("0"), row=t["row"], col=t["col"], where=t.get("where"), copies=1, bindings=bindings,
+            params=tuple(body.get("params", ())), notes=tuple(body.get("notes", ())), file=spec.file, line=t["line"],
+        )
+    return spec._cache[key]
 
 
 def _f(text, path, src) -> Expr:

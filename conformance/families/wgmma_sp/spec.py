@@ -32,10 +32,11 @@ from ptxconf.families.wgmma.spec import (
     _check_smem,
     _f,
     axis_combos,
+    bound_layout,
     canonical_strides,
     load_smem_and_descriptor,
 )
-from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
+from ptxconf.spec.expr import Expr, ExprError, evaluate
 from ptxconf.spec.model import Fragment, Layout, Operand
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, parse_target
@@ -95,23 +96,7 @@ class WgmmaSpSpec:
 
     def layout(self, name: str, N: int | None = None) -> Layout:
         """The layout ``name`` with ``N`` bound (one Layout object per (name, N))."""
-        key = (name, N)
-        if key not in self._cache:
-            t = self.layouts[name]
-            env = {"N": N} if N is not None else {}
-            rows, cols = (int(evaluate(e, env)) for e in t["shape"])
-            body = t["body"]
-            bindings = dict(self.bindings)
-            if N is not None:
-                bindings["N"] = parse(str(N))
-            self._cache[key] = Layout(
-                name=name if N is None or "N" not in t["names"] else f"{name}[N={N}]",
-                maps=body["maps"], section=body["section"], figure=body.get("figure"),
-                rows=rows, cols=cols, elements=int(evaluate(t["elements"], env)), matrices=1, lanes=int(body["lanes"]),
-                matrix=parse("0"), row=t["row"], col=t["col"], where=t["where"], copies=1, bindings=bindings,
-                params=tuple(body.get("params", ())), notes=tuple(body.get("notes", ())), file=self.file, line=t["line"],
-            )
-        return self._cache[key]
+        return bound_layout(self, name, N)
 
     def select(self, **kw) -> list[WgmmaSpVariant]:
         return [v for v in self.variants if all(getattr(v, k) == val for k, val in kw.items())]
