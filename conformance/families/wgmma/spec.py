@@ -17,20 +17,18 @@ element type is 16 bits wide.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
 from ptxconf.spec.model import Fragment, Layout, Operand, Variant
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source, check_schema
+from ptxconf.spec.yamlsrc import Source, check_schema, schema_validator
 
 __all__ = ["WgmmaVariant", "WgmmaSpec", "SmemSpec", "DescSpec", "load_document", "load_wgmma", "canonical_strides"]
 
@@ -40,10 +38,7 @@ MAJORS = ("K", "MN")
 
 @lru_cache(maxsize=1)
 def _validator():
-    schema = json.loads(_SCHEMA.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    return schema_validator(_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -290,13 +285,9 @@ def _axis_values(val, path, src) -> list:
     return val if isinstance(val, list) else [val]
 
 
-def load_document(doc: dict, src: Source) -> WgmmaSpec:
-    """Schema-check and build a ``schema: wgmma/1`` document; raise SpecError naming file:line:field."""
-    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
-
-    check_schema(_validator(), doc, src)
-    bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
-    fragments = {n: Fragment(n, f["register"], f["per_register"]) for n, f in (doc.get("fragments") or {}).items()}
+def layout_templates(doc: dict, src: Source, bindings: dict[str, Expr]) -> dict[str, dict]:
+    """The document's layout templates, parsed and checked: a formula reads only bindings, ``%laneid``, ``i``, ``N``
+    and the template's own parameters; a sparse document's template may add a ``where``."""
     layouts = {}
     for name, body in doc["layouts"].items():
         p = ("layouts", name)
@@ -306,15 +297,28 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
             "elements": _f(body["elements"], p + ("elements",), src),
             "row": _f(body["row"], p + ("row",), src),
             "col": _f(body["col"], p + ("col",), src),
+            "where": _f(body["where"], p + ("where",), src) if "where" in body else None,
             "line": src.line(p),
         }
-        t["names"] = set().union(*(e.names() for e in [*t["shape"], t["elements"], t["row"], t["col"]]))
-        known = set(bindings) | {"%laneid", "i", "N"}
-        for fld in ("row", "col"):
-            unknown = t[fld].names() - known
-            if unknown:
-                raise src.error(p + (fld,), f"unknown name(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        exprs = [*t["shape"], t["elements"], t["row"], t["col"]] + ([t["where"]] if t["where"] is not None else [])
+        t["names"] = set().union(*(e.names() for e in exprs))
+        known = set(bindings) | {"%laneid", "i", "N"} | set(body.get("params", ()))
+        for fld in ("row", "col", "where"):
+            if t[fld] is not None and t[fld].names() - known:
+                unknown = ", ".join(sorted(t[fld].names() - known))
+                raise src.error(p + (fld,), f"unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
         layouts[name] = t
+    return layouts
+
+
+def load_document(doc: dict, src: Source) -> WgmmaSpec:
+    """Schema-check and build a ``schema: wgmma/1`` document; raise SpecError naming file:line:field."""
+    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
+
+    check_schema(_validator(), doc, src)
+    bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
+    fragments = {n: Fragment(n, f["register"], f["per_register"]) for n, f in (doc.get("fragments") or {}).items()}
+    layouts = layout_templates(doc, src, bindings)
 
     smem, desc = load_smem_and_descriptor(doc, src)
     spec = WgmmaSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, smem, desc)
@@ -340,7 +344,8 @@ def load_document(doc: dict, src: Source) -> WgmmaSpec:
 
 def axis_combos(spec, form: dict, path: tuple, src: Source, min_ptx: PtxVersion):
     """Every combination of a form's axes, as ``(axis entry index, its min .version, axis values, PTX string)``, each
-    type checked against the document's fragments; dense and sparse wgmma documents expand their forms alike."""
+    type checked against the document's fragments, N in 8..256 by 8, A from shared memory or registers; dense and
+    sparse wgmma documents expand their forms alike."""
     for e, entry in enumerate(form["axes"]):
         entry = dict(entry)
         entry_ptx = PtxVersion.parse(str(entry.pop("min_ptx"))) if "min_ptx" in entry else min_ptx
@@ -357,6 +362,11 @@ def axis_combos(spec, form: dict, path: tuple, src: Source, min_ptx: PtxVersion)
             for t in (ax["atype"], ax["btype"], ax["dtype"]):
                 if t not in TYPES or t not in spec.fragments:
                     raise src.error(path + ("axes", e), f"type {t!r} has no PTX type or fragment here ({ptx})")
+            N = int(ax["N"])
+            if N % 8 or not 8 <= N <= 256:
+                raise src.error(path + ("axes", e, "N"), f"N={N} is not a multiple of 8 in 8..256")
+            if ax["a"] not in ("shared", "registers"):
+                raise src.error(path + ("axes", e, "a"), f"a is shared or registers, not {ax['a']!r}")
             yield e, entry_ptx, ax, ptx
 
 
@@ -370,10 +380,6 @@ def _expand(spec: WgmmaSpec, form: dict, path: tuple, src: Source):
             if ("trans_a" in imm or "trans_b" in imm) and TYPES[ax["atype"]].bits != 16:
                 raise src.error(path + ("immediates",), f"{ptx}: imm-trans needs 16-bit elements (§9.7.15.5.2)")
             N, K = int(ax["N"]), int(form["k"])
-            if N % 8 or not 8 <= N <= 256:
-                raise src.error(path + ("axes", e, "N"), f"N={N} is not a multiple of 8 in 8..256")
-            if ax["a"] not in ("shared", "registers"):
-                raise src.error(path + ("axes", e, "a"), f"a is shared or registers, not {ax['a']!r}")
             dl = spec.layout("D.m64nN", N)
             if (dl.rows, dl.cols) != (64, N):
                 raise src.error(("layouts", "D.m64nN", "shape"), f"D must be 64 x {N} for {ptx}")

@@ -16,31 +16,28 @@ layouts are one-to-one on the compressed A and the dense B tiles of every form.
 from __future__ import annotations
 
 import itertools
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 from ptxconf.families.wgmma.spec import (
     MAJORS,
-    DescSpec,
-    SmemSpec,
+    WgmmaSpec,
     WgmmaVariant,
     _check_smem,
     _f,
     axis_combos,
-    bound_layout,
     canonical_strides,
+    layout_templates,
     load_smem_and_descriptor,
 )
 from ptxconf.spec.expr import Expr, ExprError, evaluate
-from ptxconf.spec.model import Fragment, Layout, Operand
+from ptxconf.spec.model import Fragment, Operand
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source, check_schema
+from ptxconf.spec.yamlsrc import Source, check_schema, schema_validator
 
 __all__ = ["WgmmaSpVariant", "WgmmaSpSpec", "load_document", "k_major_fits"]
 
@@ -49,10 +46,7 @@ _SCHEMA = Path(__file__).with_name("schema.json")
 
 @lru_cache(maxsize=1)
 def _validator():
-    schema = json.loads(_SCHEMA.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+    return schema_validator(_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -79,27 +73,12 @@ class WgmmaSpVariant(WgmmaVariant):
         return replace(self, K=self.kc)
 
 
-@dataclass
-class WgmmaSpSpec:
-    family: str
-    file: str
-    section: str
-    layouts: dict[str, dict]
-    fragments: dict[str, Fragment]
-    bindings: dict[str, Expr]
+@dataclass(kw_only=True)
+class WgmmaSpSpec(WgmmaSpec):
+    """A ``wgmma_sp/1`` document: wgmma's, plus the sparsity of each A type and the K-major fit rule."""
+
     sparsity: dict[str, dict[str, int]]
-    smem: SmemSpec
-    descriptor: DescSpec
     k_major_fits_expr: Expr
-    variants: list[WgmmaSpVariant] = field(default_factory=list)
-    _cache: dict = field(default_factory=dict)
-
-    def layout(self, name: str, N: int | None = None) -> Layout:
-        """The layout ``name`` with ``N`` bound (one Layout object per (name, N))."""
-        return bound_layout(self, name, N)
-
-    def select(self, **kw) -> list[WgmmaSpVariant]:
-        return [v for v in self.variants if all(getattr(v, k) == val for k, val in kw.items())]
 
 
 def k_major_fits(spec: Any, swizzle: str, kbytes: int) -> bool:
@@ -118,33 +97,15 @@ def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
     _schema_error(doc, src)
     bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
     fragments = {n: Fragment(n, f["register"], f["per_register"]) for n, f in (doc.get("fragments") or {}).items()}
-    layouts = {}
-    for name, body in doc["layouts"].items():
-        p = ("layouts", name)
-        t = {
-            "body": body,
-            "shape": [_f(x, p + ("shape", i), src) for i, x in enumerate(body["shape"])],
-            "elements": _f(body["elements"], p + ("elements",), src),
-            "row": _f(body["row"], p + ("row",), src),
-            "col": _f(body["col"], p + ("col",), src),
-            "where": _f(body["where"], p + ("where",), src) if "where" in body else None,
-            "line": src.line(p),
-        }
-        exprs = [*t["shape"], t["elements"], t["row"], t["col"]] + ([t["where"]] if t["where"] is not None else [])
-        t["names"] = set().union(*(e.names() for e in exprs))
-        known = set(bindings) | {"%laneid", "i", "N"} | set(body.get("params", ()))
-        for fld in ("row", "col", "where"):
-            if t[fld] is not None and t[fld].names() - known:
-                unknown = ", ".join(sorted(t[fld].names() - known))
-                raise src.error(p + (fld,), f"unknown name(s) {unknown}; known: {', '.join(sorted(known))}")
-        layouts[name] = t
+    layouts = layout_templates(doc, src, bindings)
     smem, desc = load_smem_and_descriptor(doc, src)
     sparsity = {t: dict(g) for t, g in doc["sparsity"]["types"].items()}
     for t, g in sparsity.items():
         if g["nz"] * 2 != g["width"]:
             raise src.error(("sparsity", "types", t), f"{t}: {g['nz']} of {g['width']} is not 50% sparsity")
-    spec = WgmmaSpSpec(doc["family"], src.file, doc["section"], layouts, fragments, bindings, sparsity, smem, desc,
-                       _f(doc["smem"]["k_major_fits"], ("smem", "k_major_fits"), src))
+    spec = WgmmaSpSpec(family=doc["family"], file=src.file, section=doc["section"], layouts=layouts,
+                       fragments=fragments, bindings=bindings, smem=smem, descriptor=desc, sparsity=sparsity,
+                       k_major_fits_expr=_f(doc["smem"]["k_major_fits"], ("smem", "k_major_fits"), src))
     _check_smem(spec, src)
     checked: set[tuple[str, int]] = set()
     for g, form in enumerate(doc["forms"]):
@@ -218,10 +179,6 @@ def _expand(spec: WgmmaSpSpec, form: dict, path: tuple, src: Source):
             if ("trans_a" in imm or "trans_b" in imm) and TYPES[ax["atype"]].bits != 16:
                 raise src.error(path + ("immediates",), f"{ptx}: imm-trans needs 16-bit elements (§9.7.15.6.3)")
             N, K = int(ax["N"]), int(form["k"])
-            if N % 8 or not 8 <= N <= 256:
-                raise src.error(path + ("axes", e, "N"), f"N={N} is not a multiple of 8 in 8..256")
-            if ax["a"] not in ("shared", "registers"):
-                raise src.error(path + ("axes", e, "a"), f"a is shared or registers, not {ax['a']!r}")
             g = spec.sparsity[ax["atype"]]
             if K % g["width"]:
                 raise src.error(path + ("k",), f"K={K} is not whole chunks of {g['width']} ({ptx})")
