@@ -34,7 +34,8 @@ from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion, Target, parse_target
 
 from .facts import target_key
-from .matrix import NOT_RUN, Stats, Toolchain, emitted_version, settle
+from .matrix import ACCEPTED, CRASHED, NOT_RUN, REFUSED, WRONGLY_REFUSED, Stats, Toolchain, emitted_version, settle
+from .matrix import CODES as MATRIX_CODES
 from .sass import SassUnavailable, kernel_ops, lowered
 
 __all__ = ["Neighbour", "STEPS", "CODES", "token_class", "neighbours", "specified_instructions", "version_below",
@@ -51,14 +52,15 @@ STEPS = {
     "target": "the target one step down from the form's lowest",
     "version": "the .version one step down from the form's minimum",
 }
-REFUSED, ACCEPTED, UNSPECIFIED, EMPTIED, WRONGLY_REFUSED, CRASHED = "R", "A", "U", "E", "F", "C"
+# The acceptance matrix's codes, and two of a neighbour's own: what an accepted neighbour's SASS holds.
+UNSPECIFIED, EMPTIED = "U", "E"
 CODES = {
     REFUSED: "refused, as the ISA says",
-    ACCEPTED: "assembled, as the spec says",
+    ACCEPTED: MATRIX_CODES[ACCEPTED],
     UNSPECIFIED: "accepted but unspecified; the SASS holds a matrix instruction",
     EMPTIED: "accepted, and the SASS holds no matrix instruction (silently emptied or lowered in software)",
-    WRONGLY_REFUSED: "refused although the spec says it assembles",
-    CRASHED: "ptxas crashed or timed out",
+    WRONGLY_REFUSED: MATRIX_CODES[WRONGLY_REFUSED],
+    CRASHED: MATRIX_CODES[CRASHED],
     NOT_RUN: "the release does not know the target or .version",
 }
 # PTX ISA versions in order (what "one step down" walks); 6.x to 9.5.
