@@ -20,6 +20,7 @@ both and whether they agree.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -297,6 +299,38 @@ def assemble(
     return ok, err
 
 
+_LIVE: set[subprocess.Popen] = set()  # the ptxas processes this process is waiting on (compile_cubin)
+_LIVE_LOCK = threading.Lock()
+
+
+def _build_process(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of one ptxas, registered while it runs so that :func:`cancel_builds` can end it."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def cancel_builds() -> int:
+    """Kill every ptxas :func:`compile_cubin` is waiting on; how many.  Why: a run that stops must not wait for
+    modules built ahead that it will never launch (the build threads are joined when the interpreter exits)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        with contextlib.suppress(OSError):
+            proc.kill()
+    return len(live)
+
+
 def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
                   timeout: float = DEFAULT_TIMEOUT_S, options: Sequence[str] = ()) -> tuple[bytes | None, str]:
     """``(cubin, "")`` or ``(None, stderr)``: ``ptx_text`` built for ``-arch=arch`` (plus ``options`` such as
@@ -311,8 +345,7 @@ def compile_cubin(ptx_text: str, arch: str, exe: str, *, use_cache: bool = True,
         src, out = Path(tmp) / "m.ptx", Path(tmp) / "m.cubin"
         src.write_text(ptx_text)
         try:
-            proc = subprocess.run([exe, f"-arch={arch}", *options, "-o", str(out), str(src)], capture_output=True, text=True,
-                                  errors="replace", timeout=timeout)
+            proc = _build_process([exe, f"-arch={arch}", *options, "-o", str(out), str(src)], timeout)
         except subprocess.TimeoutExpired:
             return None, f"ptxas timed out after {timeout:g} s"
         except OSError as exc:

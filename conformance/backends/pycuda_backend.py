@@ -293,6 +293,9 @@ class PyCudaBackend(Backend):
                 "launch_steps_s": {k: round(v, 3) for k, v in self.worker_seconds.items()}}
 
     def close(self) -> None:
-        if self._pool is not None:
+        if self._pool is not None:  # builds ahead that will not be launched: queued ones dropped, running ones ended
             self._pool.shutdown(wait=False, cancel_futures=True)
+            from .ptxas import cancel_builds
+
+            cancel_builds()
         self._stop()

@@ -11,13 +11,19 @@ from pathlib import Path
 import numpy as np
 
 
-def _setup(args):
+def _setup(args, every_form: bool = False):
+    """(specs, numerics spec, the forms with a numerics path): mma.sync and wgmma N=64, or with ``every_form`` also
+    mma.sp, wgmma.sp and every wgmma N (what the GPU fuzzer takes)."""
     from ptxconf.spec import load_specs
     from ptxconf.tools.numerics.harness import numeric_variants
     from ptxconf.tools.numerics.spec import numerics_spec
 
     specs = load_specs(args.specs)
-    return specs, numerics_spec(specs), numeric_variants(specs)
+    if every_form:
+        forms = numeric_variants(specs, families=("mma.sync", "mma.sp", "wgmma", "wgmma.sp"), wgmma_n=range(8, 257, 8))
+    else:
+        forms = numeric_variants(specs)
+    return specs, numerics_spec(specs), forms
 
 
 def _backend(name: str):
@@ -145,14 +151,14 @@ def cmd_fuzz(args) -> int:
     from ptxconf.tools.numerics.fuzz import fuzz_variant
     from ptxconf.tools.numerics.harness import path_of
 
-    specs, spec, variants = _setup(args)
+    specs, spec, variants = _setup(args, every_form=args.on == "gpu")
     chosen = _select(variants, args.select)
     if not chosen:
         raise SystemExit("ptxconf: --select matches no variant with a numerics path")
-    if args.on == "gpu":  # draw, mma, model and compare on the device (tools/numerics/gpu_fuzz.py)
-        from ptxconf.tools.numerics.gpu_fuzz import fuzz_on_gpu
+    if args.on == "gpu":  # mma.sync on the device alone; wgmma, mma.sp, wgmma.sp through their probes (gpu_campaign.py)
+        from ptxconf.tools.numerics.gpu_campaign import fuzz_on_gpu
 
-        return fuzz_on_gpu(spec, chosen, args)
+        return fuzz_on_gpu(spec, chosen, args, lambda: _backend("pycuda" if args.backend == "auto" else args.backend))
     backend = _backend(args.backend)
     info = backend.info()
     t_end = time.time() + args.budget
@@ -667,6 +673,8 @@ def add_fuzz_numerics(fs) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="results/numerics-fuzz")
     s.add_argument("--on", default="host", choices=["host", "gpu"],
-                   help="gpu: everything on the device through CuPy (--cases MMAs per launch; --backend unused); "
-                        "writes OUT/gpu-fuzz.json")
+                   help="gpu: every form of mma.sync, mma.sp, wgmma (N 8 to 256) and wgmma.sp; mma.sync drawn, run, "
+                        "modelled and compared on the device through CuPy (--cases MMAs per launch), the others through "
+                        "their family's probe on --backend (auto: pycuda) with the model on the device; writes "
+                        "OUT/gpu-fuzz.json")
     s.set_defaults(func=cmd_fuzz)

@@ -23,7 +23,7 @@ from ptxconf.spec.model import Variant
 from ptxconf.spec.ptxtypes import ptx_type
 
 from . import gpu
-from .harness import dims, path_of
+from .harness import dims
 from .model import FORMATS, PathParams, Types, dot_bits
 
 SCHEMA = "numerics-gpu-fuzz/1"
@@ -467,66 +467,3 @@ def device_info() -> dict:
     return {"backend": "cupy", "driver": driver, "device": name, "compute_capability": dev.compute_capability, "cupy": cp.__version__,
             "cuda_driver_api": f"{drv // 1000}.{(drv % 1000) // 10}", "cuda_runtime": f"{rt // 1000}.{(rt % 1000) // 10}",
             "nvrtc": nv, "ptxas": f"NVRTC {nv} (built in)", "build": f"CuPy RawKernel, NVRTC {' '.join(gpu.OPTIONS)}"}
-
-
-def fuzz_on_gpu(spec, chosen: list[Variant], args) -> int:
-    """``ptxconf fuzz numerics --on gpu``: the chosen variants the GPU path takes, the budget split between them."""
-    if args.cases < 1:
-        raise SystemExit("ptxconf fuzz numerics --on gpu: --cases must be at least 1 (MMAs per launch)")
-    runnable, skipped = [], []
-    for v in chosen:
-        p = path_of(spec, v)
-        why = support_reason(v)
-        if why is None:
-            try:
-                gpu.check(p, Types.of(v), dims(v)[2])
-            except gpu.NotOnGpu as exc:
-                why = str(exc)
-        if why:
-            skipped.append((v.id, why))
-        else:
-            runnable.append((v, p))
-    for vid, why in skipped:
-        print(f"{vid}: skipped: {why}")
-    if not runnable:
-        raise SystemExit("ptxconf fuzz numerics --on gpu: no selected variant runs on the GPU path")
-    try:
-        info = device_info()
-    except gpu.GpuUnavailable as exc:
-        raise SystemExit(f"ptxconf fuzz numerics --on gpu: {exc}") from None
-    out = Path(args.out)
-    per = args.budget / len(runnable)
-    rows, failed = [], False
-    for v, p in runnable:
-        st = fuzz_variant_gpu(v, p, per, args.cases, out / "mismatches", args.seed)
-        rows.append(st)
-        sg = st["stages_s"]
-        print(f"{v.id}: {st['dots']:,} dots in {st['seconds']:.1f} s = {st['dots_per_s']:,.0f} dots/s "
-              f"(GPU stages {st['gpu_dots_per_s']:,.0f}/s: draw {sg['draw']:.2f} s, hardware {sg['hardware']:.2f} s, "
-              f"model {sg['model']:.2f} s, compare {sg['compare']:.2f} s, host {sg['host']:.2f} s); "
-              f"{st['mismatches']} mismatching dots (counted on the GPU), {st['replayed']} replayed through model.py: "
-              f"{st['confirmed']} confirmed, "
-              f"{st['gpu_model_errors']} GPU-model errors; audit {st['audit_errors']}/{st['audited']}")
-        for s in st["saved"]:
-            print(f"  saved {s}")
-        for row in st["examples"]:
-            if not row["gpu_model_ok"]:
-                print(f"  GPU MODEL ERROR: a={row['a']} b={row['b']} c={row['c']} model.py {row['model']} "
-                      f"GPU model {row['gpu_model']}")
-        failed |= bool(st["mismatches"] or st["gpu_model_errors"] or st["audit_errors"])
-    dots = sum(r["dots"] for r in rows)
-    wall = sum(r["seconds"] for r in rows)
-    doc = {"schema": SCHEMA, "device": info, "budget_s": args.budget, "seed": args.seed, "cases_per_launch": args.cases,
-           "skipped": [{"variant": vid, "why": why} for vid, why in skipped], "variants": rows,
-           "total": {"dots": dots, "seconds": round(wall, 3), "dots_per_s": round(dots / wall) if wall else 0,
-                     "mismatches": sum(r["mismatches"] for r in rows), "confirmed": sum(r["confirmed"] for r in rows),
-                     "gpu_model_errors": sum(r["gpu_model_errors"] for r in rows),
-                     "audit_errors": sum(r["audit_errors"] for r in rows)}}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu-fuzz.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    tot = doc["total"]
-    print(f"total: {dots:,} dots in {wall:.1f} s = {tot['dots_per_s']:,.0f} model-vs-hardware dots/s; "
-          f"{tot['mismatches']} mismatches ({tot['confirmed']} confirmed by model.py), {tot['gpu_model_errors']} GPU-model "
-          f"errors, {tot['audit_errors']} audit errors; backend cupy on {info['device']}, built by {info['ptxas']} "
-          f"-> {out / 'gpu-fuzz.json'}")
-    return 1 if failed else 0

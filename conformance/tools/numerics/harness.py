@@ -24,6 +24,7 @@ from .model import PathParams, Types, dot_bits
 from .spec import NumericsSpec
 
 WGMMA_N = 64  # the wgmma width measured: 64 rows x 64 columns, 64 diagonal dots per warpgroup
+WGMMA_FAMILIES = ("wgmma", "wgmma.sp")  # one warpgroup per case, operands through shared-memory descriptors
 F64_ROUNDING = ("rn", "rz", "rm", "rp")  # PTX ISA 9.2 §9.7.14.5.14: .rnd of the .f64 forms
 _SELECTOR = {"selector": 0}  # mma.sp: the quad lanes of selector 0 carry the metadata
 
@@ -63,8 +64,8 @@ def variant_of(specs, vid: str) -> Variant:
 
 def dims(v: Variant) -> tuple[int, int, int, int]:
     """(matrices, M, K, N) of one case."""
-    if v.family == "wgmma":
-        return 1, 64, v.K, v.N
+    if v.family in WGMMA_FAMILIES:
+        return 1, 64, v.K, v.N  # wgmma.sp: K is the dense K (A holds K/2 columns)
     la, lb = v.operands["A"].layout, v.operands["B"].layout
     return la.matrices, la.rows, lb.rows if is_sparse(v) else la.cols, lb.cols  # mma.sp: A holds K/2 columns
 
@@ -74,14 +75,14 @@ def k_of(v: Variant) -> int:
 
 
 def numeric_variants(specs, cc=(9, 0), families=("mma.sync", "wgmma"), wgmma_n=(WGMMA_N,)) -> list[Variant]:
-    """mma.sync (and mma.sp, when in ``families``) variants without block scaling, and wgmma forms of N in
-    ``wgmma_n``, that run on ``cc`` and have a numerics path."""
+    """mma.sync (and mma.sp, when in ``families``) variants without block scaling, and wgmma (and wgmma.sp) forms of
+    N in ``wgmma_n``, that run on ``cc`` and have a numerics path."""
     spec = next(d for d in specs.documents.values() if isinstance(d, NumericsSpec))
     out = []
     for v in specs.variants.values():
         if v.family not in families:
             continue
-        if v.family == "wgmma":
+        if v.family in WGMMA_FAMILIES:
             if v.N not in wgmma_n:
                 continue
         elif any(n.startswith("scale_") for n in v.operands) or (is_sparse(v) and v.family != "mma.sp"):
@@ -167,7 +168,7 @@ def diagonal(d: np.ndarray, where) -> np.ndarray:
 
 def run_mma(backend: Backend, v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     """One launch of ``v`` over the operand bits; D bits ``[case, mat, M, N]``."""
-    if v.family == "wgmma":
+    if v.family in WGMMA_FAMILIES:
         return run_wgmma(backend, v, bits)
     target, ptx = native_build(v, backend)
     params = {"metadata": dict(_SELECTOR)} if is_sparse(v) else {}
@@ -187,22 +188,60 @@ def run_mma(backend: Backend, v: Variant, bits: dict[str, np.ndarray]) -> np.nda
 
 
 def wgmma_imm(v) -> dict:
-    """Immediates of a plain product: scale 1, K-major (no transpose)."""
+    """Immediates of a plain product: scale 1, K-major (no transpose); wgmma.sp: sparsity selector 0."""
     imm = {k: 1 for k in ("scale_a", "scale_b") if k in v.immediates}
     imm.update({k: 0 for k in ("trans_a", "trans_b") if k in v.immediates})
+    if v.family == "wgmma.sp":
+        imm["sel"] = 0
     return imm
 
 
+def _wgmma_buffers(v):
+    """(family package or probe module, in words, image bytes, out words, probe class) of the dense or the sparse
+    wgmma family: both put their operands in the same buffer contract."""
+    if v.family == "wgmma.sp":
+        from ptxconf.families import wgmma_sp as wsp
+
+        return wsp, wsp.in_words(v), wsp.image_bytes(v), wsp.out_words(v), wsp.SpProbe
+    from ptxconf.families.wgmma import probe as wg
+
+    return wg, wg.in_words(v), wg.image_bytes(v), wg.out_words(v), wg.WgProbe
+
+
+def meta_words(v, fields: np.ndarray, selector: int = 0) -> np.ndarray:
+    """wgmma.sp index fields ``[case, 64, 2 * chunks]`` -> each lane's sp-meta register ``uint32[case, 128]``
+    (the inverse of ``wgmma_sp.probe.fields_of``); lanes the selector leaves out carry the first legal pattern."""
+    from ptxconf.families.wgmma_sp import sparsity as sp_sparsity
+
+    lay = v.operands["metadata"].layout
+    m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
+    f0, f1 = sp_sparsity(v).patterns[0]
+    nibble = f0 | (f1 << 2)
+    words = np.full((len(fields), lay.lanes), sum(nibble << (4 * i) for i in range(8)), dtype=np.uint64)
+    lanes, elems = np.nonzero(held)
+    vals = np.asarray(fields, dtype=np.uint64)[:, m[lanes, elems, 1], m[lanes, elems, 2]]
+    for e in np.unique(elems):
+        sel = elems == e
+        shift = np.uint64(2 * int(e))
+        ln = lanes[sel]
+        words[:, ln] = (words[:, ln] & ~(np.uint64(3) << shift)) | ((vals[:, sel] & np.uint64(3)) << shift)
+    return words.astype(np.uint32)
+
+
 def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
-    """Operand bits -> wgmma probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C)."""
+    """Operand bits -> wgmma (or wgmma.sp) probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C).
+
+    wgmma.sp: ``bits["A"]`` is the compressed A ``[case, 1, 64, K/2]`` and ``bits["metadata"]`` its index fields."""
     from ptxconf.families.wgmma import probe as wg
     from ptxconf.families.wgmma.desc import Desc
 
+    fam, nwords, nimg, _, _ = _wgmma_buffers(v)
+    sparse = v.family == "wgmma.sp"
     model = wg.model_of(v)
     smem = model.smem
     cases = len(bits["C"])
-    words = np.zeros((cases, wg.LANES, wg.in_words(v)), dtype=np.uint32)
-    img = np.zeros((cases, wg.image_bytes(v)), dtype=np.uint8)
+    words = np.zeros((cases, wg.LANES, nwords), dtype=np.uint32)
+    img = np.zeros((cases, nimg), dtype=np.uint8)
     mats = {"B": bits["B"][:, 0]}
     if v.a_src == "shared":
         mats["A"] = bits["A"][:, 0]
@@ -210,13 +249,14 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
         aop = v.operands["A"]
         words[:, :, wg.a_off(v) : wg.a_off(v) + aop.words] = wg.pack(aop, bits["A"])
     for name, mat in mats.items():
+        view = v.a_view if sparse and name == "A" else v  # the compressed A: a 64 x K/2 tile
         ext, region = (64, 0) if name == "A" else (v.N, wg.b_base(v))
-        lbo, sbo = wg.canonical_strides("K", "none", smem.width("none"), v.bits, ext, v.K)
+        lbo, sbo = wg.canonical_strides("K", "none", smem.width("none"), v.bits, ext, view.K)
         desc = Desc(region, lbo, sbo, 0, smem.code_of("none"))
         lo, hi = wg._words(model, desc)
         col = 0 if name == "A" else 2
         words[:, :, col], words[:, :, col + 1] = lo, hi
-        mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+        mn, k = np.meshgrid(np.arange(ext), np.arange(view.K), indexing="ij")
         addr = smem.addresses("K", "none", desc.start, mn, k, v.bits, desc.lbo, desc.sbo).ravel()
         vals = (mat if name == "A" else np.swapaxes(mat, 1, 2)).reshape(cases, -1)
         if v.bits >= 8:
@@ -228,22 +268,23 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
                 sel = kb == bit
                 img[:, addr[sel]] |= ((vals[:, sel] & np.uint64(1)) << np.uint64(bit)).astype(np.uint8)
     words[:, :, 4] = 1
+    if sparse:
+        words[:, :, fam.META_WORD] = meta_words(v, bits["metadata"][:, 0], wgmma_imm(v)["sel"])
     dop = v.operands["D"]
     words[:, :, wg.c_off(v) : wg.c_off(v) + dop.words] = wg.pack(dop, bits["C"])
-    wg.put_image(v, words, img)
+    fam.put_image(v, words, img)
     return words
 
 
 def run_wgmma(backend: Backend, v, bits: dict[str, np.ndarray]) -> np.ndarray:
-    """One launch of wgmma form ``v`` (one warpgroup per case); D bits ``[case, 1, 64, N]``."""
-    from ptxconf.families.wgmma import probe as wg
-
+    """One launch of wgmma (or wgmma.sp) form ``v`` (one warpgroup per case); D bits ``[case, 1, 64, N]``."""
+    fam, _, _, nout, probe_class = _wgmma_buffers(v)
     target, ptx = native_build(v, backend)
-    probe = wg.WgProbe(v, tuple(sorted(wgmma_imm(v).items())))
-    module = wg.module_source([probe], ptx, parse_target(target.name))
+    probe = probe_class(v, tuple(sorted(wgmma_imm(v).items())))
+    module = fam.module_source([probe], ptx, parse_target(target.name))
     words = wgmma_words(v, bits)
     cases = len(words)
-    res = backend.run(module, [Launch(probe, words, wg.out_words(v), np.arange(cases, dtype=np.uint32), 1)])[0]
+    res = backend.run(module, [Launch(probe, words, nout, np.arange(cases, dtype=np.uint32), 1)])[0]
     if res.error:
         raise RuntimeError(f"{v.id}: launch failed: {res.error}")
     d = v.operands["D"]
