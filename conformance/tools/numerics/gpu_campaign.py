@@ -18,7 +18,7 @@ from ptxconf.spec.model import Variant
 
 from . import gpu
 from .gpu_fuzz import SCHEMA, device_info, fuzz_variant_gpu, support_reason
-from .harness import dims, path_of
+from .harness import dims, path_of, probe_module
 from .model import Types
 from .probe_fuzz import PROBE_FAMILIES, fuzz_variant_probe, sparse_model_on_gpu, stored_k
 
@@ -78,6 +78,18 @@ def plan(spec, chosen: list[Variant]) -> tuple[list[tuple[str, Variant, object]]
     return runnable, skipped
 
 
+PREFETCH_AHEAD = 32  # probe forms whose modules the backend builds ahead (its ptxas pool: one process per core)
+
+
+def prefetch(backend, runnable: list, i: int, ahead: int) -> int:
+    """Hand the backend the modules of the probe forms after form ``i`` to build while this one runs; the new mark."""
+    stop = min(len(runnable), i + 1 + PREFETCH_AHEAD)
+    for fuzzer, v, _ in runnable[max(ahead, i + 1) : stop]:
+        if fuzzer == "probe":
+            backend.prefetch(probe_module(backend, v)[1])
+    return max(ahead, stop)
+
+
 def _line(st: dict) -> str:
     sg = st["stages_s"]
     return (f"{st['variant']}: {st['dots']:,} dots in {st['seconds']:.1f} s = {st['dots_per_s']:,.0f} dots/s "
@@ -104,7 +116,7 @@ def fuzz_on_gpu(spec, chosen: list[Variant], args, backend_factory=None) -> int:
         raise SystemExit(f"ptxconf fuzz numerics --on gpu: {exc}") from None
     out = Path(args.out)
     backend = None
-    rows, failed = [], False
+    rows, failed, ahead = [], False, 0
     t_end = time.monotonic() + args.budget
     next_write = time.monotonic() + WRITE_EVERY_S
     try:
@@ -118,6 +130,7 @@ def fuzz_on_gpu(spec, chosen: list[Variant], args, backend_factory=None) -> int:
                     if backend is None:
                         backend = backend_factory()
                         info["probe_backend"] = backend.info()
+                    ahead = prefetch(backend, runnable, i, ahead)
                     st = fuzz_variant_probe(backend, v, p, per, args.cases, out / "mismatches", args.seed)
             except (RuntimeError, gpu.NotOnGpu) as exc:  # a launch that failed: this form's record says so, the rest go on
                 st = {"variant": v.id, "family": v.family, "path": p.name, "error": f"{type(exc).__name__}: {exc}",

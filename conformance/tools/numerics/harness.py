@@ -166,14 +166,24 @@ def diagonal(d: np.ndarray, where) -> np.ndarray:
     return d[cs, mat, i, i]
 
 
+def probe_module(backend: Backend, v: Variant) -> tuple[object, str]:
+    """(the probe, its module's source) that runs ``v`` on ``backend``: what :func:`run_mma` launches, and what a
+    caller may hand ``backend.prefetch`` to have it built ahead."""
+    target, ptx = native_build(v, backend)
+    if v.family in WGMMA_FAMILIES:
+        fam, _, _, _, probe_class = _wgmma_buffers(v)
+        probe = probe_class(v, tuple(sorted(wgmma_imm(v).items())))
+        return probe, fam.module_source([probe], ptx, parse_target(target.name))
+    probe = Probe(v, {"metadata": dict(_SELECTOR)} if is_sparse(v) else {})
+    return probe, module_source([probe], ptx, parse_target(target.name))
+
+
 def run_mma(backend: Backend, v: Variant, bits: dict[str, np.ndarray]) -> np.ndarray:
     """One launch of ``v`` over the operand bits; D bits ``[case, mat, M, N]``."""
     if v.family in WGMMA_FAMILIES:
         return run_wgmma(backend, v, bits)
-    target, ptx = native_build(v, backend)
-    params = {"metadata": dict(_SELECTOR)} if is_sparse(v) else {}
-    probe = Probe(v, params)
-    module = module_source([probe], ptx, parse_target(target.name))
+    probe, module = probe_module(backend, v)
+    params = probe.params
     layout = buffer_layout(v)
     cases = len(bits["A"])
     words = np.zeros((cases, 32, layout.in_words), dtype=np.uint32)
@@ -278,10 +288,8 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
 
 def run_wgmma(backend: Backend, v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """One launch of wgmma (or wgmma.sp) form ``v`` (one warpgroup per case); D bits ``[case, 1, 64, N]``."""
-    fam, _, _, nout, probe_class = _wgmma_buffers(v)
-    target, ptx = native_build(v, backend)
-    probe = probe_class(v, tuple(sorted(wgmma_imm(v).items())))
-    module = fam.module_source([probe], ptx, parse_target(target.name))
+    nout = _wgmma_buffers(v)[3]
+    probe, module = probe_module(backend, v)
     words = wgmma_words(v, bits)
     cases = len(words)
     res = backend.run(module, [Launch(probe, words, nout, np.arange(cases, dtype=np.uint32), 1)])[0]

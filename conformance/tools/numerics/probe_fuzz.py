@@ -27,10 +27,9 @@ from ptxconf.spec.ptxtypes import ptx_type
 from ptxconf.spec.sparse import Sparsity, is_sparse, positions
 
 from . import gpu
-from .fuzz import _values
-from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, save_replay
+from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, save_replay
 from .harness import WGMMA_FAMILIES, dims, run_mma
-from .model import PathParams, Types, dot_bits, sparse_dots
+from .model import FORMATS, PathParams, Types, dot_bits, sparse_dots
 
 TARGET_DOTS = 1 << 20  # D elements per launch: one launch of any form carries about this many dot products
 PROBE_FAMILIES = ("mma.sp", "wgmma", "wgmma.sp")
@@ -53,6 +52,31 @@ def stored_k(v: Variant) -> int:
     return k // 2 if is_sparse(v) else k
 
 
+def element_bits(rng: np.random.Generator, type_name: str, shape: tuple[int, ...], exponents: tuple[int, int],
+                 r: Recipe) -> np.ndarray:
+    """Random container bits of one type, drawn as gpu_fuzz's device kernel draws them (raw bits at the special
+    rate, +0 at the zero rate, a subnormal at the subnormal rate, else a normal of exponent in ``exponents``):
+    built from fields, never through float64, so drawing stays a small part of a round."""
+    pt = ptx_type(type_name)
+    count = int(np.prod(shape))
+    raw = rng.integers(0, 2**63, count, dtype=np.uint64) ^ (rng.integers(0, 2, count, dtype=np.uint64) << np.uint64(63))
+    if pt.kind != "float":
+        return (raw & np.uint64(pt.mask)).reshape(shape)
+    f = FORMATS["f32" if type_name == "tf32" else type_name]  # tf32: all 32 bits drawn, the low 13 included
+    mb, bias = f.p - 1, 1 - f.emin
+    lo, hi = exponents
+    sign = (raw >> np.uint64(63)) << np.uint64(pt.bits - 1)
+    mant = raw & np.uint64((1 << mb) - 1)
+    e = rng.integers(lo, hi + 1, count).astype(np.uint64) + np.uint64(bias)
+    bits = sign | (e << np.uint64(mb)) | mant
+    u = rng.random((3, count))
+    sub = sign | (np.uint64(1) + rng.integers(0, (1 << mb) - 1, count, dtype=np.uint64))
+    bits = np.where(u[0] < r.sub_rate, sub, bits)
+    bits = np.where(u[1] < r.zero_rate, np.uint64(0), bits)
+    bits = np.where(u[2] < r.special_rate, rng.integers(0, 2**63, count, dtype=np.uint64) & np.uint64(pt.mask), bits)
+    return bits.reshape(shape)
+
+
 def draw(v: Variant, rng: np.random.Generator, cases: int, r: Recipe) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Operand bits of ``cases`` random MMAs of ``v`` (harness storage: A ``[case, mat, M, K or K/2]``, B ``[case,
     mat, K, N]``, C ``[case, mat, M, N]``; sparse: ``metadata`` fields ``[case, 1, M, 2 * chunks]``), and for a sparse
@@ -60,9 +84,9 @@ def draw(v: Variant, rng: np.random.Generator, cases: int, r: Recipe) -> tuple[d
     t = Types.of(v)
     mats, m, k, n = dims(v)
     ka = stored_k(v)
-    A = _values(rng, t.a, (cases, mats, m, ka), r.spread, r.sub_rate, r.special_rate)
-    B = _values(rng, t.b, (cases, mats, k, n), r.spread, r.sub_rate, r.special_rate)
-    C = _values(rng, t.c, (cases, mats, m, n), r.spread + abs(r.c_scale), r.sub_rate, r.special_rate, r.c_scale)
+    A = element_bits(rng, t.a, (cases, mats, m, ka), exponent_range(t.a, r.spread), r)
+    B = element_bits(rng, t.b, (cases, mats, k, n), exponent_range(t.b, r.spread), r)
+    C = element_bits(rng, t.c, (cases, mats, m, n), exponent_range(t.c, r.spread + abs(r.c_scale), r.c_scale), r)
     pos = None
     bits = {"A": A, "B": B, "C": C}
     if is_sparse(v):
