@@ -6,6 +6,8 @@ results/'s."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from ptxconf.families import wgmma_sp as wsp
@@ -93,3 +95,21 @@ def test_the_probe_loop_agrees_with_the_model_on_the_emulator(forms, spec, famil
     assert st["launches"] >= 1 and st["dots"] == st["launches"] * st["dots_per_launch"] > 0
     assert st["mismatches"] == 0 and st["audit_errors"] == 0 and st["audited"] > 0
     assert st["family"] == family and st["model_on"] == "host"
+
+
+def test_the_device_gather_of_stored_products_is_model_py_s(forms, spec):
+    """ModelOnGpu.stored_products (written against the array API CuPy and NumPy share) run with NumPy: the (a, b)
+    rows model.sparse_dots gives, for both sparse orders and both sparse families."""
+    for family, needle in (("mma.sp", ".sync.aligned.m16n8k64.row.col.f32.e4m3.e5m2.f32"),
+                           ("mma.sp", "m16n8k16.row.col.f32.f16.f16.f32"), ("wgmma.sp", "m64n16k32.f32.f16.f16/ss")):
+        v = _one(forms, family, needle)
+        p = path_of(spec, v)
+        for order in ("position", "slot"):
+            q = replace(p, sparse_order=order)
+            model = object.__new__(pf.ModelOnGpu)
+            model.cp, model.v, model.p, model.t, model.sparse = np, v, q, Types.of(v), True
+            bits, pos = pf.draw(v, np.random.default_rng(3), 2, Recipe(10, 0.3, 0, 0.0, 0.0))
+            a, b = model.stored_products(bits, pos)
+            ra, rb, _, pd = pf.dot_rows(v, bits, pos)
+            wa, wb, _ = sparse_dots(q, ra, rb, pd)
+            assert (a == wa).all() and (b == wb).all(), (v.id, order)

@@ -410,7 +410,7 @@ def fuzz_variant_gpu(v: Variant, p: PathParams, budget: float, cases: int = 6553
     stages = {"draw": 0.0, "hardware": 0.0, "model": 0.0, "compare": 0.0}
     start = time.perf_counter()
     next_audit = start
-    while time.perf_counter() - start < budget:
+    while stats["launches"] == 0 or time.perf_counter() - start < budget:  # one counted round at least
         round_seed = int(rng.integers(2**63))
         r = recipe or Recipe.draw(rng)
         res = fz.round(round_seed, r)

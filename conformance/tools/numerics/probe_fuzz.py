@@ -29,9 +29,9 @@ from ptxconf.spec.sparse import Sparsity, is_sparse, positions
 from . import gpu
 from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, save_replay
 from .harness import WGMMA_FAMILIES, dims, run_mma
-from .model import FORMATS, PathParams, Types, dot_bits, sparse_dots
+from .model import FORMATS, PathParams, Types, dot_bits
 
-TARGET_DOTS = 1 << 20  # D elements per launch: one launch of any form carries about this many dot products
+TARGET_DOTS = 1 << 18  # D elements per launch: one launch of any form carries about this many dot products
 PROBE_FAMILIES = ("mma.sp", "wgmma", "wgmma.sp")
 
 
@@ -144,14 +144,34 @@ class ModelOnGpu:
         n = B.shape[-1]
         d = cp.zeros(C.size, dtype=gpu.container(t.d))
         c = cp.asarray(gpu.to_container(t.c, C.reshape(-1)))
-        if self.sparse:  # one dot per D element: its stored products, B's rows gathered (model.sparse_dots)
-            a, b, _, pd = dot_rows(self.v, bits, pos)
-            a, b, _ = sparse_dots(self.p, a, b, pd)
-            self.kernel(cp.asarray(gpu.to_container(t.a, a)), cp.asarray(gpu.to_container(t.b, b)), c, d, 1, 1)
+        if self.sparse:  # one dot per D element: its stored products, B's rows gathered (as model.sparse_dots)
+            a, b = self.stored_products(bits, pos)
+            self.kernel(a, b, c, d, 1, 1)
         else:
             bt = np.ascontiguousarray(np.swapaxes(B, -1, -2))
             self.kernel(cp.asarray(gpu.to_container(t.a, A)), cp.asarray(gpu.to_container(t.b, bt)), c, d, m, n)
         return cp.asnumpy(d).astype(np.uint64).reshape(cases, mats, m, n)
+
+
+    def stored_products(self, bits: dict[str, np.ndarray], pos: np.ndarray):
+        """Device arrays ``a, b [case * M * N, K/2]``: each D element's stored A elements and the B elements they
+        meet, in ``sparse_order`` (model.sparse_dots on the device: the gather of a million dots is the round's
+        largest host cost otherwise)."""
+        cp, t = self.cp, self.t
+        A, B = bits["A"], bits["B"]
+        cases, mats, m, s = A.shape
+        n = B.shape[-1]
+        a = cp.asarray(gpu.to_container(t.a, A[:, 0]))  # [case, M, S] (sparse forms hold one matrix)
+        bt = cp.asarray(gpu.to_container(t.b, np.swapaxes(B[:, 0], -1, -2)))  # [case, N, K]
+        at = cp.asarray(pos[:, 0])  # [case, M, S]
+        if self.p.sparse_order == "position":
+            order = cp.argsort(at, axis=-1)
+            at, a = cp.take_along_axis(at, order, axis=-1), cp.take_along_axis(a, order, axis=-1)
+        ci = cp.arange(cases)[:, None, None, None]
+        ni = cp.arange(n)[None, None, :, None]
+        b = bt[ci, ni, at[:, :, None, :]]  # [case, M, N, S]
+        a = cp.broadcast_to(a[:, :, None, :], (cases, m, n, s))
+        return cp.ascontiguousarray(a).reshape(-1, s), cp.ascontiguousarray(b).reshape(-1, s)
 
 
 def model_on_host(v: Variant, p: PathParams) -> Callable:
