@@ -113,3 +113,22 @@ def test_the_device_gather_of_stored_products_is_model_py_s(forms, spec):
             ra, rb, _, pd = pf.dot_rows(v, bits, pos)
             wa, wb, _ = sparse_dots(q, ra, rb, pd)
             assert (a == wa).all() and (b == wb).all(), (v.id, order)
+
+
+def test_the_committed_h100_campaign_covers_every_path_of_every_family(specs, spec):
+    """results/h100-numerics-gpu-every-family: every (family, path) of the model ran on the H100 with dots compared,
+    and nothing mismatched."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "results" / "h100-numerics-gpu-every-family"
+    ran, total = set(), {"mismatches": 0, "confirmed": 0, "gpu_model_errors": 0, "audit_errors": 0}
+    for part in sorted(root.glob("*/gpu-fuzz.json")):
+        doc = json.loads(part.read_text())
+        assert doc["status"] == "complete" and doc["device"]["device"].startswith("NVIDIA H100"), part
+        ran |= {(r["family"], r["path"]) for r in doc["variants"] if r["dots"] > 0}
+        for k in total:
+            total[k] += doc["total"][k]
+    want = {(v.family, path_of(spec, v).name) for v in numeric_variants(specs, families=FAMILIES, wgmma_n=range(8, 257, 8))}
+    assert want - ran == set() and {f for f, _ in ran} == set(FAMILIES)
+    assert total == dict.fromkeys(total, 0)
