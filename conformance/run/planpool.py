@@ -13,6 +13,7 @@ initializer, through the fork): no module global carries them.
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import io
 import multiprocessing as mp
@@ -165,8 +166,28 @@ def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterabl
             if on_seconds:
                 on_seconds(seconds)
             yield made
+    except GeneratorExit:  # the run stopped taking plans (a stop request): the plans in flight are never used
+        abandon(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def abandon(pool: ProcessPoolExecutor) -> None:
+    """End the workers of a pool whose results nobody will take, without waiting for their tasks.
+
+    Why: planning is pure (a plan is a function of the variant and the seed; nothing is written), so a run that stops
+    need not wait for the plans its workers are making, which can take longer than the 2 s a stop may take.  Python
+    3.14 has ``ProcessPoolExecutor.kill_workers``; before it the pool's processes are only reachable through its
+    ``_processes`` table."""
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+        return
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            proc.kill()
 
 
 class ComparePool:
