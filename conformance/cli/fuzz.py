@@ -68,8 +68,8 @@ def cmd_case(args) -> int:
     from ptxconf.backends import BackendError, Launch, get_backend
     from ptxconf.core.bulk import bulk_record
     from ptxconf.core.family import family_of, run_variants_of
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     run_variants_of(specs)
@@ -110,9 +110,9 @@ def cmd_case(args) -> int:
 def cmd_layouts(args) -> int:
     from ptxconf.backends import BackendError, get_backend
     from ptxconf.core.family import run_variants_of
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
     from ptxconf.run.fuzz import fuzz_layouts
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     run_variants_of(specs)

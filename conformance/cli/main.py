@@ -17,9 +17,9 @@ import importlib
 import sys
 
 from ptxconf import __version__, registry
+from ptxconf.isa import SpecError
 from ptxconf.run.exit import ExitStatus
 from ptxconf.run.signals import StopSignals
-from ptxconf.spec import SpecError
 
 from .preflight import OPTIONAL_PACKAGES, leaf_parser, preflight
 

@@ -12,7 +12,7 @@ import numpy as np
 
 
 def _setup(args):
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.harness import numeric_variants
     from ptxconf.tools.numerics.spec import numerics_spec
 
@@ -61,7 +61,7 @@ def _ints(text: str | None, opt: str, bound: int, what: str) -> list[int]:
 
 
 def _bits(type_name: str) -> tuple[int, str]:
-    from ptxconf.spec.ptxtypes import TYPES
+    from ptxconf.isa.ptxtypes import TYPES
 
     bits = TYPES[type_name].bits if type_name in TYPES else 64
     return 1 << bits, f"the {bits} bits of .{type_name}"
@@ -77,7 +77,7 @@ def _variant(specs, vid: str):
 
 
 def cmd_dot(args) -> int:
-    from ptxconf.spec.sparse import is_sparse
+    from ptxconf.isa.sparse import is_sparse
     from ptxconf.tools.numerics.harness import k_of, path_of
     from ptxconf.tools.numerics.model import Types, dot_bits, explain
 
@@ -336,7 +336,7 @@ def cmd_pin(args) -> int:
     import shutil
     import tempfile
 
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.campaign import report_text
     from ptxconf.tools.numerics.pins import SpecEditError, pin, pins_markdown, write_spec
     from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
@@ -616,7 +616,7 @@ def cmd_diff_prepare(args) -> int:
 
 
 def cmd_diff_run(args) -> int:
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics import gpu
     from ptxconf.tools.numerics.release_diff import run
 

@@ -1,6 +1,6 @@
 """The import graph: layers import downward only, no module imports itself back through others.
 
-Layers, lowest first (README "Layers"): registry, spec, generators, core and the oracle,
+Layers, lowest first (README "Layers"): registry, isa, generators, core and the oracle,
 backends, families, run, tools, cli.  A family may build on another (sparse wgmma on dense
 wgmma) but never in a circle, and no generic module (run and below) imports a family by name:
 the registry resolves families from strings.
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
     ("ptxconf.registry", 0),
     ("ptxconf.cache", 0),
-    ("ptxconf.spec", 1),
+    ("ptxconf.isa", 1),
     ("ptxconf.generators", 2),
     ("ptxconf.core", 3),
     ("ptxconf.oracle", 3),

@@ -6,7 +6,7 @@ products' grid (integers: half the cases within one product sum of the s32 limit
 index pair per chunk of a sparse A, random garbage in every slot a layout leaves unheld, and fresh
 selector immediates and surroundings per seed.  D comes from :func:`ptxconf.oracle.mma` on the same
 array module, so the prediction is the oracle's, not a second one.  Randomness is counter-based
-(:mod:`ptxconf.spec.arrays`): case ``i`` is a function of (variant, seed, i) alone.
+(:mod:`ptxconf.isa.arrays`): case ``i`` is a function of (variant, seed, i) alone.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import numpy as np
 from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.generators.ptx import checksum
+from ptxconf.isa.arrays import below, case_counters, encode_exact, key_of
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma as oracle
-from ptxconf.spec.arrays import below, case_counters, encode_exact, key_of
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion
 
 from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
 from .probe import Probe, buffer_layout

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.isa.model import Variant
+from ptxconf.isa.yamlsrc import Source
 
 
 def check_shapes(v: Variant, path: tuple, src: Source) -> None:

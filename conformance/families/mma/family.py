@@ -16,9 +16,9 @@ from ptxconf.core.plan import (
     without_kernels,
 )
 from ptxconf.generators.ptx import Surroundings, checksum
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import checks as spec_checks

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
-from ptxconf.spec.model import Operand, Variant
-from ptxconf.spec.ptxtypes import PtxType, ptx_type
-from ptxconf.spec.sparse import compress, is_sparse, sparsity
+from ptxconf.isa.model import Operand, Variant
+from ptxconf.isa.ptxtypes import PtxType, ptx_type
+from ptxconf.isa.sparse import compress, is_sparse, sparsity
 
 from .undefined import SUM_EXACT, UNDEFINED_CHECKS, out_of_range, selector_check, undefined_pairs
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import probe as mv

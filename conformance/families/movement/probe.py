@@ -29,9 +29,9 @@ import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.spec.arrays import namespace
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.arrays import namespace
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, Target
 
 CASE_STREAM = 0x1D3A  # variant_rng purpose of the case draws
 

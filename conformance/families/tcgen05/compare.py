@@ -17,8 +17,8 @@ from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import MAX_LISTED, Verdict
 from ptxconf.families.tcgen05.desc import DescriptorError, encode_idesc
 from ptxconf.families.tcgen05.run import ROWS, TcVariant, case_fields, d_rows, decode_case, tmem_operands
+from ptxconf.isa.ptxtypes import ptx_type
 from ptxconf.oracle import tcgen05_mma
-from ptxconf.spec.ptxtypes import ptx_type
 
 __all__ = ["compare_tcgen05", "descriptor_diagnosis"]
 

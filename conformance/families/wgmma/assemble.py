@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, parse_target
+from ptxconf.isa.targets import TARGET_MIN_PTX, PtxVersion, parse_target
 
 CHUNK = 48
 PREVIOUS = {PtxVersion(8, 4): PtxVersion(8, 3)}
@@ -101,7 +101,7 @@ def _exes(args) -> list[str]:
 
 
 def run_assemble(args) -> int:
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     specs = load_specs(args.specs)
     forms = [v for v in specs.documents["wgmma"].variants]
@@ -163,8 +163,8 @@ def classify_reuse(v, words: np.ndarray, out: np.ndarray, imm: dict) -> list[str
 def run_reuse(args) -> int:
     from ptxconf.backends import Launch, get_backend
     from ptxconf.backends.base import evidence_label
+    from ptxconf.isa.loader import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec.loader import load_specs
 
     specs = load_specs(args.specs)
     if args.select:

@@ -14,7 +14,7 @@ __all__ = ["add_parser"]
 
 
 def _spec(args):
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     return load_specs(args.specs).documents["wgmma"]
 

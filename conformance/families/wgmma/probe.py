@@ -29,10 +29,10 @@ from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
 from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant, canonical_strides
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion, Target
 
 CASE_STREAM = 0x36A  # variant_rng purpose of the case draws
 
@@ -48,7 +48,7 @@ def is_wgmma(v: Variant) -> bool:
 
 
 def _spec():
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     return load_specs().documents["wgmma"]
 

@@ -26,8 +26,8 @@ from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import Desc
-from ptxconf.spec.packing import pack
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.isa.packing import pack
+from ptxconf.isa.ptxtypes import TYPES
 
 from . import probe as sp
 from .spec import WgmmaSpVariant, k_major_fits

@@ -38,11 +38,11 @@ import numpy as np
 from ptxconf.backends.base import Launch
 from ptxconf.core.plan import runnable_targets, support_reason
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.spec.expr import evaluate, parse
-from ptxconf.spec.fit import _runs, _term
-from ptxconf.spec.packing import element_bits, slots_to_words
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.sparse import positions
+from ptxconf.isa.expr import evaluate, parse
+from ptxconf.isa.fit import _runs, _term
+from ptxconf.isa.packing import element_bits, slots_to_words
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.sparse import positions
 
 from . import cases as spc
 from . import probe as sp

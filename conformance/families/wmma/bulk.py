@@ -17,9 +17,9 @@ import numpy as np
 from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.families.mma.bulk import ValueDraws, bulk_reason
-from ptxconf.spec.arrays import below, case_counters, key_of, uniform_bits
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.arrays import below, case_counters, key_of, uniform_bits
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion
 
 from . import route as rt
 from .memory import HEADER_WORDS, SLACK, apply, scatter_matrices, sizes

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import route as rt

@@ -20,8 +20,8 @@ import numpy as np
 from ptxconf.backends.base import Backend, Launch
 from ptxconf.families.wmma.memory import read_matrix, write_matrix
 from ptxconf.families.wmma.probe import WmmaForm, forms, module_source, words_per_lane
-from ptxconf.spec.fit import fit_formula
-from ptxconf.spec.targets import parse_target
+from ptxconf.isa.fit import fit_formula
+from ptxconf.isa.targets import parse_target
 
 __all__ = ["observe", "infer_load", "infer_store", "tag_digits"]
 

@@ -23,8 +23,8 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-from ptxconf.spec.model import REGISTER_BITS
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.isa.model import REGISTER_BITS
+from ptxconf.isa.ptxtypes import TYPES
 
 from .spec import WmmaSpec, WmmaVariant, load_wmma
 

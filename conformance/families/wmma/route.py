@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion, Target
 
 from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, sizes, write_matrix
 from .spec import WmmaSpec, WmmaVariant

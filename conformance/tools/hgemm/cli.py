@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def _plan(args):
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
     from ptxconf.tools.hgemm import kernel as hg
 
     specs = load_specs(args.specs)
@@ -69,7 +69,7 @@ def cmd_hgemm(args) -> int:
 def _run(args) -> int:
     import importlib.util
 
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
     from ptxconf.tools.hgemm import kernel as hg
     from ptxconf.tools.hgemm import run as hr
 

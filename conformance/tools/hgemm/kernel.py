@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import ptxconf.families.movement as mv
 from ptxconf.families.movement import compose
-from ptxconf.spec.loader import Specs
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.loader import Specs
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 VARIANTS = {
     "f16.f16": "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",

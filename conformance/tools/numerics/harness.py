@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 from ptxconf.backends.base import Backend, Launch, native_build, support_reason
 from ptxconf.families.mma.probe import Probe, buffer_layout, module_source
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 from .model import PathParams, Types, dot_bits
 from .spec import NumericsSpec
@@ -140,7 +140,7 @@ def first_positions(v: Variant) -> np.ndarray:
 
 def metadata_fields(v: Variant, pos: np.ndarray) -> np.ndarray:
     """Dense positions of the stored elements ``[..., K/2]`` -> the metadata fields ``[..., 2 * chunks]`` naming them
-    (the inverse of :func:`ptxconf.spec.sparse.positions`); refuses positions no legal pattern gives."""
+    (the inverse of :func:`ptxconf.isa.sparse.positions`); refuses positions no legal pattern gives."""
     sp = sparsity(v)
     pos = np.asarray(pos, dtype=np.int64)
     local = pos.reshape(*pos.shape[:-1], sp.chunks, sp.nz) - (np.arange(sp.chunks) * sp.width)[:, None]

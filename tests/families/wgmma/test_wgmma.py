@@ -17,10 +17,10 @@ from ptxconf.core.record import CheckRecord
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
 from ptxconf.generators.ptx import Surroundings
+from ptxconf.isa import SpecError, load_specs
+from ptxconf.isa.loader import load_file
 from ptxconf.run.observations import load_observation, read_observation, recorded_checks
 from ptxconf.run.replay import replay_file
-from ptxconf.spec import SpecError, load_specs
-from ptxconf.spec.loader import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 YAML = ROOT / "specs" / "wgmma.yaml"

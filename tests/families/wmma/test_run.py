@@ -12,11 +12,11 @@ from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.wmma import route as rt
 from ptxconf.families.wmma.compare import compare_wmma
 from ptxconf.families.wmma.memory import as_bytes, as_words, d_cells, read_matrix, write_matrix
+from ptxconf.isa.loader import load_file
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec.loader import load_file
-from ptxconf.spec.targets import PtxVersion
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 FORMS = [v for v in load_file(SPEC).variants.values()]
@@ -154,6 +154,6 @@ def test_ptxas_assembles_sampled_kernels():
 
 
 def _target(name: str):
-    from ptxconf.spec.targets import parse_target
+    from ptxconf.isa.targets import parse_target
 
     return parse_target(name)

@@ -12,8 +12,8 @@ import itertools
 
 import numpy as np
 import pytest
-from ptxconf.spec import load_specs, parse_target
-from ptxconf.spec.loader import Specs
+from ptxconf.isa import load_specs, parse_target
+from ptxconf.isa.loader import Specs
 
 SPECS = load_specs()  # collection needs the ids; loaded once for the module
 # ldmatrix/stmatrix/movmatrix have their own tests (tests/test_movement.py)
