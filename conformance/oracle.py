@@ -126,7 +126,7 @@ def _integer_result(acc: np.ndarray, saturate: bool, d_type) -> np.ndarray:
 def tcgen05_mma(v, bits: dict) -> np.ndarray:
     """tcgen05.mma as the decoded descriptor says: Tensor Memory ``D[:M', :N'] = A·B + D``.
 
-    ``bits`` comes from :func:`ptxconf.families.tcgen05.run.decode_case`: ``fields`` (the decoded
+    ``bits`` comes from :func:`ptxconf.families.tcgen05.cases.decode_case`: ``fields`` (the decoded
     instruction descriptor), ``A`` ``[M', K]`` and ``B`` ``[N', K]`` (K-major, as read from
     shared memory) and ``C`` ``[128, N]`` (Tensor Memory before the mma).  Columns and lanes the
     mma does not write keep C.  Negation and ``.satfinite`` (i8) follow the descriptor.

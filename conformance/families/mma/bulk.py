@@ -1,7 +1,7 @@
 """mma.sync / mma.sp value cases in bulk: the ``value`` check's distribution as array code (NumPy or CuPy).
 
-The same recipe as :func:`ptxconf.families.mma.inputs.make_checks` gives the ``value`` check: A and B
-on the exact grids of :func:`~ptxconf.families.mma.inputs.float_grid` (or uniform integers), C on the
+The same recipe as :func:`ptxconf.families.mma.cases.make_checks` gives the ``value`` check: A and B
+on the exact grids of :func:`~ptxconf.families.mma.cases.float_grid` (or uniform integers), C on the
 products' grid (integers: half the cases within one product sum of the s32 limits), a random legal
 index pair per chunk of a sparse A, random garbage in every slot a layout leaves unheld, and fresh
 selector immediates and surroundings per seed.  D comes from :func:`ptxconf.oracle.mma` on the same
@@ -24,7 +24,7 @@ from ptxconf.isa.sparse import is_sparse, sparsity
 from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma as oracle
 
-from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
+from .cases import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
 from .probe import Probe, buffer_layout
 
 __all__ = ["MmaBulk", "ValueDraws", "bulk_cases", "bulk_reason"]

@@ -10,7 +10,7 @@ from ptxconf.core.family import Family
 from ptxconf.core.plan import PTX_VERSIONS, Plan, runnable_targets, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
-from . import run as tc05
+from . import cases as tc05
 from .compare import compare_tcgen05
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.families.mma.inputs import make_checks
+from ptxconf.families.mma.cases import make_checks
 from ptxconf.isa.loader import load_specs
 from ptxconf.isa.sparse import compress, densify, sparsity
 from ptxconf.isa.targets import PtxVersion

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.cli import main
-from ptxconf.families.tcgen05 import run as tc
+from ptxconf.families.tcgen05 import cases as tc
 from ptxconf.families.tcgen05.compare import compare_tcgen05
 from ptxconf.isa import load_specs
 from ptxconf.isa.loader import default_specs_dir

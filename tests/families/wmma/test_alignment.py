@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.wmma.memory import as_bytes, header, matrix_span
-from ptxconf.families.wmma.probe import forms, words_per_lane
+from ptxconf.families.wmma.observe import forms, words_per_lane
 from ptxconf.isa.loader import load_file
 from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.oracle import mma

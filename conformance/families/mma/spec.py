@@ -1,4 +1,5 @@
-"""Load-time invariants of mma.sync / mma.sp variants: operand shapes, and the sparse metadata."""
+"""The mma.sync / mma.sp documents: what this family checks of each variant on top of :mod:`ptxconf.isa.loader`
+(load-time invariants: operand shapes, and the sparse metadata)."""
 
 from __future__ import annotations
 
