@@ -1,6 +1,6 @@
 """ldmatrix / stmatrix / movmatrix value cases in bulk: the ``value`` check's distribution as array code.
 
-The same recipe as :func:`ptxconf.families.movement.probe.make_cases` gives the ``value`` check: every input
+The same recipe as :func:`ptxconf.families.movement.cases.make_cases` gives the ``value`` check: every input
 word random (the shared-memory image, stmatrix's source registers, movmatrix's ``a``, the padding), a
 distinct random 16-byte row of the image per row address, the poison address in every lane the
 instruction ignores.  The expected words come from :func:`ptxconf.families.movement.probe.apply` on the

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.families.wgmma import probe as wg
+from ptxconf.families.wgmma.cases import make_cases
 from ptxconf.isa.targets import TARGET_MIN_PTX, PtxVersion, parse_target
 
 CHUNK = 48
@@ -207,7 +208,7 @@ def run_reuse(args) -> int:
 
 def _reuse_probe(v, seed: int):
     """The reuse probe of a register-A form: its cases, immediates, probe and PTX module."""
-    cs = wg.make_cases(v, seed, ("value",), 4)[0]
+    cs = make_cases(v, seed, ("value",), 4)[0]
     imm = cs.params["imm"]
     probe = wg.WgProbe(v, tuple(sorted(imm.items())), reuse=True)
     module = wg.module_source([probe], max(v.min_ptx, PtxVersion(8, 0)), parse_target("sm_90a"))

@@ -72,7 +72,7 @@ class WmmaFamily(Family):
         return compare_wmma(v, rec)
 
     def add_cli(self, sub) -> None:
-        from .observe import add_parser
+        from .cli import add_parser
 
         add_parser(sub)
 

@@ -195,6 +195,7 @@ def wgmma_imm(v) -> dict:
 
 def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Operand bits -> wgmma probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C)."""
+    from ptxconf.families.wgmma import canonical_strides
     from ptxconf.families.wgmma import probe as wg
     from ptxconf.families.wgmma.desc import Desc
 
@@ -211,7 +212,7 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
         words[:, :, wg.a_off(v) : wg.a_off(v) + aop.words] = wg.pack(aop, bits["A"])
     for name, mat in mats.items():
         ext, region = (64, 0) if name == "A" else (v.N, wg.b_base(v))
-        lbo, sbo = wg.canonical_strides("K", "none", smem.width("none"), v.bits, ext, v.K)
+        lbo, sbo = canonical_strides("K", "none", smem.width("none"), v.bits, ext, v.K)
         desc = Desc(region, lbo, sbo, 0, smem.code_of("none"))
         lo, hi = wg._words(model, desc)
         col = 0 if name == "A" else 2
