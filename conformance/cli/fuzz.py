@@ -151,8 +151,7 @@ def cmd_layouts(args) -> int:
 def add_parser(sub) -> None:
     from ptxconf.cli.numerics import add_fuzz_numerics
 
-    f = sub.add_parser("fuzz", help="fuzzers: fresh seeds until a time budget ends")
-    fs = f.add_subparsers(dest="fuzz_command", required=True)
+    fs = sub.group("fuzz", help="fuzzers: fresh seeds until a time budget ends")
     s = fs.add_parser("layouts", help="every runnable variant at seed after seed; failures with their replay command")
     s.add_argument("--specs", metavar="DIR")
     s.add_argument("--select", action="append", metavar="GLOB")

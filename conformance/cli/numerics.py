@@ -495,8 +495,7 @@ def add_parser(sub) -> None:
     def specs_arg(sp):
         sp.add_argument("--specs", metavar="DIR")
 
-    n = sub.add_parser("numerics", help="tensor-core arithmetic: model, designed experiments, findings")
-    ns = n.add_subparsers(dest="numerics_command", required=True)
+    ns = sub.group("numerics", help="tensor-core arithmetic: model, designed experiments, findings")
     s = ns.add_parser("dot", help="D bits of one dot product under the model")
     specs_arg(s)
     s.add_argument("variant")
@@ -636,9 +635,8 @@ def cmd_diff_run(args) -> int:
 
 def add_differential_numerics(ds) -> None:
     """``toolchains differential numerics prepare|run``: random, non-exact operands through every release's build."""
-    d = ds.add_parser("numerics", help="random non-exact operands through every release's build of the software-lowered "
-                                       "forms: where two releases compute different D, with both SASS")
-    ns = d.add_subparsers(dest="numerics_command", required=True)
+    ns = ds.group("numerics", help="random non-exact operands through every release's build of the software-lowered "
+                                   "forms: where two releases compute different D, with both SASS")
     s = ns.add_parser("prepare", help="build every form with every release (no GPU): cubins, SASS, manifest.json")
     s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases (default: all installed)")
     s.add_argument("--select", action="append", metavar="GLOB", help="forms (default: fp8 and m8n8k4 mma.sync)")
