@@ -24,7 +24,7 @@ from ptxconf.isa.sparse import is_sparse, sparsity
 from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma as oracle
 
-from .cases import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
+from .cases import C_SPREAD, _max_product_sum, _params, _value_params, case_rng, float_grid
 from .probe import Probe, buffer_layout
 
 __all__ = ["MmaBulk", "ValueDraws", "bulk_cases", "bulk_reason"]
@@ -167,6 +167,6 @@ def bulk_cases(v: Variant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, 
         raise NotImplementedError(f"{v.id}: no bulk cases for {why}")
     target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
     rng = variant_rng(v, seed, "bulk")
-    params = _params(v, np.random.default_rng([seed, _stable_hash(v.id), 0xB17]))
+    params = _params(v, case_rng(v, "bulk params", seed))
     probe = Probe(v, params, surroundings_of(v, rng))
     return MmaBulk(v, seed, version, target, probe, int(rng.choice([1, 2, 4, 8])))
