@@ -53,7 +53,7 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def specs():
-    s = load_specs()  # mma.sync only: the movement forms are assembled in tests/test_movement.py
+    s = load_specs()  # mma.sync only: the movement forms are assembled in tests/families/movement/test_movement.py
     s.variants = {k: v for k, v in s.variants.items() if v.family == "mma.sync"}
     return s
 

@@ -15,7 +15,7 @@ Out: D's registers.  The immediates (imm-scale-a/b, imm-trans-a/b) are part of t
 has one kernel per immediate set; swizzle mode, LBO/SBO, start offsets and scale-d are data.
 
 :func:`apply` executes a case as the spec says (emulator and comparator both use it), with a
-:class:`Model` that may be perturbed (the fault hypotheses of conformance/wgmma.py).
+:class:`Model` that may be perturbed (the fault hypotheses of :mod:`.compare`).
 """
 
 from __future__ import annotations
