@@ -1,6 +1,6 @@
 """wmma value cases in bulk: the ``value`` check's cases as array code (NumPy or CuPy).
 
-As a plan draws them (:func:`ptxconf.families.wmma.probe.case_words`): a random byte image, the header
+As a plan draws them (:func:`ptxconf.families.wmma.cases.case_words`): a random byte image, the header
 (route, strides, base offsets, each random within what the hardware takes), and A, B, C of the
 companion wmma.mma form at their offsets, drawn as the mma family's bulk cases draw them
 (:class:`ptxconf.families.mma.bulk.ValueDraws`).  The expected ``out`` words come from
@@ -52,7 +52,7 @@ class WmmaBulk(BulkFields):
         return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def header(self, xp: Any, first: int, n: int) -> Any:
-        """``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.probe.case_words` draws them."""
+        """``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.cases.case_words` draws them."""
         mv = self.mma
         route = below(xp, self.key, self._counter(xp, "route", first, n, 1), len(self.routes))[:, 0]
         col = xp.asarray(self.col)[route]  # [case, (c, d)]

@@ -14,15 +14,14 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import probe as wm
+from .cases import CHECKS, make_cases
 from .compare import companion_of, compare_wmma
 from .memory import apply, sizes
-
-CHECKS = ("value", "map.A", "map.B", "map.C")
 
 
 class WmmaFamily(Family):
@@ -33,8 +32,6 @@ class WmmaFamily(Family):
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
-        from ptxconf.families.mma.cases import make_checks
-
         rng = variant_rng(v, seed)
         options = wm.companions(v)
         mv = options[int(rng.integers(len(options)))]
@@ -42,11 +39,7 @@ class WmmaFamily(Family):
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= wm.SHARED_BUDGET]
         probe = wm.WmmaProbe(v, mv, wm.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
-        params = {"mma": mv.id, "routes": [list(r) for r in probe.routes], "space": probe.space}
-        case_sets = []
-        for cs in make_checks(mv, seed, tuple(c for c in checks if c in CHECKS), value_cases):
-            words = wm.case_words(probe, cs.bits, rng)
-            case_sets.append(CaseSet(cs.check, words, dict(params), cs.meta))
+        case_sets = make_cases(probe, seed, checks, value_cases, rng)
         in_words = np.concatenate([cs.words for cs in case_sets])
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)

@@ -14,16 +14,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-import numpy as np
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.isa.targets import PtxVersion, Target
 
-from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, sizes, write_matrix
+from .memory import Sizes, sizes
 from .spec import WmmaSpec, WmmaVariant
 
-__all__ = ["WmmaProbe", "companions", "routes_for", "kernel_source", "module_source", "case_words"]
+__all__ = ["WmmaProbe", "companions", "routes_for", "kernel_source", "module_source"]
 
 SHARED_BUDGET = 40 * 1024  # bytes of static shared memory one block may take
 _REG = {"b32": "b32", "f32": "f32", "s32": "s32", "f64": "f64"}
@@ -143,34 +141,6 @@ def kernel_source(p: WmmaProbe) -> str:
 
 def module_source(probes: list, version: PtxVersion, target: Target) -> str:
     return probe_module_source(probes, version, target, kernel_source)
-
-
-def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    """``uint32[case, lane, in_words]``: random bytes, the header, and A, B, C at random strides and offsets."""
-    spec: WmmaSpec = p.mma.doc  # type: ignore[assignment]
-    mv, shape = p.mma, p.mma.shape_name
-    cases = len(bits["A"])
-    img = rng.integers(0, 256, size=(cases, 128 * p.size.in_words), dtype=np.uint8)
-    for case in range(cases):
-        route = int(rng.integers(len(p.routes)))
-        lay = {"a": mv.layout_of("a"), "b": mv.layout_of("b"), "c": p.routes[route][0], "d": p.routes[route][1]}
-        hdr = [route]
-        for m in "abcd":
-            t = mv.type_of(m)
-            unit = spec.stride_unit(m, t, shape, lay[m])
-            ld = spec.min_stride(m, t, shape, lay[m]) + int(rng.integers(SLACK + 1)) * unit
-            assert ld <= max_stride(spec, mv, m, lay[m])
-            hdr.append(ld)
-        offs = []
-        for k, m in enumerate("abcd"):
-            align = spec.base_alignment(m, mv.type_of(m), shape)
-            start = p.size.slots[k] if m != "d" else 0
-            offs.append(start + int(rng.integers(SLACK + 1)) * align)
-        hdr += offs
-        img[case, : 4 * HEADER_WORDS] = np.array(hdr, dtype="<u4").view(np.uint8)
-        for k, m in enumerate("abc"):
-            write_matrix(img[case], offs[k], bits[m.upper()][case, 0], lay[m], hdr[1 + k], TYPES[mv.type_of(m)].bits)
-    return as_words(img, p.size.in_words)
 
 
 def probe_for(v: WmmaVariant, mv: WmmaVariant, space: str) -> WmmaProbe:
