@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from ptxconf.spec import Layout, Variant
+from ptxconf.isa import Layout, Variant
 
 if TYPE_CHECKING:  # matplotlib is imported only where something is drawn: ascii_grid and specs show work without it
     from matplotlib.axes import Axes

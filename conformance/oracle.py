@@ -1,7 +1,7 @@
 """The NumPy oracle: D = A*B + C (with block scales), exactly, then rounded to D's type.
 
 Inputs arrive as container bits per operand, ``[case, matrix, row, col]``, and
-are decoded through :mod:`ptxconf.spec.ptxtypes` (``ml_dtypes`` for bf16,
+are decoded through :mod:`ptxconf.isa.ptxtypes` (``ml_dtypes`` for bf16,
 fp8, fp6, fp4 and the scale types; tf32 drops its low 13 bits).  Arithmetic is
 float64 / int64:
 
@@ -11,7 +11,7 @@ float64 / int64:
 * integers: exact in int64, then wrapped to s32, or clamped with ``.satfinite``;
 * ``.b1``: ``popc`` of ``A & B`` or ``A ^ B`` along K, plus C, wrapped;
 * ``mma.sp``: A is expanded from its stored half and the metadata index
-  fields (:func:`ptxconf.spec.sparse.densify`), then multiplied densely;
+  fields (:func:`ptxconf.isa.sparse.densify`), then multiplied densely;
 * block scale: ``(A * scale_A) * (B * scale_B) + C`` with one scale per row of
   A (column of B) and K-chunk of ``K / scale_vec`` elements (§9.7.14.3).
 
@@ -22,10 +22,10 @@ not modelled here; that is a separate, measured model.
 from __future__ import annotations
 
 import numpy as np
-from ptxconf.spec.arrays import decode, encode_exact, namespace
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
-from ptxconf.spec.sparse import densify
+from ptxconf.isa.arrays import decode, encode_exact, namespace
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
+from ptxconf.isa.sparse import densify
 
 __all__ = ["mma", "tcgen05_mma"]
 
@@ -126,7 +126,7 @@ def _integer_result(acc: np.ndarray, saturate: bool, d_type) -> np.ndarray:
 def tcgen05_mma(v, bits: dict) -> np.ndarray:
     """tcgen05.mma as the decoded descriptor says: Tensor Memory ``D[:M', :N'] = A·B + D``.
 
-    ``bits`` comes from :func:`ptxconf.families.tcgen05.run.decode_case`: ``fields`` (the decoded
+    ``bits`` comes from :func:`ptxconf.families.tcgen05.cases.decode_case`: ``fields`` (the decoded
     instruction descriptor), ``A`` ``[M', K]`` and ``B`` ``[N', K]`` (K-major, as read from
     shared memory) and ``C`` ``[128, N]`` (Tensor Memory before the mma).  Columns and lanes the
     mma does not write keep C.  Negation and ``.satfinite`` (i8) follow the descriptor.

@@ -276,7 +276,7 @@ class _Suite:
     def specs(self) -> Any:
         if self._specs is None:
             from ptxconf.core.family import run_variants_of, select_checks
-            from ptxconf.spec import SpecError, load_specs
+            from ptxconf.isa import SpecError, load_specs
 
             try:
                 self.checks = select_checks(self.requested, self.undefined)

@@ -16,7 +16,7 @@ from ptxconf.docs.diff import diff
 from ptxconf.docs.family import section_family
 from ptxconf.docs.importer import write_draft
 from ptxconf.docs.source import Line
-from ptxconf.spec import load_file, load_specs
+from ptxconf.isa import load_file, load_specs
 
 SEEDS = Path(__file__).parent / "data" / "seeds"
 TXT = SEEDS / "000_32dffcae7a8aaf0a.txt"

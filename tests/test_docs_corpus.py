@@ -20,8 +20,8 @@ from ptxconf.docs import extract, read_tree, tree_from_text
 from ptxconf.docs.diff import diff
 from ptxconf.docs.example_check import module_version
 from ptxconf.docs.versions import compare_versions
-from ptxconf.spec import load_specs
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa import load_specs
+from ptxconf.isa.targets import PtxVersion
 
 from tests.docs_renderings import shared_renderings
 

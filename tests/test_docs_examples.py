@@ -17,7 +17,7 @@ from ptxconf.docs.example_check import check_examples, ptxas_check, variant_key
 from ptxconf.docs.examples import examples_of
 from ptxconf.docs.source import Line
 from ptxconf.docs.tree import HEADING, PARA, PRE, Block, DocTree
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 from tests.docs_renderings import FORMATS, render, shared_renderings
 

@@ -18,7 +18,7 @@ from ptxconf.docs import extract, read_tree, tree_from_text
 from ptxconf.docs.diff import diff
 from ptxconf.docs.fragments import is_fragment_header
 from ptxconf.docs.versions import compare_versions, version_map
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "isa-renderings"
 NAMES = ["m8n8k16.txt", "md-m16n8k8-quoted.md"]

@@ -12,7 +12,7 @@ import pytest
 from docs_renderings import FORMATS, render, respell, shared_renderings
 from ptxconf.docs import extract, read_tree, tree_from_text
 from ptxconf.docs.diff import diff
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 try:  # the CLI entry point, wherever the package keeps it
     from ptxconf.cli.main import main

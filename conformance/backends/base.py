@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 from ptxconf.core.plan import runnable_targets, support_reason
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, Target
 
 __all__ = ["Backend", "BackendError", "backend_label", "evidence_label", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
 

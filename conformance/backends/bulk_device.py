@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.targets import PtxVersion
 
 __all__ = ["CupyDevice", "EmulatedDevice", "BulkDeviceError", "cuda_devices"]
 

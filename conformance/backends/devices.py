@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.targets import PtxVersion
 
 from .base import Backend, BackendError, Launch, LaunchResult
 

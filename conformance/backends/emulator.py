@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 from ptxconf import registry
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion
 
 from .base import Backend, Launch, LaunchResult
 

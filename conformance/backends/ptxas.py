@@ -40,8 +40,8 @@ from pathlib import Path
 
 from ptxconf import cache as cache_store
 from ptxconf.core.family import family_of
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target, parse_target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, Target, parse_target
 
 __all__ = [
     "PtxasNotFound",

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from ptxconf.core import shared
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.targets import PtxVersion
 
 from .base import Backend, BackendError, Launch, LaunchResult
 

@@ -15,7 +15,7 @@ from collections import Counter
 
 from ptxconf.backends.ptxas import STATUSES, PtxasNotFound, assemble_report, find_ptxas, ptxas_info
 from ptxconf.core.family import family_of
-from ptxconf.spec.targets import parse_target
+from ptxconf.isa.targets import parse_target
 
 __all__ = ["add_parser", "run", "DEFAULT_ARCHS"]
 
@@ -66,7 +66,7 @@ def _usage(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ptxconf.spec import SpecError, load_specs
+    from ptxconf.isa import SpecError, load_specs
 
     if getattr(args, "check", "validity") == "refuse":
         return _refuse(args)
@@ -103,7 +103,7 @@ def _refuse(args: argparse.Namespace) -> int:
     Exit 1 on a new finding or a crash."""
     import fnmatch
 
-    from ptxconf.spec import SpecError, load_specs
+    from ptxconf.isa import SpecError, load_specs
     from ptxconf.tools.toolchains.refuse import check, refuse_spec
     from ptxconf.tools.toolchains.resolve import resolve_all
 

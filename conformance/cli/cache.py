@@ -35,8 +35,7 @@ def cmd_clear(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("cache", help="what the cache of compiled modules, ptxas verdicts and parsed specs holds; clear it")
-    cs = p.add_subparsers(dest="cache_command", required=True)
+    cs = sub.group("cache", help="what the cache of compiled modules, ptxas verdicts and parsed specs holds; clear it")
     i = cs.add_parser("info", help="entries and bytes per kind, the root and the size bound")
     i.set_defaults(func=cmd_info)
     c = cs.add_parser("clear", help="delete the cache's entries (all kinds, or one)")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from ptxconf.backends.base import evidence_label
-from ptxconf.spec.model import Variant
+from ptxconf.isa.model import Variant
 from ptxconf.tools.discover import Discovery, discover, fit_formula
 
 
@@ -93,8 +93,8 @@ def observed_yaml(v: Variant, disc: Discovery, device: dict) -> tuple[str, list[
 
 def run(args) -> int:
     from ptxconf.backends import get_backend
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     if args.all:

@@ -131,7 +131,7 @@ def cmd_doc_diff(args: argparse.Namespace) -> int:
         return _report(args, results, VERSION_STATUSES)
     from ptxconf.docs.coverage import summary
     from ptxconf.docs.diff import diff
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
 
     specs = load_specs(args.specs)
     results = []
@@ -147,7 +147,7 @@ def cmd_doc_diff(args: argparse.Namespace) -> int:
 def cmd_doc_import(args: argparse.Namespace) -> int:
     from ptxconf.docs import DocError
     from ptxconf.docs.importer import write_draft
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
 
     specs = load_specs(args.specs)
     try:
@@ -164,7 +164,7 @@ def cmd_doc_examples(args: argparse.Namespace) -> int:
     from ptxconf.docs import DocError, read_tree
     from ptxconf.docs.example_check import STATUSES, check_examples, ptxas_check
     from ptxconf.docs.examples import examples_of
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
 
     docs, unreadable = [], []
     for path in args.files:

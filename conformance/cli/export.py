@@ -33,7 +33,7 @@ def _dumps(doc: dict) -> str:
 
 
 def _variant(args):
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
 
     specs = load_specs(args.specs)
     try:

@@ -68,8 +68,8 @@ def cmd_case(args) -> int:
     from ptxconf.backends import BackendError, Launch, get_backend
     from ptxconf.core.bulk import bulk_record
     from ptxconf.core.family import family_of, run_variants_of
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     run_variants_of(specs)
@@ -110,9 +110,9 @@ def cmd_case(args) -> int:
 def cmd_layouts(args) -> int:
     from ptxconf.backends import BackendError, get_backend
     from ptxconf.core.family import run_variants_of
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
     from ptxconf.run.fuzz import fuzz_layouts
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     run_variants_of(specs)
@@ -151,8 +151,7 @@ def cmd_layouts(args) -> int:
 def add_parser(sub) -> None:
     from ptxconf.cli.numerics import add_fuzz_numerics
 
-    f = sub.add_parser("fuzz", help="fuzzers: fresh seeds until a time budget ends")
-    fs = f.add_subparsers(dest="fuzz_command", required=True)
+    fs = sub.group("fuzz", help="fuzzers: fresh seeds until a time budget ends")
     s = fs.add_parser("layouts", help="every runnable variant at seed after seed; failures with their replay command")
     s.add_argument("--specs", metavar="DIR")
     s.add_argument("--select", action="append", metavar="GLOB")

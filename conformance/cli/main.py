@@ -6,8 +6,8 @@ variant prints "did you mean"; a usage or environment error is one line on stder
 exit status 2, checked before any work where it can be (:mod:`ptxconf.cli.preflight`).
 
 Commands are registered one way: every module of :data:`COMMANDS`, and every family
-(``Family.add_cli``), is handed the same :class:`Commands` and adds its verbs to it; a
-verb under a group of another module (``specs where``) goes through ``commands.group(NAME)``.
+(``Family.add_cli``), is handed the same :class:`Commands` and adds its verbs to it; every group of verbs, its
+own or another module's (``specs where``), is ``commands.group(NAME)`` (no module makes argparse subparsers itself).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import importlib
 import sys
 
 from ptxconf import __version__, registry
+from ptxconf.isa import SpecError
 from ptxconf.run.exit import ExitStatus
 from ptxconf.run.signals import StopSignals
-from ptxconf.spec import SpecError
 
 from .preflight import OPTIONAL_PACKAGES, leaf_parser, preflight
 

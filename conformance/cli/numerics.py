@@ -14,7 +14,7 @@ import numpy as np
 def _setup(args, every_form: bool = False):
     """(specs, numerics spec, the forms with a numerics path): mma.sync and wgmma N=64, or with ``every_form`` also
     mma.sp, wgmma.sp and every wgmma N (what the GPU fuzzer takes)."""
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.harness import numeric_variants
     from ptxconf.tools.numerics.spec import numerics_spec
 
@@ -67,7 +67,7 @@ def _ints(text: str | None, opt: str, bound: int, what: str) -> list[int]:
 
 
 def _bits(type_name: str) -> tuple[int, str]:
-    from ptxconf.spec.ptxtypes import TYPES
+    from ptxconf.isa.ptxtypes import TYPES
 
     bits = TYPES[type_name].bits if type_name in TYPES else 64
     return 1 << bits, f"the {bits} bits of .{type_name}"
@@ -83,7 +83,7 @@ def _variant(specs, vid: str):
 
 
 def cmd_dot(args) -> int:
-    from ptxconf.spec.sparse import is_sparse
+    from ptxconf.isa.sparse import is_sparse
     from ptxconf.tools.numerics.harness import k_of, path_of
     from ptxconf.tools.numerics.model import Types, dot_bits, explain
 
@@ -342,7 +342,7 @@ def cmd_pin(args) -> int:
     import shutil
     import tempfile
 
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.campaign import report_text
     from ptxconf.tools.numerics.pins import SpecEditError, pin, pins_markdown, write_spec
     from ptxconf.tools.numerics.recorded import RecordedRun, open_findings, refresh_findings
@@ -501,8 +501,7 @@ def add_parser(sub) -> None:
     def specs_arg(sp):
         sp.add_argument("--specs", metavar="DIR")
 
-    n = sub.add_parser("numerics", help="tensor-core arithmetic: model, designed experiments, findings")
-    ns = n.add_subparsers(dest="numerics_command", required=True)
+    ns = sub.group("numerics", help="tensor-core arithmetic: model, designed experiments, findings")
     s = ns.add_parser("dot", help="D bits of one dot product under the model")
     specs_arg(s)
     s.add_argument("variant")
@@ -622,7 +621,7 @@ def cmd_diff_prepare(args) -> int:
 
 
 def cmd_diff_run(args) -> int:
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics import gpu
     from ptxconf.tools.numerics.release_diff import run
 
@@ -642,9 +641,8 @@ def cmd_diff_run(args) -> int:
 
 def add_differential_numerics(ds) -> None:
     """``toolchains differential numerics prepare|run``: random, non-exact operands through every release's build."""
-    d = ds.add_parser("numerics", help="random non-exact operands through every release's build of the software-lowered "
-                                       "forms: where two releases compute different D, with both SASS")
-    ns = d.add_subparsers(dest="numerics_command", required=True)
+    ns = ds.group("numerics", help="random non-exact operands through every release's build of the software-lowered "
+                                   "forms: where two releases compute different D, with both SASS")
     s = ns.add_parser("prepare", help="build every form with every release (no GPU): cubins, SASS, manifest.json")
     s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all", help="releases (default: all installed)")
     s.add_argument("--select", action="append", metavar="GLOB", help="forms (default: fp8 and m8n8k4 mma.sync)")

@@ -137,8 +137,7 @@ def cmd_replay(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("programs", help="matrix programs that stress the compiler: fuzz (Hypothesis-shrunk) and replay")
-    ps = p.add_subparsers(dest="programs_command", required=True)
+    ps = sub.group("programs", help="matrix programs that stress the compiler: fuzz (Hypothesis-shrunk) and replay")
 
     def common(s) -> None:
         s.add_argument("--backend", default="emulator", choices=["emulator", "pycuda", "ptxas"],

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 from .preflight import needs_package
 

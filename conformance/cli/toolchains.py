@@ -116,7 +116,7 @@ def _toolchains(values: list[str] | None):
 
 
 def _targets(text: str):
-    from ptxconf.spec.targets import parse_target
+    from ptxconf.isa.targets import parse_target
 
     names = [a.strip() for a in (text or "").split(",") if a.strip()]
     if not names:
@@ -129,7 +129,7 @@ def _targets(text: str):
 
 def _forms(args):
     from ptxconf.core.family import family_of
-    from ptxconf.spec import SpecError, load_specs
+    from ptxconf.isa import SpecError, load_specs
 
     try:
         specs = load_specs(args.specs)
@@ -316,8 +316,8 @@ def _progress(t0: float, what: str):
 
 def cmd_prepare(args) -> int:
     from ptxconf.core.plan import support_reason
+    from ptxconf.isa.targets import PtxVersion
     from ptxconf.run.report import specs_hash
-    from ptxconf.spec.targets import PtxVersion
     from ptxconf.tools.toolchains.differential import CC, prepare, representative
 
     try:
@@ -354,8 +354,8 @@ def cmd_prepare(args) -> int:
 
 def cmd_run_bundle(args) -> int:
     from ptxconf.backends import BackendError, get_backend
+    from ptxconf.isa import SpecError, load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec import SpecError, load_specs
     from ptxconf.tools.toolchains.differential import run_bundle
 
     bundle = Path(args.bundle)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ptxconf.core.record import CheckRecord
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 __all__ = ["BulkCases", "BulkFields", "Drawn", "bulk_record"]
 

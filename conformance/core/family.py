@@ -19,7 +19,7 @@ from ptxconf import registry
 from ptxconf.core.plan import Kernel, Plan, RunVariant
 from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import UNDEFINED, Verdict
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 __all__ = ["Family", "family_of", "compare", "known_checks", "run_variants_of", "select_checks", "default_checks"]
 

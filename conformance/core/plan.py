@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from ptxconf.generators.ptx import Surroundings
-from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
+from ptxconf.isa.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
 __all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe", "without_kernels",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]

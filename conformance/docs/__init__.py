@@ -1,6 +1,6 @@
 """PTX ISA documents as data: read any rendering, extract fragment formulas and tables, diff them.
 
-Sits beside ``ptxconf.spec`` (it imports it, nothing higher), so a new ISA
+Sits beside ``ptxconf.isa`` (it imports it, nothing higher), so a new ISA
 version is checked by meaning, lane map by lane map, not by text.  Every
 rendering (markdown, HTML, the PDF, text copied from any of them) is read into
 one block tree (:mod:`.tree`, :mod:`.readers`) before anything is extracted.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ptxconf.spec.model import Variant
+from ptxconf.isa.model import Variant
 
 from .findings import Finding
 from .model import Extraction, shape_matches

@@ -12,7 +12,7 @@ so not compared; never a difference).
 A section is compared only with variants of its family (:mod:`.family`).  Sparse
 A (``mma.sp``) is compared by meaning: the document's ``row`` per element and its
 ``col = [firstcol ... lastcol]`` range against the spec's compressed A layout and
-:func:`ptxconf.spec.sparse.dense_ranges`.  "Matrix fragments for B/C/D are the
+:func:`ptxconf.isa.sparse.dense_ranges`.  "Matrix fragments for B/C/D are the
 same as ..." is resolved to the dense variants it names and compared by map.  The tcgen05.mma kind/shape table (ISA Table 39) is compared as a set of
 valid tuples with specs/tcgen05.yaml (:mod:`.table39`).
 """
@@ -23,10 +23,10 @@ import re
 
 import numpy as np
 from ptxconf.families.tcgen05.spec import Tcgen05Spec
-from ptxconf.spec import ExprError, Specs, parse
-from ptxconf.spec.expr import evaluate
-from ptxconf.spec.model import Layout, Variant
-from ptxconf.spec.sparse import dense_ranges, sparsity
+from ptxconf.isa import ExprError, Specs, parse
+from ptxconf.isa.expr import evaluate
+from ptxconf.isa.model import Layout, Variant
+from ptxconf.isa.sparse import dense_ranges, sparsity
 
 from . import table39
 from .coverage import uncovered
@@ -165,7 +165,7 @@ def _compare_sparse_a(lay: DocLayout, v: Variant, lines: dict[int, str], base: d
 
     specs/ gives the compressed A layout (row, compressed col); the range the stored
     element may occupy in the dense A comes from the variant's sparsity
-    (:func:`ptxconf.spec.sparse.dense_ranges`); the metadata picks the column.
+    (:func:`ptxconf.isa.sparse.dense_ranges`); the metadata picks the column.
     """
     op = v.operands["A"]
     assert lay.row is not None and lay.col is not None and lay.col.bounds is not None

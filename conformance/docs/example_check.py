@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from ptxconf.spec.loader import Specs
-from ptxconf.spec.model import REGISTER_BITS, Variant
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.loader import Specs
+from ptxconf.isa.model import REGISTER_BITS, Variant
+from ptxconf.isa.targets import PtxVersion
 
 from .examples import Example
 

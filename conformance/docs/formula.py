@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ptxconf.spec.expr import ExprError, parse
+from ptxconf.isa.expr import ExprError, parse
 
 from .source import Line
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from ptxconf.spec import TYPES, Specs, load_file
-from ptxconf.spec.model import Variant
+from ptxconf.isa import TYPES, Specs, load_file
+from ptxconf.isa.model import Variant
 
 from .diff import _shape, applies, diff
 from .extract import ISA_BINDINGS, DocLayout, Extraction

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from ptxconf.spec import ExprError, parse
-from ptxconf.spec.expr import evaluate
+from ptxconf.isa import ExprError, parse
+from ptxconf.isa.expr import evaluate
 
 from .findings import Finding
 from .model import ISA_BINDINGS, DocFragment, DocLayout, Extraction

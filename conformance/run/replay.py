@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ptxconf.core.family import compare, run_variants_of
 from ptxconf.core.verdict import UNDEFINED, Verdict
+from ptxconf.isa.loader import Specs
 from ptxconf.run.observations import (
     Observation,
     observation_files,
@@ -34,7 +35,6 @@ from ptxconf.run.observations import (
     why,
 )
 from ptxconf.run.report import Record, RunLog
-from ptxconf.spec.loader import Specs
 
 __all__ = ["replay_dir", "replay_file", "run_status_warning", "FILE_CHECK"]
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from ptxconf import __version__
 from ptxconf.core.safe_files import FileRefused, UntrustedFileError
 from ptxconf.core.verdict import Verdict
+from ptxconf.isa.loader import Specs
 from ptxconf.junit import JUnitCase, junit_string
 from ptxconf.revision import git_revision
-from ptxconf.spec.loader import Specs
 
 from .files import atomic_write
 from .observations import read_observed_index, read_observed_maps, read_results_lines

@@ -26,8 +26,8 @@ from ptxconf.core import shared
 from ptxconf.core.family import compare, family_of
 from ptxconf.core.plan import PTX_VERSIONS, Plan, support_reason
 from ptxconf.core.verdict import Verdict
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion
 
 from .observations import publish_observation, records, write_observation
 from .stages import Stages

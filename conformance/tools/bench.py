@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.backends.base import Backend
+from ptxconf.isa.loader import Specs
 from ptxconf.run.runner import Plan, plan_groups, run_module
 from ptxconf.run.stages import Stages
-from ptxconf.spec.loader import Specs
 
 
 def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) -> dict[tuple, list[Plan]]:
@@ -190,8 +190,8 @@ def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22
 
 def main(args) -> int:
     from ptxconf.backends import get_backend
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec import load_specs
 
     specs = load_specs(args.specs)
     variants = specs.select(args.select) if args.select else list(specs.variants.values())

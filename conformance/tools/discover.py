@@ -34,10 +34,10 @@ import numpy as np
 from ptxconf.backends.base import Backend, Launch, native_build
 from ptxconf.core.family import family_of
 from ptxconf.families.mma import Probe, alphabet, buffer_layout, module_source
-from ptxconf.spec.fit import fit_formula
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import element_bits, slots_to_words
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.fit import fit_formula
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import element_bits, slots_to_words
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 __all__ = ["Discovery", "plan_cases", "infer", "discover", "fit_formula"]
 
@@ -92,7 +92,7 @@ def _tag_bits(v: Variant, name: str, alpha: list[float], digit: int) -> np.ndarr
 
 # mma.sp: every metadata field of every lane set alike, so the (unknown) metadata layout does
 # not matter; (0, 1) makes the first half of each chunk non-zero, (2, 3) the second half
-# (1:2 .tf32 and 4:8 pairs read the same pairs the same way; conformance/spec/sparse.py).
+# (1:2 .tf32 and 4:8 pairs read the same pairs the same way; conformance/isa/sparse.py).
 SPARSE_PATTERNS = ((0, 1), (2, 3))
 
 

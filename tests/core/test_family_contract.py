@@ -14,10 +14,10 @@ import pytest
 from ptxconf import registry
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.core.family import Family, compare, family_of, run_variants_of
+from ptxconf.isa import load_specs
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec import load_specs
 
 SPECS = load_specs()
 run_variants_of(SPECS)

@@ -1,6 +1,6 @@
 """The import graph: layers import downward only, no module imports itself back through others.
 
-Layers, lowest first (README "Layers"): registry, spec, generators, core and the oracle,
+Layers, lowest first (README "Layers"): registry, isa, generators, core and the oracle,
 backends, families, run, tools, cli.  A family may build on another (sparse wgmma on dense
 wgmma) but never in a circle, and no generic module (run and below) imports a family by name:
 the registry resolves families from strings.
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = [
     ("ptxconf.registry", 0),
     ("ptxconf.cache", 0),
-    ("ptxconf.spec", 1),
+    ("ptxconf.isa", 1),
     ("ptxconf.generators", 2),
     ("ptxconf.core", 3),
     ("ptxconf.oracle", 3),
@@ -206,3 +206,26 @@ def test_tools_use_a_family_only_through_what_its_package_declares():
             if undeclared:
                 bad.append(f"{mod} takes {sorted(undeclared)} of {package}, which does not declare them")
     assert not bad, "\n".join(sorted(bad))
+
+
+def _role_names() -> set[str]:
+    """The file names of ``ptxconf.families``' role table (its docstring: one ````name```` per line)."""
+    doc = ast.get_docstring(ast.parse(_modules()["ptxconf.families"].read_text()))
+    return {line.split("``")[1] for line in doc.splitlines() if line.startswith("``")}
+
+
+def test_every_family_names_its_files_after_the_role_table():
+    """One role, one file name: a family's files are named only from the table, and its case sets are drawn in
+    cases.py, wherever the family keeps them."""
+    names = _role_names()
+    assert {"family.py", "cases.py", "probe.py", "compare.py", "spec.py", "schema.json"} <= names
+    bad = []
+    for folder in sorted(p for p in (ROOT / "conformance" / "families").iterdir() if (p / "family.py").is_file()):
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and path.name not in names:
+                bad.append(f"{path.relative_to(ROOT)}: not a name of the role table in conformance/families/__init__.py")
+            if path.suffix == ".py" and path.name != "cases.py":
+                drawn = [node.name for node in ast.parse(path.read_text()).body
+                         if isinstance(node, ast.FunctionDef) and node.name in ("make_cases", "make_checks")]
+                bad += [f"{path.relative_to(ROOT)}: {name} belongs in cases.py" for name in drawn]
+    assert not bad, "\n".join(bad)

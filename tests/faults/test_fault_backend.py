@@ -48,9 +48,9 @@ class DyingWorker(EmulatorBackend):
 
 def _checks_in_the_failed_launch() -> set[str]:
     """The victim's checks with a case in its last launch (the one ``DyingWorker`` fails)."""
+    from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
     from ptxconf.run.runner import plan_variant
-    from ptxconf.spec import load_specs
 
     v = load_specs().variants[VICTIM]
     backend = EmulatorBackend(mma)

@@ -23,8 +23,8 @@ from faultkit import (
     wait_until,
 )
 from faultkit import verdicts as as_verdicts
+from ptxconf.isa import load_specs
 from ptxconf.run.report import specs_hash
-from ptxconf.spec import load_specs
 
 OLD_ROW = 'row: "groupID if 0 <= i < 2 or 4 <= i < 6 else groupID + 8"'
 NEW_ROW = 'row: "groupID + 8 if 0 <= i < 2 or 4 <= i < 6 else groupID"'

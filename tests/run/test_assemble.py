@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from ptxconf.backends import ptxas as px
 from ptxconf.cli import assemble as cli_assemble
-from ptxconf.spec import PtxVersion, load_specs, parse_target
+from ptxconf.isa import PtxVersion, load_specs, parse_target
 
 HAVE_PTXAS = shutil.which("ptxas") is not None
 _skip_no_ptxas = pytest.mark.skipif(not HAVE_PTXAS, reason="ptxas not on PATH")
@@ -53,7 +53,7 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def specs():
-    s = load_specs()  # mma.sync only: the movement forms are assembled in tests/test_movement.py
+    s = load_specs()  # mma.sync only: the movement forms are assembled in tests/families/movement/test_movement.py
     s.variants = {k: v for k, v in s.variants.items() if v.family == "mma.sync"}
     return s
 

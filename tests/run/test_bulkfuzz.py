@@ -14,10 +14,10 @@ from ptxconf.backends.bulk_device import EmulatedDevice, cuda_devices
 from ptxconf.cli.main import main as cli_main
 from ptxconf.core.bulk import bulk_record
 from ptxconf.core.family import family_of, run_variants_of
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import unpack
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.run.bulkfuzz import fuzz_bulk
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import unpack
-from ptxconf.spec.targets import PtxVersion
 
 SPECS = load_specs()
 run_variants_of(SPECS)

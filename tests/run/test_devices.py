@@ -14,9 +14,9 @@ from ptxconf.backends.devices import DeviceSet, parse_devices
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.cli.main import main
 from ptxconf.core.family import run_variants_of
+from ptxconf.isa import load_specs
 from ptxconf.oracle import mma
 from ptxconf.run import runner
-from ptxconf.spec import load_specs
 
 SPECS = load_specs()
 run_variants_of(SPECS)

@@ -1,7 +1,7 @@
 """GPU tests: the PyCUDA backend on real hardware, fault and hang isolation.
 
 Skipped, with the reason, where PyCUDA or a CUDA device is missing (CI has
-neither); CI instead replays the recorded GPU run (tests/test_pipeline.py).
+neither); CI instead replays the recorded GPU run (tests/run/test_pipeline.py).
 """
 
 from __future__ import annotations

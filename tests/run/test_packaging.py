@@ -110,7 +110,7 @@ def test_wheel_carries_every_spec_and_schema(installed: Installed) -> None:
     specs = sorted(p.name for p in (REPO / "specs").glob("*.yaml"))
     assert specs and {f"ptxconf/specdata/{s}" for s in specs} <= names
     schemas = ["ptxconf/" + p.relative_to(REPO / "conformance").as_posix() for p in (REPO / "conformance").rglob("*.json")]
-    assert "ptxconf/spec/schema.json" in schemas and any("/families/" in s for s in schemas)
+    assert "ptxconf/isa/schema.json" in schemas and any("/families/" in s for s in schemas)
     assert set(schemas) <= names
     assert any(n.startswith("ptxconf/generators/") for n in names)
     # One import namespace: nothing outside ptxconf/ (no top-level conformance/, generators/, specs/, tests/).
@@ -126,7 +126,7 @@ def test_wheel_carries_every_spec_and_schema(installed: Installed) -> None:
 
 
 def test_the_wheel_is_what_runs(installed: Installed) -> None:
-    code = "import ptxconf.spec.loader as l; print(l.__file__); print(l.default_specs_dir())"
+    code = "import ptxconf.isa.loader as l; print(l.__file__); print(l.default_specs_dir())"
     out = _check(installed.run(installed.bin / "python", "-c", code)).stdout.split()
     assert all(Path(p).resolve().is_relative_to(installed.venv.resolve()) for p in out), out
     assert out[1].endswith("ptxconf/specdata")

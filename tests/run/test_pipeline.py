@@ -22,6 +22,7 @@ import pytest
 from ptxconf import cli
 from ptxconf.backends.base import LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.isa import load_specs
 from ptxconf.oracle import mma
 from ptxconf.run import runner
 from ptxconf.run.observations import (
@@ -32,7 +33,6 @@ from ptxconf.run.observations import (
     observation_name,
     open_observation,
 )
-from ptxconf.spec import load_specs
 
 REPO = Path(__file__).resolve().parents[2]
 H100 = REPO / "results" / "h100"

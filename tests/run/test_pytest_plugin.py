@@ -19,7 +19,7 @@ import pytest
 from ptxconf import cli
 from ptxconf import pytest_plugin as plugin
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 pytest_plugins = ["pytester"]
 

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from ptxconf.isa import load_specs
 from ptxconf.run.replay import replay_dir
-from ptxconf.spec import load_specs
 
 SUITE = Path(__file__).resolve().parents[2] / "results" / "h100-suite"
 WMMA = SUITE.parent / "h100-wmma-run"

@@ -139,9 +139,9 @@ def test_plan_asks_no_assembler_and_settle_does(vid, monkeypatch):
     it through the family's ``settle``: a selector kernel ptxas refuses leaves the plan (its cases recorded, not
     launched), one it takes stays, and the answer is in the check's meta either way."""
     from ptxconf.core.family import family_of
+    from ptxconf.isa.loader import load_specs
+    from ptxconf.isa.targets import PtxVersion
     from ptxconf.run.runner import plan_variant
-    from ptxconf.spec.loader import load_specs
-    from ptxconf.spec.targets import PtxVersion
 
     v = load_specs(None).get(vid)
     fam = family_of(v)

@@ -9,6 +9,7 @@ missing optional packages ("install X").  All in this process through the CLI's 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -202,3 +203,13 @@ def test_specs_where_unknown_variant_or_operand_is_one_line(capsys):
 def test_specs_where_in_range_answers(capsys):
     assert cli_main(["specs", "where", LDM, "--operand", "fragment", "--lane", "3", "--element", "1"]) == 0
     assert "matrix 0, row 0, col 7" in capsys.readouterr().out
+
+
+def test_commands_are_registered_one_way():
+    """Every group of verbs is made by ``Commands.group`` (ptxconf.cli.main), whichever module adds to it: no other
+    module makes argparse subparsers of its own."""
+    root = Path(__file__).resolve().parents[2] / "conformance"
+    makers = sorted(str(path.relative_to(root)) for path in root.rglob("*.py")
+                    for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.Attribute) and node.attr == "add_subparsers")
+    assert makers == ["cli/main.py", "cli/main.py"], makers

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 from ptxconf.tools.numerics.spec import numerics_spec
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.cli import main
+from ptxconf.isa import load_specs
+from ptxconf.isa.model import TableLayout
 from ptxconf.oracle import mma
-from ptxconf.spec import load_specs
-from ptxconf.spec.model import TableLayout
 from ptxconf.tools.discover import discover, fit_formula
 
 SPECS = load_specs()
@@ -89,7 +89,7 @@ def test_fit_formula_refuses_non_linear_maps():
 
 
 def test_discover_cli_writes_loadable_yaml(tmp_path):
-    from ptxconf.spec.loader import Specs, load_file
+    from ptxconf.isa.loader import Specs, load_file
 
     vid = "mma.sync.aligned.m8n8k4.col.row.f16.f16.f16.f16"
     assert main(["discover", "--backend", "emulator", "-o", str(tmp_path), vid]) == 0

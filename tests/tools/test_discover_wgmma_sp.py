@@ -17,17 +17,17 @@ import pytest
 import yaml
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.cli import main
+from ptxconf.isa import load_specs
+from ptxconf.isa.expr import evaluate, parse
+from ptxconf.isa.model import TableLayout
 from ptxconf.oracle import mma
-from ptxconf.spec import load_specs
-from ptxconf.spec.expr import evaluate, parse
-from ptxconf.spec.model import TableLayout
 from ptxconf.tools.discover import discover
 
 SPECS = load_specs()
 P = "wgmma.mma_async.sp.sync.aligned."
 FORMS = [P + "m64n8k32.f16.f16.f16/rs", P + "m64n16k16.f32.tf32.tf32/ss", P + "m64n8k64.s32.s8.s8/rs",
          P + "m64n24k64.f32.e4m3.e5m2/ss", P + "m64n16k16.f32.tf32.tf32/rs"]
-SCHEMA = Path(__file__).resolve().parents[2] / "conformance" / "spec" / "schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "conformance" / "isa" / "schema.json"
 
 
 class SelectorTable(TableLayout):

@@ -62,7 +62,7 @@ def test_a_recorded_map_that_differs_is_named(capsys, tmp_path):
     """A run whose observed map moved one slot: the spec agrees, the recorded run does not."""
     run_dir = tmp_path / "runs" / "gpu-x"
     run_dir.mkdir(parents=True)
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
 
     spec = load_specs().get(MMA).operands["A"].layout.map()
     seen = spec.copy()

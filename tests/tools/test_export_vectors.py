@@ -60,7 +60,7 @@ def test_small_export_reads_back_with_numpy(small):
 
 def test_example_script_counts_what_the_model_reproduces(small, capsys):
     """The example's per-path counts equal the model run on the mismatch files directly."""
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.spec import numerics_spec
 
     specs = load_specs()

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from ptxconf.figures import ascii_grid, map_diff_figure, operand_figure, operand_letter  # noqa: E402
-from ptxconf.spec.loader import default_specs_dir, load_specs  # noqa: E402
+from ptxconf.isa.loader import default_specs_dir, load_specs  # noqa: E402
 
 M16N8K16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 M8N8K4 = "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32"

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 from ptxconf.cli import main
-from ptxconf.spec.loader import default_specs_dir, load_specs
+from ptxconf.isa.loader import default_specs_dir, load_specs
 from ptxconf.tools.hgemm import kernel as hg
 
 SPECS = load_specs()

@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 from ptxconf.cli.main import main
-from ptxconf.spec import load_specs, parse_target
-from ptxconf.spec.targets import PtxVersion
-from ptxconf.spec.yamlsrc import SpecError, load_yaml
+from ptxconf.isa import load_specs, parse_target
+from ptxconf.isa.targets import PtxVersion
+from ptxconf.isa.yamlsrc import SpecError, load_yaml
 from ptxconf.tools.toolchains import neighbourhood as nb
 from ptxconf.tools.toolchains import neighbourhood_report as nr
 from ptxconf.tools.toolchains import refuse as rf

@@ -248,7 +248,7 @@ def test_m8n8k4_f16_to_f32_is_the_ffma_chain_ptxas_builds(spec, specs):
     """ptxas builds m8n8k4 .f32.f16.f16.f32 on sm_90 as an FFMA chain from 0 over k and an FADD of C (SASS): the model
     computes exactly that, with exact rationals as the reference, also where a narrower window (32 bits, the value
     before) rounds otherwise: subnormal f16 operands."""
-    from ptxconf.spec.ptxtypes import ptx_type
+    from ptxconf.isa.ptxtypes import ptx_type
 
     v = specs.get("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32")
     p, t = path_of(spec, v), Types.of(v)

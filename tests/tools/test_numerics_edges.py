@@ -15,8 +15,8 @@ import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.backends.pycuda_backend import gpu_available
 from ptxconf.cli.main import main
-from ptxconf.spec import SpecError, load_specs
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa import SpecError, load_specs
+from ptxconf.isa.ptxtypes import ptx_type
 from ptxconf.tools.numerics import pins
 from ptxconf.tools.numerics.campaign import edges_campaign
 from ptxconf.tools.numerics.edges import (

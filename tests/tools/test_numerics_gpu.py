@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.ptxtypes import ptx_type
 from ptxconf.tools.numerics import gpu
 from ptxconf.tools.numerics import gpu_fuzz as gf
 from ptxconf.tools.numerics.fuzz import _values

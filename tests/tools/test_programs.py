@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ptxconf.backends.ptxas import assemble, find_ptxas
 from ptxconf.cli.main import main
 from ptxconf.families.wgmma import probe as wg
+from ptxconf.isa.packing import pack, unpack
 from ptxconf.oracle import mma as oracle_mma
-from ptxconf.spec.packing import pack, unpack
 from ptxconf.tools.programs import fuzz as fz
 from ptxconf.tools.programs import ops as o
 from ptxconf.tools.programs.emit import module_source

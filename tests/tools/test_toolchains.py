@@ -19,9 +19,9 @@ from ptxconf.backends.base import LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.backends.pycuda_backend import PyCudaBackend, gpu_available, ptxas_version
 from ptxconf.cli.main import main
+from ptxconf.isa import load_specs, parse_target
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma
-from ptxconf.spec import load_specs, parse_target
-from ptxconf.spec.targets import PtxVersion
 from ptxconf.tools.toolchains import differential as diff
 from ptxconf.tools.toolchains import matrix as mx
 from ptxconf.tools.toolchains.install import MANIFEST

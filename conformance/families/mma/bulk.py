@@ -1,12 +1,12 @@
 """mma.sync / mma.sp value cases in bulk: the ``value`` check's distribution as array code (NumPy or CuPy).
 
-The same recipe as :func:`ptxconf.families.mma.inputs.make_checks` gives the ``value`` check: A and B
-on the exact grids of :func:`~ptxconf.families.mma.inputs.float_grid` (or uniform integers), C on the
+The same recipe as :func:`ptxconf.families.mma.cases.make_checks` gives the ``value`` check: A and B
+on the exact grids of :func:`~ptxconf.families.mma.cases.float_grid` (or uniform integers), C on the
 products' grid (integers: half the cases within one product sum of the s32 limits), a random legal
 index pair per chunk of a sparse A, random garbage in every slot a layout leaves unheld, and fresh
 selector immediates and surroundings per seed.  D comes from :func:`ptxconf.oracle.mma` on the same
 array module, so the prediction is the oracle's, not a second one.  Randomness is counter-based
-(:mod:`ptxconf.spec.arrays`): case ``i`` is a function of (variant, seed, i) alone.
+(:mod:`ptxconf.isa.arrays`): case ``i`` is a function of (variant, seed, i) alone.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import numpy as np
 from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.generators.ptx import checksum
+from ptxconf.isa.arrays import below, case_counters, encode_exact, key_of
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma as oracle
-from ptxconf.spec.arrays import below, case_counters, encode_exact, key_of
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion
 
-from .inputs import C_SPREAD, _max_product_sum, _params, _stable_hash, _value_params, float_grid
+from .cases import C_SPREAD, _max_product_sum, _params, _value_params, case_rng, float_grid
 from .probe import Probe, buffer_layout
 
 __all__ = ["MmaBulk", "ValueDraws", "bulk_cases", "bulk_reason"]
@@ -167,6 +167,6 @@ def bulk_cases(v: Variant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, 
         raise NotImplementedError(f"{v.id}: no bulk cases for {why}")
     target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
     rng = variant_rng(v, seed, "bulk")
-    params = _params(v, np.random.default_rng([seed, _stable_hash(v.id), 0xB17]))
+    params = _params(v, case_rng(v, "bulk params", seed))
     probe = Probe(v, params, surroundings_of(v, rng))
     return MmaBulk(v, seed, version, target, probe, int(rng.choice([1, 2, 4, 8])))

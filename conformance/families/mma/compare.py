@@ -23,10 +23,10 @@ from ptxconf.core.verdict import MAX_LISTED, UNDEFINED, Verdict
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.mma.probe import BufferLayout, buffer_layout
 from ptxconf.generators.ptx import checksum
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import element_bits, unpack
+from ptxconf.isa.sparse import densify, sparsity
 from ptxconf.oracle import mma
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import element_bits, unpack
-from ptxconf.spec.sparse import densify, sparsity
 
 __all__ = ["Mismatch", "compare", "split_inputs", "observed_map"]
 
@@ -125,7 +125,7 @@ def _selections(v: Variant, bits: dict[str, np.ndarray]) -> dict[str, np.ndarray
     """The multiplicands as the spec reads them (A densified through the metadata for mma.sp)."""
     a = bits["A"]
     if "metadata" in bits:
-        from ptxconf.spec.sparse import densify
+        from ptxconf.isa.sparse import densify
 
         a = densify(v, a, bits["metadata"])
     return {"A": v.operands["A"].type.decode(a), "B": v.operands["B"].type.decode(bits["B"])}

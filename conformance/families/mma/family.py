@@ -16,15 +16,14 @@ from ptxconf.core.plan import (
     without_kernels,
 )
 from ptxconf.generators.ptx import Surroundings, checksum
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion, Target
 
-from . import bulk
-from . import checks as spec_checks
+from . import bulk, spec
 from . import undefined as ud
+from .cases import CHECKS, SPARSE_CHECKS, make_checks
 from .compare import compare
-from .inputs import CHECKS, SPARSE_CHECKS, make_checks
 from .probe import Probe, buffer_layout, chainable, module_source
 
 
@@ -43,7 +42,7 @@ class MmaFamily(Family):
         return mine
 
     def check_variant(self, v, path: tuple, src) -> None:
-        spec_checks.check_shapes(v, path, src)
+        spec.check_shapes(v, path, src)
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = CHECKS,
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:

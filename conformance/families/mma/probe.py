@@ -4,7 +4,7 @@ A probe assumes no layout.  Warp ``w`` of the grid takes case ``order[w]``,
 loads that case's words for every input operand from ``in[case][lane][word]``,
 executes the variant's instruction, and stores D's registers to
 ``out[case][lane][word]``.  Layouts are applied on the host
-(:mod:`ptxconf.spec.packing`).
+(:mod:`ptxconf.isa.packing`).
 
 Randomised from the seed, so the probes also exercise the JIT:
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from ptxconf.generators.ptx import Surroundings, checksum
 from ptxconf.generators.ptx import module_source as ptx_module
-from ptxconf.spec.model import Operand, Variant
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.model import Operand, Variant
+from ptxconf.isa.targets import PtxVersion, Target
 
 __all__ = ["Probe", "Surroundings", "BufferLayout", "buffer_layout", "kernel_source", "module_source", "checksum"]
 

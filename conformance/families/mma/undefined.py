@@ -34,8 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from ptxconf.core.verdict import UNDEFINED
-from ptxconf.spec.sparse import Sparsity, positions
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.sparse import Sparsity, positions
+from ptxconf.isa.targets import PtxVersion
 
 __all__ = ["UNDEFINED_CHECKS", "NOT_MODELLED", "NOT_MODELLED_TEXT", "undefined_pairs", "undefined_chunks",
            "out_of_range", "selector_check", "gpu_arch", "assembled", "assembly_observation",

@@ -1,11 +1,11 @@
 """ldmatrix / stmatrix / movmatrix value cases in bulk: the ``value`` check's distribution as array code.
 
-The same recipe as :func:`ptxconf.families.movement.probe.make_cases` gives the ``value`` check: every input
+The same recipe as :func:`ptxconf.families.movement.cases.make_cases` gives the ``value`` check: every input
 word random (the shared-memory image, stmatrix's source registers, movmatrix's ``a``, the padding), a
 distinct random 16-byte row of the image per row address, the poison address in every lane the
 instruction ignores.  The expected words come from :func:`ptxconf.families.movement.probe.apply` on the
 same array module, so the prediction is the comparator's, not a second one.  Randomness is
-counter-based (:mod:`ptxconf.spec.arrays`): case ``i`` is a function of (variant, seed, i) alone.
+counter-based (:mod:`ptxconf.isa.arrays`): case ``i`` is a function of (variant, seed, i) alone.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
-from ptxconf.spec.arrays import case_counters, key_of, uniform_bits
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.arrays import case_counters, key_of, uniform_bits
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion
 
 from . import probe as mv
 

@@ -8,7 +8,7 @@ import numpy as np
 
 
 def _specs(args):
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     return load_specs(args.specs)
 

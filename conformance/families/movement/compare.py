@@ -16,8 +16,8 @@ import numpy as np
 from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import Verdict
 from ptxconf.families.movement import probe as mv
-from ptxconf.spec.loader import Specs
-from ptxconf.spec.model import Operand, Variant
+from ptxconf.isa.loader import Specs
+from ptxconf.isa.model import Operand, Variant
 
 MAX_LINES = 12
 

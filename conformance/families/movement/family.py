@@ -7,10 +7,11 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import probe as mv
+from .cases import make_cases
 from .compare import compare_movement
 
 # Operands each form must name.
@@ -32,7 +33,7 @@ class MovementFamily(Family):
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         probe = mv.MoveProbe(v, mv.pick_space(v, rng, version))
-        case_sets = mv.make_cases(v, seed, tuple(checks), value_cases)
+        case_sets = make_cases(v, seed, tuple(checks), value_cases)
         in_words = np.concatenate([cs.words for cs in case_sets])
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ptxconf.backends.ptxas import Row, assemble, first_error, ptxas_info
 from ptxconf.families.tcgen05.probe import MmaProbe, expected, module_source, probes
 from ptxconf.families.tcgen05.spec import Tcgen05Spec
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 __all__ = ["DEFAULT_ARCHS", "matrix", "summary"]
 

@@ -6,7 +6,6 @@ pinned, or a ptxas disagreement; 2 usage errors.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -161,9 +160,8 @@ def cmd_assemble(args) -> int:
     return 1 if bad else 0
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("tcgen05", help="tcgen05 (Blackwell): Table 39, descriptors, ISA self-check, ptxas matrix")
-    sub = p.add_subparsers(dest="tcgen05_cmd", required=True)
+def add_parser(commands) -> None:
+    sub = commands.group("tcgen05", help="tcgen05 (Blackwell): Table 39, descriptors, ISA self-check, ptxas matrix")
 
     def common(sp):
         sp.add_argument("--specs", metavar="DIR", default=None, help="spec directory (default: the tree's specs/)")
@@ -175,7 +173,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--counts", action="store_true", help="counts per kind only")
     s.set_defaults(func=cmd_list)
 
-    idesc = sub.add_parser("idesc", help="instruction descriptor (§9.7.16.4.2)").add_subparsers(dest="idesc_cmd", required=True)
+    idesc = sub.group("idesc", help="instruction descriptor (§9.7.16.4.2)")
     e = idesc.add_parser("encode", help="fields -> 32-bit value, refusing what the ISA forbids")
     common(e)
     e.add_argument("--kind", required=True)
@@ -209,7 +207,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     d.add_argument("--cta-group", type=int, default=1, choices=(1, 2))
     d.set_defaults(func=cmd_idesc_decode)
 
-    smem = sub.add_parser("smem-desc", help="shared-memory descriptor (§9.7.16.4.1)").add_subparsers(dest="smem_cmd", required=True)
+    smem = sub.group("smem-desc", help="shared-memory descriptor (§9.7.16.4.1)")
     e = smem.add_parser("encode", help="byte values -> 64-bit value")
     common(e)
     e.add_argument("--address", type=_int, required=True, help="matrix start address (bytes)")
@@ -240,4 +238,3 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=None)
     s.add_argument("--no-cache", action="store_true")
     s.set_defaults(func=cmd_assemble)
-    return p

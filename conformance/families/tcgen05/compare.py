@@ -1,6 +1,6 @@
 """Comparator for tcgen05.mma run cases: recorded words, read through today's spec, vs the oracle.
 
-Each case is read back with :func:`ptxconf.families.tcgen05.run.decode_case`: the
+Each case is read back with :func:`ptxconf.families.tcgen05.cases.decode_case`: the
 recorded instruction descriptor is decoded with the current spec's field table
 (what the spec says the hardware computed), A and B are read from the recorded
 shared-memory image where the recorded shared-memory descriptors say they are,
@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import MAX_LISTED, Verdict
+from ptxconf.families.tcgen05.cases import ROWS, TcVariant, case_fields, d_rows, decode_case, tmem_operands
 from ptxconf.families.tcgen05.desc import DescriptorError, encode_idesc
-from ptxconf.families.tcgen05.run import ROWS, TcVariant, case_fields, d_rows, decode_case, tmem_operands
+from ptxconf.isa.ptxtypes import ptx_type
 from ptxconf.oracle import tcgen05_mma
-from ptxconf.spec.ptxtypes import ptx_type
 
 __all__ = ["compare_tcgen05", "descriptor_diagnosis"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptxconf.spec.targets import PtxVersion, Target, parse_target
+from ptxconf.isa.targets import PtxVersion, Target, parse_target
 
 from .spec import DescFormat, MmaTuple, Tcgen05Spec
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import PTX_VERSIONS, Plan, runnable_targets, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
-from . import run as tc05
+from . import cases as tc05
 from .compare import compare_tcgen05
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ptxconf.families.tcgen05.desc import IdescFields, SmemDesc, encode_idesc, encode_smem_desc
 from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 __all__ = ["MmaProbe", "probes", "module_source"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from ptxconf.spec.targets import PtxVersion, Target, parse_target, target_satisfies
-from ptxconf.spec.yamlsrc import Source, SpecError, first_schema_error, schema_validator
+from ptxconf.isa.targets import PtxVersion, Target, parse_target, target_satisfies
+from ptxconf.isa.yamlsrc import Source, SpecError, first_schema_error, schema_validator
 
 __all__ = [
     "SCHEMA_ID",
@@ -715,7 +715,7 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
 
 def load_tcgen05(directory: str | Path | None = None) -> Tcgen05Spec:
     """The tcgen05 document of a spec directory (default: the tree's specs/)."""
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     specs = load_specs(directory)
     for doc in specs.documents.values():

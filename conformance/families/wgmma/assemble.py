@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.spec.targets import TARGET_MIN_PTX, PtxVersion, parse_target
+from ptxconf.families.wgmma.cases import make_cases
+from ptxconf.isa.targets import TARGET_MIN_PTX, PtxVersion, parse_target
 
 CHUNK = 48
 PREVIOUS = {PtxVersion(8, 4): PtxVersion(8, 3)}
@@ -101,7 +102,7 @@ def _exes(args) -> list[str]:
 
 
 def run_assemble(args) -> int:
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     specs = load_specs(args.specs)
     forms = [v for v in specs.documents["wgmma"].variants]
@@ -163,8 +164,8 @@ def classify_reuse(v, words: np.ndarray, out: np.ndarray, imm: dict) -> list[str
 def run_reuse(args) -> int:
     from ptxconf.backends import Launch, get_backend
     from ptxconf.backends.base import evidence_label
+    from ptxconf.isa.loader import load_specs
     from ptxconf.oracle import mma
-    from ptxconf.spec.loader import load_specs
 
     specs = load_specs(args.specs)
     if args.select:
@@ -207,7 +208,7 @@ def run_reuse(args) -> int:
 
 def _reuse_probe(v, seed: int):
     """The reuse probe of a register-A form: its cases, immediates, probe and PTX module."""
-    cs = wg.make_cases(v, seed, ("value",), 4)[0]
+    cs = make_cases(v, seed, ("value",), 4)[0]
     imm = cs.params["imm"]
     probe = wg.WgProbe(v, tuple(sorted(imm.items())), reuse=True)
     module = wg.module_source([probe], max(v.min_ptx, PtxVersion(8, 0)), parse_target("sm_90a"))

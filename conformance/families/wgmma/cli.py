@@ -5,7 +5,6 @@ Exit status: 0 fine; 1 a refused descriptor, a ptxas disagreement or a reuse fin
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ __all__ = ["add_parser"]
 
 
 def _spec(args):
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     return load_specs(args.specs).documents["wgmma"]
 
@@ -101,9 +100,8 @@ def cmd_reuse(args) -> int:
     return run_reuse(args)
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("wgmma", help="wgmma.mma_async: forms, matrix descriptors, figures, ptxas, register reuse")
-    sub = p.add_subparsers(dest="wgmma_cmd", required=True)
+def add_parser(commands) -> None:
+    sub = commands.group("wgmma", help="wgmma.mma_async: forms, matrix descriptors, figures, ptxas, register reuse")
 
     def common(sp):
         sp.add_argument("--specs", metavar="DIR", default=None, help="spec directory (default: the tree's specs/)")
@@ -115,7 +113,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("--counts", action="store_true")
     s.set_defaults(func=cmd_list)
 
-    desc = sub.add_parser("desc", help="the 64-bit matrix descriptor (§9.7.15.5.1.2.2)").add_subparsers(dest="desc_cmd", required=True)
+    desc = sub.group("desc", help="the 64-bit matrix descriptor (§9.7.15.5.1.2.2)")
     e = desc.add_parser("encode", help="fields (bytes) -> descriptor, refusing what the ISA forbids")
     common(e)
     e.add_argument("--start", type=lambda t: int(t, 0), required=True, help="matrix start address (bytes)")
@@ -153,4 +151,3 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--build-cubins", metavar="DIR", help="assemble the probes to cubins here (no GPU needed) and stop")
     r.add_argument("--cubins", metavar="DIR", help="load the probes from cubins built by --build-cubins instead of the driver JIT")
     r.set_defaults(func=cmd_reuse)
-    return p

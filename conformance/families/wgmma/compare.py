@@ -132,8 +132,8 @@ def tagged_readback(v, meta: dict, got: np.ndarray, imm: dict) -> list[str]:
     Tags are element indices in the spec's placement (A: m * K + k, B: k * N + n), one digit per
     case; the other operand selects one element per D cell, so D spells the tag back.
     """
-    from ptxconf.spec.packing import unpack
-    from ptxconf.spec.ptxtypes import TYPES
+    from ptxconf.isa.packing import unpack
+    from ptxconf.isa.ptxtypes import TYPES
 
     dop = v.operands["D"]
     vals = np.abs(TYPES[v.dtype].decode(unpack(dop, got[:, :, : dop.words])[:, 0]))
@@ -218,7 +218,7 @@ def _d_fragment(exp: np.ndarray, got: np.ndarray) -> tuple[int, str]:
 
 
 def _numerics(v, exp: np.ndarray, got: np.ndarray) -> str:
-    from ptxconf.spec.ptxtypes import TYPES
+    from ptxconf.isa.ptxtypes import TYPES
 
     dt = TYPES[v.dtype]
     if v.dtype == "f16":

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import probe as wg
+from .cases import make_cases
 from .compare import compare_wgmma
 
 
@@ -24,7 +25,7 @@ class WgmmaFamily(Family):
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
-        case_sets = wg.make_cases(v, seed, tuple(checks), min(value_cases, 4))
+        case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
         return plan_by_kernel(v, seed, version, target, case_sets,
                               lambda cs: wg.WgProbe(v, tuple(sorted(cs.params["imm"].items()))), wg.out_words(v), rng,
                               cases_per_launch)

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
-from ptxconf.spec.model import Fragment, Layout, Operand, Variant
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source, check_schema, schema_validator
+from ptxconf.isa.expr import Expr, ExprError, evaluate, parse
+from ptxconf.isa.model import Fragment, Layout, Operand, Variant
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion, parse_target
+from ptxconf.isa.yamlsrc import Source, check_schema, schema_validator
 
 __all__ = ["WgmmaVariant", "WgmmaSpec", "SmemSpec", "DescSpec", "load_document", "load_wgmma", "canonical_strides"]
 
@@ -313,7 +313,7 @@ def layout_templates(doc: dict, src: Source, bindings: dict[str, Expr]) -> dict[
 
 def load_document(doc: dict, src: Source) -> WgmmaSpec:
     """Schema-check and build a ``schema: wgmma/1`` document; raise SpecError naming file:line:field."""
-    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
+    from ptxconf.isa.loader import check_layout  # late: the loader imports document kinds by name
 
     check_schema(_validator(), doc, src)
     bindings = {k: _f(v, ("bindings", k), src) for k, v in (doc.get("bindings") or {}).items()}
@@ -489,7 +489,7 @@ def _check_smem(spec: WgmmaSpec, src: Source) -> None:
 
 
 def load_wgmma(directory: str | Path | None = None) -> WgmmaSpec:
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     specs = load_specs(directory)
     return specs.documents["wgmma"]

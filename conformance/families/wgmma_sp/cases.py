@@ -24,10 +24,11 @@ from functools import cache
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.mma import undefined as ud
+from ptxconf.families.wgmma import cases as wgc
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import Desc
-from ptxconf.spec.packing import pack
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.isa.packing import pack
+from ptxconf.isa.ptxtypes import TYPES
 
 from . import probe as sp
 from .spec import WgmmaSpVariant, k_major_fits
@@ -49,7 +50,7 @@ def immediate_sets(v: WgmmaSpVariant) -> list[dict]:
 
 
 def imm_tag(imm: dict) -> str:
-    rest = wg.imm_tag({k: val for k, val in imm.items() if k != "sel"})
+    rest = wgc.imm_tag({k: val for k, val in imm.items() if k != "sel"})
     return ",".join(x for x in (rest, f"sel{imm.get('sel', 0)}") if x)
 
 
@@ -78,7 +79,7 @@ def random_patterns(v: WgmmaSpVariant, rng, cases: int) -> np.ndarray:
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
-    return wg._values(rng, tname, shape)
+    return wgc._values(rng, tname, shape)
 
 
 @cache
@@ -88,7 +89,7 @@ def _one(tname: str) -> np.uint64:
 
 
 def _digit(tname: str, d: np.ndarray) -> np.ndarray:
-    return wg._digit(tname, d)
+    return wgc._digit(tname, d)
 
 
 def layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, model: wg.Model, region: int,
@@ -97,7 +98,7 @@ def layout_choice(v: WgmmaSpVariant, rng, operand: str, trans: int, sw: str, mod
     family chooses them: canonical strides, K chunks in either order (K-major none), any LBO and a
     K start inside the swizzle row (K-major swizzled), a pattern start off the repeat boundary."""
     ext, kext = (64, v.a_view.K) if operand == "A" else (v.N, v.K)
-    return wg.descriptor_choice(rng, model, trans, sw, v.bits, ext, kext, region, room, off_boundary)
+    return wgc.descriptor_choice(rng, model, trans, sw, v.bits, ext, kext, region, room, off_boundary)
 
 
 def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model) -> bool:
@@ -109,7 +110,7 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[list, d
     """(compressed A, fields, B) per case and the meta of a tagged check."""
     plans = []
     if check == "map.A":
-        db = wg.DIGIT_BITS[v.atype]
+        db = wgc.DIGIT_BITS[v.atype]
         tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
         digits = max(1, -(-int(tags.max()).bit_length() // db))
         shifts = -(-v.K // v.N)
@@ -120,7 +121,7 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[list, d
                 plans.append((comp, fields, _selection_b(v, s)))
         return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts}
     if check == "map.B":
-        db = wg.DIGIT_BITS[v.btype]
+        db = wgc.DIGIT_BITS[v.btype]
         tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
         digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
         shifts = -(-v.K // 64)
@@ -182,7 +183,7 @@ def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
         plans = [(_values(rng, v.atype, (64, v.kc)), fields[i], _values(rng, v.btype, (v.K, v.N)))
                  for i in range(SELECTOR_CASES)]
         return plans, {"target": check}
-    db = wg.DIGIT_BITS[v.atype]
+    db = wgc.DIGIT_BITS[v.atype]
     tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
     digits = max(1, -(-int(tags.max()).bit_length() // db))
     shifts = -(-v.K // v.N)
@@ -232,7 +233,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 plans, meta = _tagged_plans(v, rng, check, imm["sel"])
             words = np.zeros((len(plans), sp.LANES, sp.in_words(v)), dtype=np.uint32)
             img = np.tile(((np.arange(sp.image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
-            C = wg._c_values(rng, v, len(plans))
+            C = wgc._c_values(rng, v, len(plans))
             cfgs = []
             for i, (comp, _, B) in enumerate(plans):
                 if check == "value" and i < n_on:

@@ -18,9 +18,9 @@ from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import compare as dense
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.spec.expr import parse
-from ptxconf.spec.packing import unpack
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.isa.expr import parse
+from ptxconf.isa.packing import unpack
+from ptxconf.isa.ptxtypes import TYPES
 
 from . import probe as sp
 

@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 from ptxconf.backends.base import Launch
 from ptxconf.core.plan import runnable_targets, support_reason
+from ptxconf.families.wgmma import cases as wgc
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.spec.expr import evaluate, parse
-from ptxconf.spec.fit import _runs, _term
-from ptxconf.spec.packing import element_bits, slots_to_words
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.sparse import positions
+from ptxconf.isa.expr import evaluate, parse
+from ptxconf.isa.fit import _runs, _term
+from ptxconf.isa.packing import element_bits, slots_to_words
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.sparse import positions
 
 from . import cases as spc
 from . import probe as sp
@@ -139,21 +140,21 @@ def _rows_and_cols(v: WgmmaSpVariant, backend: Any, use_spec: bool, relabel: lis
     spx = sp.sparsity(v)
     cs = _Cases(v)
     at, bt = v.atype, v.btype
-    one_a, one_b = wg._digit(at, np.array(1)), wg._digit(bt, np.array(1))
+    one_a, one_b = wgc._digit(at, np.array(1)), wgc._digit(bt, np.array(1))
     aop = v.operands.get("A")
     a_slots = (sp.LANES, aop.layout.elements) if aop is not None else None
     uniform = np.full(sp.LANES, _nibbles(np.array([UNIFORM] * 8)), dtype=np.uint32)
     kh = v.K // 2  # stored elements per row: D(m, n) = kh * digit
     # columns of D
-    dbb = wg.DIGIT_BITS[bt]
+    dbb = wgc.DIGIT_BITS[bt]
     cd = _digits(v.N, dbb)
     cols = []
     for d in range(cd):
         digit = ((np.arange(v.N) + 1) >> (dbb * d)) & ((1 << dbb) - 1)
-        B = np.broadcast_to(wg._digit(bt, digit)[None, :], (v.K, v.N)).copy()
+        B = np.broadcast_to(wgc._digit(bt, digit)[None, :], (v.K, v.N)).copy()
         cols.append(cs.add(B, uniform, regs=np.full(a_slots, one_a, dtype=np.uint64) if a_slots else None,
                            tile=np.full((64, v.kc), one_a, dtype=np.uint64)))
-    dba = wg.DIGIT_BITS[at]
+    dba = wgc.DIGIT_BITS[at]
     ones_b = np.full((v.K, v.N), one_b, dtype=np.uint64)
     rows: list[int] = []
     stored = [int(k) for k in (positions(spx, np.array([UNIFORM] * spx.chunks)) + np.arange(spx.chunks)[:, None] * spx.width).ravel()]
@@ -161,7 +162,7 @@ def _rows_and_cols(v: WgmmaSpVariant, backend: Any, use_spec: bool, relabel: lis
         rd = _digits(64, dba)
         for d in range(rd):
             digit = ((np.arange(64) + 1) >> (dba * d)) & ((1 << dba) - 1)
-            rows.append(cs.add(ones_b, uniform, tile=np.broadcast_to(wg._digit(at, digit)[:, None], (64, v.kc)).copy()))
+            rows.append(cs.add(ones_b, uniform, tile=np.broadcast_to(wgc._digit(at, digit)[:, None], (64, v.kc)).copy()))
     else:
         n_slots = a_slots[0] * a_slots[1]
         rd = _digits(n_slots, dba)
@@ -170,7 +171,7 @@ def _rows_and_cols(v: WgmmaSpVariant, backend: Any, use_spec: bool, relabel: lis
             B = np.zeros((v.K, v.N), dtype=np.uint64)
             B[k, :] = one_b
             for d in range(rd):
-                rows.append(cs.add(B, uniform, regs=wg._digit(at, (tags >> (dba * d)) & ((1 << dba) - 1))))
+                rows.append(cs.add(B, uniform, regs=wgc._digit(at, (tags >> (dba * d)) & ((1 << dba) - 1))))
     vals = cs.run(backend, v.selectors[0])
     col = _code_of(vals[cols], cd, dbb, kh) - 1
     out: dict[str, Any] = {"col": col}
@@ -229,10 +230,10 @@ def _metadata(v: WgmmaSpVariant, backend: Any, d_map: np.ndarray, a_map: np.ndar
     shifts = -(-v.K // v.N)
     cs = _Cases(v)
     slot_val = np.arange(v.kc) % spx.nz + 1  # compressed col c holds slot c % nz
-    tile = np.broadcast_to(wg._digit(v.atype, slot_val)[None, :], (64, v.kc)).copy()
+    tile = np.broadcast_to(wgc._digit(v.atype, slot_val)[None, :], (64, v.kc)).copy()
     regs = None
     if a_map is not None:
-        regs = np.where(a_map[..., 2] >= 0, wg._digit(v.atype, a_map[..., 2] % spx.nz + 1), 0).astype(np.uint64)
+        regs = np.where(a_map[..., 2] >= 0, wgc._digit(v.atype, a_map[..., 2] % spx.nz + 1), 0).astype(np.uint64)
     for r in range(R):
         meta = _nibbles(pats[code[r]].reshape(sp.LANES, 8, 2))
         for s in range(shifts):

@@ -12,7 +12,7 @@ import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng, without_kernels
 from ptxconf.families.mma import undefined as ud
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import probe as sp
 from .cases import immediate_sets, make_cases

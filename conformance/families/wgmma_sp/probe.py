@@ -41,10 +41,10 @@ from ptxconf.families.wgmma.probe import (
 )
 from ptxconf.generators.ptx import KeyedProbe
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.sparse import Sparsity, positions
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.sparse import Sparsity, positions
+from ptxconf.isa.targets import PtxVersion, Target
 
 from .spec import WgmmaSpVariant
 
@@ -66,7 +66,7 @@ def in_words(v: WgmmaSpVariant) -> int:
 
 
 def sparsity(v: WgmmaSpVariant) -> Sparsity:
-    """The chunk geometry of ``ptxconf.spec.sparse`` for a form (increasing index pairs)."""
+    """The chunk geometry of ``ptxconf.isa.sparse`` for a form (increasing index pairs)."""
     return Sparsity(64, v.K, v.chunks, v.width, v.nz, ordered=True)
 
 

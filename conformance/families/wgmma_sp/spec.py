@@ -33,11 +33,11 @@ from ptxconf.families.wgmma.spec import (
     layout_templates,
     load_smem_and_descriptor,
 )
-from ptxconf.spec.expr import Expr, ExprError, evaluate
-from ptxconf.spec.model import Fragment, Operand
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, parse_target
-from ptxconf.spec.yamlsrc import Source, check_schema, schema_validator
+from ptxconf.isa.expr import Expr, ExprError, evaluate
+from ptxconf.isa.model import Fragment, Operand
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion, parse_target
+from ptxconf.isa.yamlsrc import Source, check_schema, schema_validator
 
 __all__ = ["WgmmaSpVariant", "WgmmaSpSpec", "load_document", "k_major_fits"]
 
@@ -122,7 +122,7 @@ def load_document(doc: dict, src: Source) -> WgmmaSpSpec:
 
 def _check_operands(spec: WgmmaSpSpec, v: WgmmaSpVariant, checked: set, src: Source) -> None:
     """Each layout a form uses covers its tile exactly once (per selector for the metadata)."""
-    from ptxconf.spec.loader import check_layout  # late: the loader imports document kinds by name
+    from ptxconf.isa.loader import check_layout  # late: the loader imports document kinds by name
 
     for op in v.operands.values():
         lay = op.layout

@@ -1,6 +1,6 @@
 """wmma value cases in bulk: the ``value`` check's cases as array code (NumPy or CuPy).
 
-As a plan draws them (:func:`ptxconf.families.wmma.route.case_words`): a random byte image, the header
+As a plan draws them (:func:`ptxconf.families.wmma.cases.case_words`): a random byte image, the header
 (route, strides, base offsets, each random within what the hardware takes), and A, B, C of the
 companion wmma.mma form at their offsets, drawn as the mma family's bulk cases draw them
 (:class:`ptxconf.families.mma.bulk.ValueDraws`).  The expected ``out`` words come from
@@ -17,11 +17,11 @@ import numpy as np
 from ptxconf.core.bulk import BulkFields, Drawn
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.families.mma.bulk import ValueDraws, bulk_reason
-from ptxconf.spec.arrays import below, case_counters, key_of, uniform_bits
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.arrays import below, case_counters, key_of, uniform_bits
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion
 
-from . import route as rt
+from . import probe as wm
 from .memory import HEADER_WORDS, SLACK, apply, scatter_matrices, sizes
 from .spec import WmmaVariant
 
@@ -52,7 +52,7 @@ class WmmaBulk(BulkFields):
         return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
 
     def header(self, xp: Any, first: int, n: int) -> Any:
-        """``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.route.case_words` draws them."""
+        """``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.cases.case_words` draws them."""
         mv = self.mma
         route = below(xp, self.key, self._counter(xp, "route", first, n, 1), len(self.routes))[:, 0]
         col = xp.asarray(self.col)[route]  # [case, (c, d)]
@@ -91,7 +91,7 @@ def bulk_cases(v: WmmaVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersi
     """The form's bulk cases at ``seed``: the companion wmma.mma form, the build, the state space and the warps per
     block drawn from their own streams (as a plan draws them), the cases by counter."""
     rng = variant_rng(v, seed, "bulk")
-    options = rt.companions(v)
+    options = wm.companions(v)
     mv = options[int(rng.integers(len(options)))]
     why = bulk_reason(mv)
     if why:
@@ -99,9 +99,9 @@ def bulk_cases(v: WmmaVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersi
     target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
     size = sizes(v.doc, mv)
     spaces = [s for s in v.doc.spaces_for(version)
-              if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
-    probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
+              if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= wm.SHARED_BUDGET]
+    probe = wm.WmmaProbe(v, mv, wm.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
     wpb = int(rng.choice([1, 2, 4, 8]))
     if probe.shared:
-        wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= rt.SHARED_BUDGET)
+        wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= wm.SHARED_BUDGET)
     return WmmaBulk(v, seed, version, target, probe, wpb)

@@ -32,7 +32,7 @@ class Mismatch:
     found_at: list[tuple[int, int]] = field(default_factory=list)
 
     def describe(self, v: WmmaVariant) -> str:
-        from ptxconf.spec.ptxtypes import ptx_type
+        from ptxconf.isa.ptxtypes import ptx_type
 
         t = ptx_type(self.dtype)
         w = (t.bits + 3) // 4

@@ -14,15 +14,14 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import CaseSet, Plan, pick_build, split_launches, stack_slices, variant_rng
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
-from . import route as rt
+from . import probe as wm
+from .cases import CHECKS, make_cases
 from .compare import companion_of, compare_wmma
 from .memory import apply, sizes
-
-CHECKS = ("value", "map.A", "map.B", "map.C")
 
 
 class WmmaFamily(Family):
@@ -33,25 +32,19 @@ class WmmaFamily(Family):
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
-        from ptxconf.families.mma.inputs import make_checks
-
         rng = variant_rng(v, seed)
-        options = rt.companions(v)
+        options = wm.companions(v)
         mv = options[int(rng.integers(len(options)))]
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
         size = sizes(v.doc, mv)
-        spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= rt.SHARED_BUDGET]
-        probe = rt.WmmaProbe(v, mv, rt.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
-        params = {"mma": mv.id, "routes": [list(r) for r in probe.routes], "space": probe.space}
-        case_sets = []
-        for cs in make_checks(mv, seed, tuple(c for c in checks if c in CHECKS), value_cases):
-            words = rt.case_words(probe, cs.bits, rng)
-            case_sets.append(CaseSet(cs.check, words, dict(params), cs.meta))
+        spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= wm.SHARED_BUDGET]
+        probe = wm.WmmaProbe(v, mv, wm.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
+        case_sets = make_cases(probe, seed, checks, value_cases, rng)
         in_words = np.concatenate([cs.words for cs in case_sets])
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
         if probe.shared:
-            wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= rt.SHARED_BUDGET)
+            wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= wm.SHARED_BUDGET)
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
         return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words)
 
@@ -59,11 +52,11 @@ class WmmaFamily(Family):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
-        return rt.module_source(probes, version, target)
+        return wm.module_source(probes, version, target)
 
     def assembly_probe(self, v):
-        mv = rt.companions(v)[0]
-        return rt.WmmaProbe(v, mv, rt.routes_for(v), ".global", sizes(v.doc, mv))
+        mv = wm.companions(v)[0]
+        return wm.WmmaProbe(v, mv, wm.routes_for(v), ".global", sizes(v.doc, mv))
 
     def emulate(self, probe, rows: np.ndarray, out_words: int, emulator) -> np.ndarray:
         return apply(probe.variant.doc, probe.mma, probe.routes, rows, out_words)
@@ -72,7 +65,7 @@ class WmmaFamily(Family):
         return compare_wmma(v, rec)
 
     def add_cli(self, sub) -> None:
-        from .observe import add_parser
+        from .cli import add_parser
 
         add_parser(sub)
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ptxconf.isa.arrays import namespace
+from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.oracle import mma as oracle_mma
-from ptxconf.spec.arrays import namespace
-from ptxconf.spec.ptxtypes import TYPES
 
 from .spec import WmmaSpec, WmmaVariant
 

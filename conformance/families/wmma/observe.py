@@ -6,24 +6,178 @@ the map ``[lane, element] -> (row, col)``, how many slots hold each cell
 (fragments may duplicate), and a bit-linear formula where one fits.
 
     ptxconf wmma-observe [--backend pycuda] [-o DIR] [--seed S] [--figures]
+
+The probes it runs.  PTX ISA 9.2 §9.7.14.4.1: "the distribution of fragments loaded by the threads
+in a warp is unspecified and is target architecture dependent".  These probes
+make it a measured fact about a GPU and driver: ``wmma.load`` reads a tagged
+matrix (each element's bits name its row and column) and the registers are
+stored verbatim; ``wmma.store`` writes registers whose bits name their
+(lane, element) slot and the matrix is read back.  Data only moves, so raw bit
+patterns serve as tags (digits over several cases where a type has too few).
+
+Every load/store form of specs/wmma.yaml is probed (register counts, types and
+strides come from the spec).  Probe contract as elsewhere: ``(in, out, order,
+ncases)``, one warp per case; for a load the case's ``in`` region holds the
+matrix image, for a store its ``out`` region receives it.  The stride is the
+least legal stride (the leading dimension, rounded up to the hardware's 16-byte row
+alignment) plus a seeded padding, so stride handling is exercised too; each case's matrix
+starts at a multiple of 256 bytes.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import math
-import time
-from pathlib import Path
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 from ptxconf.backends.base import Backend, Launch
 from ptxconf.families.wmma.memory import read_matrix, write_matrix
-from ptxconf.families.wmma.probe import WmmaForm, forms, module_source, words_per_lane
-from ptxconf.spec.fit import fit_formula
-from ptxconf.spec.targets import parse_target
+from ptxconf.isa.fit import fit_formula
+from ptxconf.isa.model import REGISTER_BITS
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import parse_target
 
-__all__ = ["observe", "infer_load", "infer_store", "tag_digits"]
+from .spec import WmmaSpec, WmmaVariant, load_wmma
+
+__all__ = ["WmmaForm", "forms", "kernel_source", "module_source", "words_per_lane", "observe", "infer_load", "infer_store",
+           "tag_digits"]
+
+
+@dataclass(frozen=True)
+class WmmaForm:
+    """One wmma.load or wmma.store form in one state space."""
+
+    variant: WmmaVariant
+    state_space: str = ".global"
+
+    @property
+    def spec(self) -> WmmaSpec:
+        return self.variant.doc  # type: ignore[return-value]
+
+    @property
+    def op(self) -> str:
+        return self.variant.op
+
+    @property
+    def frag(self) -> str:
+        return self.variant.matrix
+
+    @property
+    def layout(self) -> str:
+        return self.variant.layout_of(self.frag)
+
+    @property
+    def shape(self) -> str:
+        return self.variant.shape_name
+
+    @property
+    def type(self) -> str:
+        return self.variant.type_of(self.frag)
+
+    @property
+    def bits(self) -> int:
+        return TYPES[self.type].bits
+
+    @property
+    def id(self) -> str:
+        return self.variant.id.replace(f".{self.shape}.", f".{self.shape}{self.state_space}.")
+
+    @property
+    def dims(self) -> tuple[int, int]:
+        return self.spec.dims(self.frag, self.shape)
+
+    @property
+    def register(self) -> str:
+        return self.spec.frag(self.frag, self.type, self.shape).register
+
+    @property
+    def registers(self) -> int:
+        return self.spec.frag(self.frag, self.type, self.shape).registers
+
+    @property
+    def per_register(self) -> int:
+        return self.spec.frag(self.frag, self.type, self.shape).per_register
+
+    @property
+    def elements(self) -> int:
+        return self.registers * self.per_register
+
+    @property
+    def register_words(self) -> int:
+        return self.registers * REGISTER_BITS[self.register] // 32
+
+    def pad_unit(self) -> int:
+        """Padding step in elements: keeps every row/column start aligned as the spec requires."""
+        return self.spec.stride_unit(self.frag, self.type, self.shape, self.layout)
+
+    def stride(self, pad: int) -> int:
+        """The least legal stride in elements (the leading dimension, rounded up to a 16-byte multiple) plus padding."""
+        return self.spec.min_stride(self.frag, self.type, self.shape, self.layout) + pad
+
+    def image_elements(self, pad: int) -> int:
+        rows, cols = self.dims
+        return (rows if self.layout == "row" else cols) * self.stride(pad)
+
+    def offset(self, row: np.ndarray, col: np.ndarray, pad: int) -> np.ndarray:
+        return row * self.stride(pad) + col if self.layout == "row" else col * self.stride(pad) + row
+
+    def kernel_name(self, pad: int) -> str:
+        return "wmma_" + hashlib.sha256(f"{self.id}|{pad}".encode()).hexdigest()[:16]
+
+
+def forms(spec: WmmaSpec | None = None) -> list[WmmaForm]:
+    """Every wmma.load / wmma.store form of the spec (114), from global memory."""
+    spec = spec or load_wmma()
+    return [WmmaForm(v) for v in spec.variants if v.op in ("load", "store")]
+
+
+def words_per_lane(form: WmmaForm, pad: int) -> int:
+    """Buffer words per lane: the registers, or the case's share of the matrix image (32-byte aligned)."""
+    image_bytes = -(-form.image_elements(pad) * form.bits // 8)
+    image_words = -(-image_bytes // 4)
+    per_lane = -(-image_words // 32)
+    return max(form.register_words, per_lane + (per_lane % 2))
+
+
+def kernel_source(form: WmmaForm, pad: int) -> str:
+    n = form.registers
+    words = words_per_lane(form, pad)
+    regs = ", ".join(f"%r{i}" for i in range(n))
+    step = REGISTER_BITS[form.register] // 8
+    lines = [
+        f".visible .entry {form.kernel_name(pad)}(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)",
+        "{",
+        f"    .reg .{form.register} %r<{n}>;",
+        "    .reg .b32 %t<8>; .reg .b64 %q<8>; .reg .pred %p0;",
+        "    mov.u32 %t0, %tid.x; and.b32 %t1, %t0, 31; shr.u32 %t2, %t0, 5;",
+        "    mov.u32 %t3, %ntid.x; shr.u32 %t3, %t3, 5; mov.u32 %t4, %ctaid.x; mad.lo.u32 %t2, %t4, %t3, %t2;",
+        "    ld.param.u32 %t5, [p_ncases]; setp.ge.u32 %p0, %t2, %t5; @%p0 bra $L_done;",
+        "    ld.param.u64 %q0, [p_order]; cvta.to.global.u64 %q0, %q0; mul.wide.u32 %q1, %t2, 4; add.s64 %q0, %q0, %q1;",
+        "    ld.global.u32 %t6, [%q0];",
+        "    ld.param.u64 %q2, [p_in]; cvta.to.global.u64 %q2, %q2;",
+        "    ld.param.u64 %q4, [p_out]; cvta.to.global.u64 %q4, %q4;",
+        f"    mul.wide.u32 %q3, %t6, {32 * words * 4};",  # the case's region
+        "    add.s64 %q5, %q2, %q3; add.s64 %q6, %q4, %q3;",
+        f"    mul.wide.u32 %q7, %t1, {words * 4};",  # this lane's slice
+    ]
+    stride = form.stride(pad)
+    if form.op == "load":
+        lines.append(f"    {form.id} {{{regs}}}, [%q5], {stride};")
+        lines.append("    add.s64 %q6, %q6, %q7;")
+        lines += [f"    st.global.{form.register} [%q6+{step * i}], %r{i};" for i in range(n)]
+    else:
+        lines.append("    add.s64 %q5, %q5, %q7;")
+        lines += [f"    ld.global.{form.register} %r{i}, [%q5+{step * i}];" for i in range(n)]
+        lines.append(f"    {form.id} [%q6], {{{regs}}}, {stride};")
+    lines += ["$L_done:", "    ret;", "}"]
+    return "\n".join(lines)
+
+
+def module_source(pairs: list[tuple[WmmaForm, int]], version: str = "7.0", target: str = "sm_80") -> str:
+    head = [f".version {version}", f".target {target}", ".address_size 64", ""]
+    return "\n".join(head + [kernel_source(f, pad) + "\n" for f, pad in pairs])
 
 
 def tag_digits(count: int, bits: int) -> int:
@@ -158,61 +312,3 @@ def compare_observations(before: dict, now: dict) -> dict[str, list[str]]:
             out["same" if sorted(map(tuple, old[form]["map"])) == sorted(map(tuple, entry["map"])) else "changed"].append(form)
     out["missing"] = sorted(set(old) - set(new))
     return out
-
-
-def main(args) -> int:
-    from ptxconf.backends import get_backend
-    from ptxconf.figures import map_figure
-
-    backend = get_backend(args.backend)
-    if backend.name != "pycuda":
-        print("ptxconf wmma-observe: needs a GPU (the ISA specifies no wmma layout for an emulator to follow)")
-        return 2
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    try:
-        info = backend.info()
-        results = observe(backend, args.seed, target=args.target)
-    finally:
-        backend.close()
-    doc = {"device": info, "seed": args.seed, "wall_s": round(time.perf_counter() - t0, 3), "forms": []}
-    arrays = {}
-    for form, pad, m, err in results:
-        if m is None:
-            doc["forms"].append({"form": form.id, "error": err})
-            continue
-        entry = summarize(form, m) | {"stride_padding_elements": pad}
-        doc["forms"].append(entry)
-        arrays[form.id] = m
-        if args.figures:
-            letter = {"a": "a", "b": "b", "c": "c", "d": "d"}[form.frag]
-            map_figure(m, out / f"{form.id}.svg", f"{form.id}\nobserved on {info.get('gpu')} (driver {info.get('driver')})",
-                       letter, form.per_register)
-        print(f"{form.id:60s} copies {entry['copies']}  row = {entry['row']}  col = {entry['col']}")
-    if args.compare:
-        before = json.loads(Path(args.compare).read_text())
-        diff = compare_observations(before, doc)
-        doc["compared_with"] = {"file": str(args.compare), "device": before.get("device"),
-                                **{k: v for k, v in diff.items() if k != "same"}, "same": len(diff["same"])}
-        was = before.get("device", {})
-        print(f"against {args.compare} ({was.get('gpu')}, driver {was.get('driver')}): {len(diff['same'])} same, "
-              f"{len(diff['changed'])} changed, {len(diff['new'])} new, {len(diff['missing'])} no longer observed")
-        for form in diff["changed"]:
-            print(f"  changed: {form}")
-    (out / "observed_wmma.json").write_text(json.dumps(doc, indent=1) + "\n")
-    np.savez_compressed(out / "observed_wmma.npz", **arrays)
-    errors = [f for f in doc["forms"] if "error" in f]
-    print(f"{len(doc['forms']) - len(errors)} forms observed, {len(errors)} failed -> {out}")
-    return 1 if errors else 0
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("wmma-observe", help="observe wmma.load/store fragment layouts on the GPU (unspecified by the ISA)")
-    p.add_argument("--backend", default="auto", choices=["auto", "pycuda"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--figures", action="store_true")
-    p.add_argument("--target", default="sm_80", help="the .target of the probe module (default sm_80)")
-    p.add_argument("--compare", metavar="JSON", help="a recorded observed_wmma.json: report forms whose distribution changed")
-    p.add_argument("-o", "--output", default="ptxconf-wmma", metavar="DIR")
-    p.set_defaults(func=main)

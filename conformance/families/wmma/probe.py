@@ -1,166 +1,147 @@
-"""wmma.load / wmma.store probes: observe fragment layouts the ISA leaves unspecified.
+"""wmma probe kernels: wmma.load A, B, C -> wmma.mma -> wmma.store D, in one kernel, memory to memory.
 
-PTX ISA 9.2 §9.7.14.4.1: "the distribution of fragments loaded by the threads
-in a warp is unspecified and is target architecture dependent".  These probes
-make it a measured fact about a GPU and driver: ``wmma.load`` reads a tagged
-matrix (each element's bits name its row and column) and the registers are
-stored verbatim; ``wmma.store`` writes registers whose bits name their
-(lane, element) slot and the matrix is read back.  Data only moves, so raw bit
-patterns serve as tags (digits over several cases where a type has too few).
-
-Every load/store form of specs/wmma.yaml is probed (register counts, types and
-strides come from the spec).  Probe contract as elsewhere: ``(in, out, order,
-ncases)``, one warp per case; for a load the case's ``in`` region holds the
-matrix image, for a store its ``out`` region receives it.  The stride is the
-least legal stride (the leading dimension, rounded up to the hardware's 16-byte row
-alignment) plus a seeded padding, so stride handling is exercised too; each case's matrix
-starts at a multiple of 256 bytes.
+Every form runs this way: a wmma.mma form with its own loads and store; a wmma.load or
+wmma.store form inside a wmma.mma form that consumes it (the *companion*, chosen per seed), so a
+load of one form feeding an mma of the same form composes on every form.  The kernel holds one
+*route* per (C layout, D layout) the case may pick; each case also picks its strides (ldm) and
+base offsets, and the kernel its state space (generic, .global, .shared, .shared::cta).  Shared
+memory kernels copy the case's ``in`` region into the warp's shared slice, run the route there,
+and copy the ``out`` slice back.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
-import numpy as np
-from ptxconf.spec.model import REGISTER_BITS
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.generators.ptx import KeyedProbe, case_prologue
+from ptxconf.generators.ptx import module_source as probe_module_source
+from ptxconf.isa.targets import PtxVersion, Target
 
-from .spec import WmmaSpec, WmmaVariant, load_wmma
+from .memory import Sizes, sizes
+from .spec import WmmaSpec, WmmaVariant
 
-__all__ = ["WmmaForm", "forms", "kernel_source", "module_source", "words_per_lane"]
+__all__ = ["WmmaProbe", "companions", "routes_for", "kernel_source", "module_source"]
+
+SHARED_BUDGET = 40 * 1024  # bytes of static shared memory one block may take
+_REG = {"b32": "b32", "f32": "f32", "s32": "s32", "f64": "f64"}
+
+
+def companions(v: WmmaVariant) -> list[WmmaVariant]:
+    """wmma.mma forms that consume load/store form ``v`` and need nothing newer than it does."""
+    if v.op == "mma":
+        return [v]
+    spec: WmmaSpec = v.doc  # type: ignore[assignment]
+    m, t, lay = v.matrix, v.type_of(v.matrix), v.layout_of(v.matrix)
+    low_cc = min(r.cc for r in v.requires)
+    return [x for x in spec.variants if x.op == "mma" and x.shape_name == v.shape_name and x.type_of(m) == t
+            and (m not in "ab" or x.layout_of(m) == lay) and x.max_ptx is None and x.min_ptx <= v.min_ptx
+            and min(r.cc for r in x.requires) <= low_cc]
+
+
+def routes_for(v: WmmaVariant) -> tuple[tuple[str, str], ...]:
+    """(C layout, D layout) pairs the kernel offers: all four, less what the form under test fixes."""
+    c = [v.layout_of("c")] if v.op == "load" and v.matrix == "c" else ["row", "col"]
+    d = [v.layout_of("d")] if v.op == "store" else ["row", "col"]
+    return tuple(itertools.product(c, d))
 
 
 @dataclass(frozen=True)
-class WmmaForm:
-    """One wmma.load or wmma.store form in one state space."""
+class WmmaProbe(KeyedProbe):
+    variant: WmmaVariant  # the form under test
+    mma: WmmaVariant  # the wmma.mma form the kernel runs
+    routes: tuple[tuple[str, str], ...]
+    space: str  # state-space suffix of every load and store
+    size: Sizes = field(compare=False)
 
-    variant: WmmaVariant
-    state_space: str = ".global"
-
-    @property
-    def spec(self) -> WmmaSpec:
-        return self.variant.doc  # type: ignore[return-value]
-
-    @property
-    def op(self) -> str:
-        return self.variant.op
+    def key(self) -> str:
+        return f"wmma|{self.variant.id}|{self.mma.id}|{self.routes}|{self.space}|{self.size.in_words}|{self.size.out_words}"
 
     @property
-    def frag(self) -> str:
-        return self.variant.matrix
+    def shared(self) -> bool:
+        return self.space.startswith(".shared")
 
     @property
-    def layout(self) -> str:
-        return self.variant.layout_of(self.frag)
-
-    @property
-    def shape(self) -> str:
-        return self.variant.shape_name
-
-    @property
-    def type(self) -> str:
-        return self.variant.type_of(self.frag)
-
-    @property
-    def bits(self) -> int:
-        return TYPES[self.type].bits
-
-    @property
-    def id(self) -> str:
-        return self.variant.id.replace(f".{self.shape}.", f".{self.shape}{self.state_space}.")
-
-    @property
-    def dims(self) -> tuple[int, int]:
-        return self.spec.dims(self.frag, self.shape)
-
-    @property
-    def register(self) -> str:
-        return self.spec.frag(self.frag, self.type, self.shape).register
-
-    @property
-    def registers(self) -> int:
-        return self.spec.frag(self.frag, self.type, self.shape).registers
-
-    @property
-    def per_register(self) -> int:
-        return self.spec.frag(self.frag, self.type, self.shape).per_register
-
-    @property
-    def elements(self) -> int:
-        return self.registers * self.per_register
-
-    @property
-    def register_words(self) -> int:
-        return self.registers * REGISTER_BITS[self.register] // 32
-
-    def pad_unit(self) -> int:
-        """Padding step in elements: keeps every row/column start aligned as the spec requires."""
-        return self.spec.stride_unit(self.frag, self.type, self.shape, self.layout)
-
-    def stride(self, pad: int) -> int:
-        """The least legal stride in elements (the leading dimension, rounded up to a 16-byte multiple) plus padding."""
-        return self.spec.min_stride(self.frag, self.type, self.shape, self.layout) + pad
-
-    def image_elements(self, pad: int) -> int:
-        rows, cols = self.dims
-        return (rows if self.layout == "row" else cols) * self.stride(pad)
-
-    def offset(self, row: np.ndarray, col: np.ndarray, pad: int) -> np.ndarray:
-        return row * self.stride(pad) + col if self.layout == "row" else col * self.stride(pad) + row
-
-    def kernel_name(self, pad: int) -> str:
-        return "wmma_" + hashlib.sha256(f"{self.id}|{pad}".encode()).hexdigest()[:16]
+    def warp_bytes(self) -> int:
+        return 128 * (self.size.in_words + self.size.out_words)
 
 
-def forms(spec: WmmaSpec | None = None) -> list[WmmaForm]:
-    """Every wmma.load / wmma.store form of the spec (114), from global memory."""
-    spec = spec or load_wmma()
-    return [WmmaForm(v) for v in spec.variants if v.op in ("load", "store")]
+def _regs(prefix: str, n: int) -> str:
+    return "{" + ", ".join(f"%{prefix}{i}" for i in range(n)) + "}"
 
 
-def words_per_lane(form: WmmaForm, pad: int) -> int:
-    """Buffer words per lane: the registers, or the case's share of the matrix image (32-byte aligned)."""
-    image_bytes = -(-form.image_elements(pad) * form.bits // 8)
-    image_words = -(-image_bytes // 4)
-    per_lane = -(-image_words // 32)
-    return max(form.register_words, per_lane + (per_lane % 2))
-
-
-def kernel_source(form: WmmaForm, pad: int) -> str:
-    n = form.registers
-    words = words_per_lane(form, pad)
-    regs = ", ".join(f"%r{i}" for i in range(n))
-    step = REGISTER_BITS[form.register] // 8
-    lines = [
-        f".visible .entry {form.kernel_name(pad)}(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)",
-        "{",
-        f"    .reg .{form.register} %r<{n}>;",
-        "    .reg .b32 %t<8>; .reg .b64 %q<8>; .reg .pred %p0;",
-        "    mov.u32 %t0, %tid.x; and.b32 %t1, %t0, 31; shr.u32 %t2, %t0, 5;",
-        "    mov.u32 %t3, %ntid.x; shr.u32 %t3, %t3, 5; mov.u32 %t4, %ctaid.x; mad.lo.u32 %t2, %t4, %t3, %t2;",
-        "    ld.param.u32 %t5, [p_ncases]; setp.ge.u32 %p0, %t2, %t5; @%p0 bra $L_done;",
-        "    ld.param.u64 %q0, [p_order]; cvta.to.global.u64 %q0, %q0; mul.wide.u32 %q1, %t2, 4; add.s64 %q0, %q0, %q1;",
-        "    ld.global.u32 %t6, [%q0];",
-        "    ld.param.u64 %q2, [p_in]; cvta.to.global.u64 %q2, %q2;",
-        "    ld.param.u64 %q4, [p_out]; cvta.to.global.u64 %q4, %q4;",
-        f"    mul.wide.u32 %q3, %t6, {32 * words * 4};",  # the case's region
-        "    add.s64 %q5, %q2, %q3; add.s64 %q6, %q4, %q3;",
-        f"    mul.wide.u32 %q7, %t1, {words * 4};",  # this lane's slice
-    ]
-    stride = form.stride(pad)
-    if form.op == "load":
-        lines.append(f"    {form.id} {{{regs}}}, [%q5], {stride};")
-        lines.append("    add.s64 %q6, %q6, %q7;")
-        lines += [f"    st.global.{form.register} [%q6+{step * i}], %r{i};" for i in range(n)]
+def _copy(lines: list, src: str, dst: str, words: int, ld: str, st: str, tag: str, zero: bool = False) -> None:
+    """Lanes copy ``words`` u32 words, 32 at a time (``zero``: store zeros instead of copying)."""
+    lines += ["    mov.u32 %t18, %t1;", f"$L_{tag}:", f"    setp.ge.u32 %p1, %t18, {words};", f"    @%p1 bra $L_{tag}_end;",
+              "    mul.wide.u32 %q10, %t18, 4;", f"    add.s64 %q12, {dst}, %q10;"]
+    if zero:
+        lines.append(f"    {st}.u32 [%q12], 0;")
     else:
-        lines.append("    add.s64 %q5, %q5, %q7;")
-        lines += [f"    ld.global.{form.register} %r{i}, [%q5+{step * i}];" for i in range(n)]
-        lines.append(f"    {form.id} [%q6], {{{regs}}}, {stride};")
+        lines += [f"    add.s64 %q11, {src}, %q10;", f"    {ld}.u32 %t19, [%q11];", f"    {st}.u32 [%q12], %t19;"]
+    lines += ["    add.u32 %t18, %t18, 32;", f"    bra $L_{tag};", f"$L_{tag}_end:"]
+
+
+def kernel_source(p: WmmaProbe) -> str:
+    spec: WmmaSpec = p.mma.doc  # type: ignore[assignment]
+    mv, shape, ss = p.mma, p.mma.shape_name, p.space
+    frags = {m: spec.frag(m, mv.type_of(m), shape) for m in "abcd"}
+    in_bytes, out_bytes = 128 * p.size.in_words, 128 * p.size.out_words
+    lines = [
+        f".visible .entry {p.name}(.param .u64 p_in, .param .u64 p_out, .param .u64 p_order, .param .u32 p_ncases)",
+        "{",
+        "    .reg .b32 %t<24>;", "    .reg .b64 %q<24>;", "    .reg .pred %p<4>;",
+        *(f"    .reg .{_REG[f.register]} %f{m}<{f.registers}>;" for m, f in frags.items()),
+    ]
+    if p.shared:
+        lines.append(f"    .shared .align 128 .b8 wmma_smem[{SHARED_BUDGET}];")
+    lines += case_prologue(32)
+    lines += [
+        "    shr.u32 %t7, %t6, 5;",
+        f"    mul.wide.u32 %q3, %t7, {in_bytes};", "    add.s64 %q3, %q2, %q3;",
+        "    ld.param.u64 %q4, [p_out];", "    cvta.to.global.u64 %q4, %q4;",
+        f"    mul.wide.u32 %q5, %t7, {out_bytes};", "    add.s64 %q4, %q4, %q5;",
+        "    ld.global.v4.u32 {%t9, %t10, %t11, %t12}, [%q3];",
+        "    ld.global.v4.u32 {%t13, %t14, %t15, %t16}, [%q3+16];",
+        "    ld.global.u32 %t17, [%q3+32];",
+    ]
+    if p.shared:
+        lines += ["    mov.u64 %q8, wmma_smem;", f"    mul.wide.u32 %q9, %t2, {p.warp_bytes};", "    add.s64 %q6, %q8, %q9;",
+                  f"    add.s64 %q7, %q6, {in_bytes};"]
+        _copy(lines, "%q3", "%q6", 32 * p.size.in_words, "ld.global", "st.shared", "cp_in")
+        _copy(lines, "", "%q7", 32 * p.size.out_words, "", "st.shared", "zero_out", zero=True)
+        lines.append("    bar.warp.sync -1;")
+    elif ss == ".global":
+        lines += ["    mov.u64 %q6, %q3;", "    mov.u64 %q7, %q4;"]
+    else:  # generic addresses of the same global memory
+        lines += ["    cvta.global.u64 %q6, %q3;", "    cvta.global.u64 %q7, %q4;"]
+    for k, (reg, base) in enumerate([("%t14", "%q6"), ("%t15", "%q6"), ("%t16", "%q6"), ("%t17", "%q7")]):
+        lines += [f"    cvt.u64.u32 %q{13 + k}, {reg};", f"    add.s64 %q{13 + k}, {base}, %q{13 + k};"]
+    for r in range(len(p.routes)):
+        lines += [f"    setp.eq.u32 %p1, %t9, {r};", f"    @%p1 bra $L_route{r};"]
+    lines.append("    bra $L_end;")
+    al, bl = mv.layout_of("a"), mv.layout_of("b")
+    for r, (cl, dl) in enumerate(p.routes):
+        lines += [
+            f"$L_route{r}:",
+            f"    wmma.load.a.sync.aligned.{al}.{shape}{ss}.{mv.type_of('a')} {_regs('fa', frags['a'].registers)}, [%q13], %t10;",
+            f"    wmma.load.b.sync.aligned.{bl}.{shape}{ss}.{mv.type_of('b')} {_regs('fb', frags['b'].registers)}, [%q14], %t11;",
+            f"    wmma.load.c.sync.aligned.{cl}.{shape}{ss}.{mv.type_of('c')} {_regs('fc', frags['c'].registers)}, [%q15], %t12;",
+            f"    {mv.id} {_regs('fd', frags['d'].registers)}, {_regs('fa', frags['a'].registers)}, "
+            f"{_regs('fb', frags['b'].registers)}, {_regs('fc', frags['c'].registers)};",
+            f"    wmma.store.d.sync.aligned.{dl}.{shape}{ss}.{mv.type_of('d')} [%q16], {_regs('fd', frags['d'].registers)}, %t13;",
+            "    bra $L_end;",
+        ]
+    lines.append("$L_end:")
+    if p.shared:
+        lines.append("    bar.warp.sync -1;")
+        _copy(lines, "%q7", "%q4", 32 * p.size.out_words, "ld.shared", "st.global", "cp_out")
     lines += ["$L_done:", "    ret;", "}"]
     return "\n".join(lines)
 
 
-def module_source(pairs: list[tuple[WmmaForm, int]], version: str = "7.0", target: str = "sm_80") -> str:
-    head = [f".version {version}", f".target {target}", ".address_size 64", ""]
-    return "\n".join(head + [kernel_source(f, pad) + "\n" for f, pad in pairs])
+def module_source(probes: list, version: PtxVersion, target: Target) -> str:
+    return probe_module_source(probes, version, target, kernel_source)
+
+
+def probe_for(v: WmmaVariant, mv: WmmaVariant, space: str) -> WmmaProbe:
+    return WmmaProbe(v, mv, routes_for(v), space, sizes(v.doc, mv))  # type: ignore[arg-type]

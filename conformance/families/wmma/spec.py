@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ptxconf.spec.expr import parse
-from ptxconf.spec.model import REGISTER_BITS, Fragment, Layout, Operand, Variant
-from ptxconf.spec.ptxtypes import TYPES
-from ptxconf.spec.targets import PtxVersion, Target, parse_target
-from ptxconf.spec.yamlsrc import Source, first_schema_error, schema_validator
+from ptxconf.isa.expr import parse
+from ptxconf.isa.model import REGISTER_BITS, Fragment, Layout, Operand, Variant
+from ptxconf.isa.ptxtypes import TYPES
+from ptxconf.isa.targets import PtxVersion, Target, parse_target
+from ptxconf.isa.yamlsrc import Source, first_schema_error, schema_validator
 
 __all__ = ["WmmaVariant", "WmmaSpec", "load_document", "load_wmma", "MATRICES", "HW_ROW_ALIGN", "HW_BASE_ALIGN"]
 
@@ -320,6 +320,6 @@ def load_document(doc: dict, src: Source) -> WmmaSpec:
 
 
 def load_wmma(directory: str | Path | None = None) -> WmmaSpec:
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
 
     return load_specs(directory).documents["wmma"]

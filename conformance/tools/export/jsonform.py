@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ptxconf.spec.yamlsrc import schema_validator
+from ptxconf.isa.yamlsrc import schema_validator
 
 from . import FORMATS
 from .tile import Tile

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from ptxconf.families.wgmma import canonical_strides
-from ptxconf.spec.ptxtypes import TYPES
+from ptxconf.isa.ptxtypes import TYPES
 
 from .linear import LinearLayout, fit_flat
 

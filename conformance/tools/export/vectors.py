@@ -227,7 +227,7 @@ def _maps_dir(w: _Writer, d: Path, specs: Any) -> int:
 
 def export_vectors(paths: list[Path], out: Path, specs: Any = None) -> dict:
     """Write ``vectors.npz`` and ``manifest.json`` under ``out`` from the run directories ``paths``."""
-    from ptxconf.spec import load_specs
+    from ptxconf.isa import load_specs
     from ptxconf.tools.numerics.spec import numerics_spec
 
     specs = specs or load_specs()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def _plan(args):
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
     from ptxconf.tools.hgemm import kernel as hg
 
     specs = load_specs(args.specs)
@@ -29,10 +29,10 @@ def cmd_hgemm(args) -> int:
     import numpy as np
     from ptxconf.tools.hgemm import kernel as hg
 
-    if args.action == "run":
+    if args.hgemm_command == "run":
         return _run(args)
     specs, p = _plan(args)
-    if args.action == "plan":
+    if args.hgemm_command == "plan":
         d = p.as_dict()
         if args.json:
             print(json.dumps(d, indent=1, default=list))
@@ -43,7 +43,7 @@ def cmd_hgemm(args) -> int:
         print(f"  D ({d['D']['layout']}): element 0 at {d['D']['element0']}; deltas {list(d['D']['deltas'])}")
         print(f"  block {p.config.bm}x{p.config.bn}x{p.config.bk}, {p.config.threads} threads, {d['shared_bytes']} bytes shared")
         return 0
-    if args.action == "ptx":
+    if args.hgemm_command == "ptx":
         text = hg.generate(p, args.arch)
         if args.output:
             Path(args.output).write_text(text)
@@ -69,7 +69,7 @@ def cmd_hgemm(args) -> int:
 def _run(args) -> int:
     import importlib.util
 
-    from ptxconf.spec.loader import load_specs
+    from ptxconf.isa.loader import load_specs
     from ptxconf.tools.hgemm import kernel as hg
     from ptxconf.tools.hgemm import run as hr
 
@@ -93,8 +93,7 @@ def _run(args) -> int:
 def add_parser(sub) -> None:
     from ptxconf.tools.hgemm.kernel import TILES, VARIANTS
 
-    h = sub.add_parser("hgemm", help="GEMM kernels (cp.async -> ldmatrix -> mma.sync -> global) generated from the specs")
-    hs = h.add_subparsers(dest="action", required=True)
+    hs = sub.group("hgemm", help="GEMM kernels (cp.async -> ldmatrix -> mma.sync -> global) generated from the specs")
     for name, helptext in (("plan", "the addressing the generator derived (compose + D layout)"),
                            ("ptx", "write the PTX kernel"),
                            ("emulate", "run the plan's data movement in NumPy and compare with A.B")):

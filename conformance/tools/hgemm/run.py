@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.loader import Specs
+from ptxconf.isa.loader import Specs
 from ptxconf.tools.hgemm import kernel as hg
 
 DEFAULT_SIZES = "256x256x256,1000x1000x1000,1536x2560x777,4096x4096x4096"

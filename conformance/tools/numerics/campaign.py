@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.sparse import is_sparse
+from ptxconf.isa.model import Variant
+from ptxconf.isa.sparse import is_sparse
 
 from .experiments import design, group_bits, infer
 from .harness import alternatives, diagonal, k_of, path_of, place, run_mma

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.sparse import positions as pattern_positions
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.sparse import positions as pattern_positions
 
 from .harness import capacity, diagonal, dims, k_of, path_of, place, run_mma
 from .model import FORMATS, BlockTrace, PathParams, Types, dot_bits

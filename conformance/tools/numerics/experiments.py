@@ -35,10 +35,10 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.sparse import positions as pattern_positions
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.sparse import positions as pattern_positions
 
 from .edges import discriminating_rows
 from .harness import first_positions, k_of, shape_key

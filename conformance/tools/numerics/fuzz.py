@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
 
 from .harness import diagonal, dims, model_mma, place, run_mma
 from .model import FORMATS, PathParams, Types, dot_bits

@@ -21,7 +21,7 @@ import dataclasses
 import functools
 
 import numpy as np
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.ptxtypes import ptx_type
 
 from .model import FORMATS, ROUNDING_MODIFIERS, PathParams, Types, acc_format
 

@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ptxconf.spec.model import Variant
+from ptxconf.isa.model import Variant
 
 from . import gpu
 from .gpu_fuzz import SCHEMA, device_info, fuzz_variant_gpu, support_reason

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
 
 from . import gpu
 from .harness import dims

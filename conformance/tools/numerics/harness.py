@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 from ptxconf.backends.base import Backend, Launch, native_build, support_reason
 from ptxconf.families.mma.probe import Probe, buffer_layout, module_source
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.sparse import is_sparse, sparsity
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 from .model import PathParams, Types, dot_bits
 from .spec import NumericsSpec
@@ -141,7 +141,7 @@ def first_positions(v: Variant) -> np.ndarray:
 
 def metadata_fields(v: Variant, pos: np.ndarray) -> np.ndarray:
     """Dense positions of the stored elements ``[..., K/2]`` -> the metadata fields ``[..., 2 * chunks]`` naming them
-    (the inverse of :func:`ptxconf.spec.sparse.positions`); refuses positions no legal pattern gives."""
+    (the inverse of :func:`ptxconf.isa.sparse.positions`); refuses positions no legal pattern gives."""
     sp = sparsity(v)
     pos = np.asarray(pos, dtype=np.int64)
     local = pos.reshape(*pos.shape[:-1], sp.chunks, sp.nz) - (np.arange(sp.chunks) * sp.width)[:, None]
@@ -242,6 +242,7 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Operand bits -> wgmma (or wgmma.sp) probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C).
 
     wgmma.sp: ``bits["A"]`` is the compressed A ``[case, 1, 64, K/2]`` and ``bits["metadata"]`` its index fields."""
+    from ptxconf.families.wgmma import canonical_strides
     from ptxconf.families.wgmma import probe as wg
     from ptxconf.families.wgmma.desc import Desc
 
@@ -261,7 +262,7 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
     for name, mat in mats.items():
         view = v.a_view if sparse and name == "A" else v  # the compressed A: a 64 x K/2 tile
         ext, region = (64, 0) if name == "A" else (v.N, wg.b_base(v))
-        lbo, sbo = wg.canonical_strides("K", "none", smem.width("none"), v.bits, ext, view.K)
+        lbo, sbo = canonical_strides("K", "none", smem.width("none"), v.bits, ext, view.K)
         desc = Desc(region, lbo, sbo, 0, smem.code_of("none"))
         lo, hi = wg._words(model, desc)
         col = 0 if name == "A" else 2

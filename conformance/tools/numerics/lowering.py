@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ptxconf.spec.model import Variant
+from ptxconf.isa.model import Variant
 
 SCHEMA = "numerics-lowering/1"
 SLOT = 8  # bytes per register slot in the probe's buffers (a .b32 register uses the low half)

@@ -55,7 +55,7 @@ def _operation(name: str, family: str):
 
 def _tensor(torch, type_name: str, bits: np.ndarray):
     from mmasim.nv_ptx.isa_common import nv_torch_dtype
-    from ptxconf.spec.ptxtypes import ptx_type
+    from ptxconf.isa.ptxtypes import ptx_type
 
     width = ptx_type("f32" if type_name == "tf32" else type_name).bits
     raw = np.ascontiguousarray(np.asarray(bits, dtype=np.uint64).astype(f"u{width // 8}").view(_BITS[width]))

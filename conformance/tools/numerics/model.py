@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.ptxtypes import ptx_type
 
 __all__ = ["PathParams", "Types", "FORMATS", "dot_bits", "explain", "round_to_format", "mma_semantics", "sparse_dots",
            "stored_positions", "f64_round", "nan_convert"]
@@ -702,7 +702,7 @@ def explain(p: PathParams, t: Types, a_bits, b_bits, c_bit) -> str:
 
 def stored_positions(v, meta_bits: np.ndarray) -> np.ndarray:
     """mma.sp metadata fields ``[case, 1, M, F]`` -> the dense column of each stored A element ``[case, 1, M, K/2]``."""
-    from ptxconf.spec.sparse import positions, sparsity
+    from ptxconf.isa.sparse import positions, sparsity
 
     sp = sparsity(v)
     cases = meta_bits.shape[0]

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
-from ptxconf.spec.sparse import Sparsity, is_sparse, positions
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
+from ptxconf.isa.sparse import Sparsity, is_sparse, positions
 
 from . import gpu
 from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, save_replay
@@ -41,7 +41,7 @@ def sparsity_of(v: Variant) -> Sparsity:
         from ptxconf.families.wgmma_sp import sparsity as wgmma_sp_sparsity
 
         return wgmma_sp_sparsity(v)
-    from ptxconf.spec.sparse import sparsity
+    from ptxconf.isa.sparse import sparsity
 
     return sparsity(v)
 

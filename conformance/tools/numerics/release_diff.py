@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.ptxtypes import ptx_type
+from ptxconf.isa.model import Variant
+from ptxconf.isa.ptxtypes import ptx_type
 
 from .fuzz import _values
 from .lowering import arithmetic, nvdisasm, probe_ptx

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jsonschema
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.isa.yamlsrc import Source
 
 from .model import PathParams
 
@@ -106,7 +106,7 @@ def load_document(doc: dict, src: Source) -> NumericsSpec:
 def numerics_spec(specs=None) -> NumericsSpec:
     """The loaded numerics document (from ``specs`` or the shipped specs/)."""
     if specs is None:
-        from ptxconf.spec import load_specs
+        from ptxconf.isa import load_specs
 
         specs = load_specs()
     for d in specs.documents.values():

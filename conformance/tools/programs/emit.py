@@ -13,7 +13,7 @@ from ptxconf.families.movement import MoveProbe
 from ptxconf.families.wgmma import WgProbe
 from ptxconf.generators.ptx import case_prologue
 from ptxconf.generators.ptx import module_source as ptx_module
-from ptxconf.spec.targets import parse_target
+from ptxconf.isa.targets import parse_target
 
 from . import ops as o
 from .model import variant

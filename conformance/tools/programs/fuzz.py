@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 from ptxconf.backends.base import Launch
 from ptxconf.backends.ptxas import PtxasNotFound, assemble, compile_cubin, find_ptxas, first_error, ptxas_info
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma as oracle_mma
-from ptxconf.spec.targets import PtxVersion
 
 from .emit import module_source
 from .inputs import make_inputs

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import ptxconf.families.movement as mv
 import ptxconf.families.wgmma as wg
-from ptxconf.spec.model import Operand, Variant
-from ptxconf.spec.packing import pack
-from ptxconf.spec.ptxtypes import TYPES, PtxType
-from ptxconf.spec.sparse import compress
+from ptxconf.isa.model import Operand, Variant
+from ptxconf.isa.packing import pack
+from ptxconf.isa.ptxtypes import TYPES, PtxType
+from ptxconf.isa.sparse import compress
 
 from . import ops as o
 from .model import LoopStep, MmaStep, PipelineStep, WgmmaStep, variant

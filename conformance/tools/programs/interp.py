@@ -1,7 +1,7 @@
 """The emulated path: run a lowered program's ops in NumPy, register by register, as the specs say.
 
 Each op acts on per-lane registers (``uint64[case, lane, register]``) exactly as its PTX does: matrix
-ops go through the spec's lane maps (:mod:`ptxconf.spec.packing`), ldmatrix/stmatrix through the
+ops go through the spec's lane maps (:mod:`ptxconf.isa.packing`), ldmatrix/stmatrix through the
 movement family's semantics, wgmma through the wgmma family's descriptor decoding and shared-memory
 reads, and the arithmetic through the injected semantics (the oracle's, unless a caller injects
 another).  So the interpreter checks the emitted program's dataflow against the oracle, which never
@@ -22,8 +22,8 @@ import ptxconf.families.movement as mv
 import ptxconf.families.wgmma as wg
 from ptxconf.backends.base import Launch, LaunchResult
 from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.isa.packing import lane_words_to_registers, pack, registers_to_words, unpack
 from ptxconf.oracle import mma as oracle_mma
-from ptxconf.spec.packing import lane_words_to_registers, pack, registers_to_words, unpack
 
 from . import ops as o
 from .model import variant

@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, fields
 from functools import cache
 from typing import Any, ClassVar
 
-from ptxconf.spec.loader import Specs, load_specs
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.loader import Specs, load_specs
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 __all__ = ["MmaStep", "LoopStep", "WgmmaStep", "PipelineStep", "Program", "Step", "ProgramError", "specs", "variant",
            "STEP_KINDS"]

@@ -20,8 +20,8 @@ import ptxconf.families.movement as mv
 import ptxconf.families.wgmma as wg
 from ptxconf.families.movement import Composition, compose
 from ptxconf.families.wgmma import Desc, encode
-from ptxconf.spec.model import Operand, Variant
-from ptxconf.spec.targets import parse_target
+from ptxconf.isa.model import Operand, Variant
+from ptxconf.isa.targets import parse_target
 
 from .model import LoopStep, MmaStep, PipelineStep, Program, ProgramError, Step, WgmmaStep, specs, variant
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 import ptxconf.families.wgmma as wg
+from ptxconf.isa.model import Variant
+from ptxconf.isa.packing import pack, unpack
 from ptxconf.oracle import mma as oracle_mma
-from ptxconf.spec.model import Variant
-from ptxconf.spec.packing import pack, unpack
 
 from . import ops as o
 from .inputs import Inputs, put_tile

@@ -19,8 +19,8 @@ from functools import cache
 import ptxconf.families.wgmma as wg
 from hypothesis import strategies as st
 from ptxconf.families.movement import compose
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, parse_target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 from .model import LoopStep, MmaStep, PipelineStep, Program, ProgramError, Step, WgmmaStep, specs, variant
 from .ops import c_fits_d, lower

@@ -35,10 +35,10 @@ from ptxconf.backends.base import Backend
 from ptxconf.backends.ptxas import compile_cubin
 from ptxconf.core.family import family_of
 from ptxconf.core.plan import Plan
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, parse_target
 from ptxconf.run import runner
 from ptxconf.run.files import atomic_write
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, parse_target
 
 from .matrix import Toolchain
 

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from ptxconf.backends.ptxas import PtxasNotFound, ptxas_info
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.targets import PtxVersion
 
 __all__ = ["Facts", "learn", "release_of", "target_key"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ptxconf.backends.ptxas import compile_cubin
 from ptxconf.families.tcgen05 import LdRed, LdRedForm
-from ptxconf.spec.targets import PtxVersion, Target, parse_target
+from ptxconf.isa.targets import PtxVersion, Target, parse_target
 
 from .matrix import (
     ACCEPTED,

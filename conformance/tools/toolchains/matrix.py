@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from ptxconf.backends.ptxas import assemble, compile_cubin, module_for
 from ptxconf.core.family import family_of
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, Target
 
 from .sass import SassUnavailable, kernel_ops, lowered
 

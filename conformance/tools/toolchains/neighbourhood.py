@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from ptxconf.backends.ptxas import assemble, compile_cubin
 from ptxconf.core.family import family_of
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import PtxVersion, Target, parse_target
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import PtxVersion, Target, parse_target
 
 from .facts import target_key
 from .matrix import ACCEPTED, CRASHED, NOT_RUN, REFUSED, WRONGLY_REFUSED, Stats, Toolchain, emitted_version, settle

@@ -15,8 +15,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.run.files import atomic_write
-from ptxconf.spec.targets import PtxVersion
 
 from .matrix import NOT_RUN
 from .neighbourhood import (

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
-from ptxconf.spec.targets import PtxVersion
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.isa.targets import PtxVersion
+from ptxconf.isa.yamlsrc import Source
 
 from .matrix import Toolchain
 from .neighbourhood import CRASHED, EMPTIED, REFUSED, UNSPECIFIED, Neighbour, run_campaign

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ptxconf.backends.ptxas import RELEASE_VERSION
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.targets import PtxVersion
 
 __all__ = ["Release", "RELEASES", "PACKAGES", "lookup", "select"]
 

@@ -14,9 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from ptxconf.isa.model import Variant
+from ptxconf.isa.targets import Target
 from ptxconf.run.files import atomic_write
-from ptxconf.spec.model import Variant
-from ptxconf.spec.targets import Target
 
 from .matrix import (
     ACCEPTED,

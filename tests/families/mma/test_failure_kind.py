@@ -15,11 +15,11 @@ from ptxconf.core.family import compare
 from ptxconf.families.mma.compare import split_inputs
 from ptxconf.families.mma.probe import buffer_layout
 from ptxconf.generators.ptx import checksum
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import pack, unpack
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import pack, unpack
 
 SPECS = load_specs()
 V = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"

@@ -1,4 +1,4 @@
-"""Generators: seeded probe inputs (generators/inputs.py) and PTX probe kernels (generators/probe.py).
+"""Generators: seeded probe inputs (conformance/families/mma/cases.py) and PTX probe kernels (conformance/families/mma/probe.py).
 
 Inputs: reproducible per (seed, variant), exactly representable, exact under
 the oracle (checked against a Fraction computation), map checks that tell every
@@ -23,15 +23,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ptxconf.backends.base import Launch
 from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.families.mma.cases import CHECKS, alphabet, make_checks
 from ptxconf.families.mma.compare import split_inputs
-from ptxconf.families.mma.inputs import CHECKS, alphabet, make_checks
 from ptxconf.families.mma.probe import Probe, buffer_layout, chainable, kernel_source, module_source
 from ptxconf.generators.ptx import Surroundings, checksum
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import lane_words_to_registers, pack
+from ptxconf.isa.targets import PtxVersion, parse_target
 from ptxconf.oracle import mma
 from ptxconf.run.runner import plan_variant
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import lane_words_to_registers, pack
-from ptxconf.spec.targets import PtxVersion, parse_target
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

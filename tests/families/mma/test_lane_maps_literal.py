@@ -9,7 +9,7 @@ as numbers; nothing here reads the YAML formulas or uses the formula language.
 from __future__ import annotations
 
 import pytest
-from ptxconf.spec import load_specs
+from ptxconf.isa import load_specs
 
 P = "mma.sync.aligned"
 NONE = (-1, -1, -1)

@@ -19,9 +19,9 @@ from ptxconf.backends.base import Launch
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.mma.probe import Probe, buffer_layout
 from ptxconf.generators.ptx import Surroundings
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import pack, unpack
 from ptxconf.oracle import mma
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import pack, unpack
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.families.mma.inputs import make_checks
+from ptxconf.families.mma.cases import make_checks
+from ptxconf.isa.loader import load_specs
+from ptxconf.isa.sparse import compress, densify, sparsity
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma
 from ptxconf.run.replay import replay_dir
 from ptxconf.run.runner import RunRequest, plan_variant, run_variants
-from ptxconf.spec.loader import load_specs
-from ptxconf.spec.sparse import compress, densify, sparsity
-from ptxconf.spec.targets import PtxVersion
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.isa.loader import load_specs
+from ptxconf.isa.packing import pack
+from ptxconf.isa.sparse import sparsity
+from ptxconf.isa.targets import PtxVersion, parse_target
 from ptxconf.oracle import mma
 from ptxconf.run.replay import replay_dir
 from ptxconf.run.runner import RunRequest, run_variants
-from ptxconf.spec.loader import load_specs
-from ptxconf.spec.packing import pack
-from ptxconf.spec.sparse import sparsity
-from ptxconf.spec.targets import PtxVersion, parse_target
 
 REPO = Path(__file__).resolve().parents[3]
 SPECS = load_specs(REPO / "specs")

@@ -19,12 +19,12 @@ from ptxconf.families.mma import undefined as ud
 from ptxconf.families.mma.compare import split_inputs
 from ptxconf.families.mma.probe import buffer_layout
 from ptxconf.generators.ptx import checksum
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.sparse import Sparsity, sparsity
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.sparse import Sparsity, sparsity
 
 SPECS = load_specs()
 ORDERED_BF16 = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32"

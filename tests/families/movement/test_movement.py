@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from ptxconf.families.movement import probe as mv
 from ptxconf.families.movement.compare import compose, where
+from ptxconf.isa.loader import load_specs
 from ptxconf.run.replay import replay_dir
-from ptxconf.spec.loader import load_specs
 
 SPECS = load_specs()
 FORMS = [v for v in SPECS.variants.values() if mv.is_movement(v)]
@@ -110,7 +110,7 @@ def test_where_and_inverse():
 @pytest.mark.ptxas
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not on PATH")
 def test_probes_assemble(tmp_path):
-    from ptxconf.spec.targets import PtxVersion, parse_target
+    from ptxconf.isa.targets import PtxVersion, parse_target
 
     for v in FORMS:
         tgt = "sm_90" if v.min_target.name in ("sm_75", "sm_90") else "sm_100a"

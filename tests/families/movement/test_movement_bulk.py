@@ -10,8 +10,8 @@ from ptxconf.backends.bulk_device import EmulatedDevice
 from ptxconf.core.bulk import bulk_record
 from ptxconf.core.family import family_of, run_variants_of
 from ptxconf.families.movement import probe as mv
-from ptxconf.spec import load_specs
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa import load_specs
+from ptxconf.isa.targets import PtxVersion
 
 SPECS = load_specs()
 run_variants_of(SPECS)

@@ -19,7 +19,7 @@ from ptxconf.families.tcgen05.desc import (
 )
 from ptxconf.families.tcgen05.selfcheck import selfcheck
 from ptxconf.families.tcgen05.spec import MmaTuple, load_tcgen05
-from ptxconf.spec import SpecError, load_specs
+from ptxconf.isa import SpecError, load_specs
 
 SPEC = load_tcgen05()
 ENCODABLE = [t for t in SPEC.tuples if not (t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))]

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.cli import main
-from ptxconf.families.tcgen05 import run as tc
+from ptxconf.families.tcgen05 import cases as tc
 from ptxconf.families.tcgen05.compare import compare_tcgen05
+from ptxconf.isa import load_specs
+from ptxconf.isa.loader import default_specs_dir
+from ptxconf.isa.targets import PtxVersion, parse_target
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records, write_observation
 from ptxconf.run.replay import replay_dir
 from ptxconf.run.runner import RunRequest, plan_variant, run_variants
-from ptxconf.spec import load_specs
-from ptxconf.spec.loader import default_specs_dir
-from ptxconf.spec.targets import PtxVersion, parse_target
 
 SPECS = load_specs()
 VARIANTS = tc.register(SPECS)
@@ -174,7 +174,7 @@ def test_replay_under_a_wrong_metadata_layout_names_it(tmp_path):
 def test_sparse_and_scaled_semantics_by_hand():
     """One sparse and one block-scaled case recomputed here from the recorded metas, not through decode_case."""
     outcomes, _ = _run((10, 0), [v for v in VARIANTS if v.aux][:1] + [v for v in VARIANTS if v.vec][:1])
-    from ptxconf.spec.ptxtypes import ptx_type
+    from ptxconf.isa.ptxtypes import ptx_type
     for o in outcomes:
         v, m = o.plan.variant, o.plan.case_sets[0].meta["cases"][0]
         view = tc.decode_case(v, o.plan.in_words[:4])

@@ -14,13 +14,14 @@ import pytest
 from ptxconf.cli import main
 from ptxconf.core.family import compare
 from ptxconf.core.record import CheckRecord
+from ptxconf.families.wgmma import cases as wgc
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
 from ptxconf.generators.ptx import Surroundings
+from ptxconf.isa import SpecError, load_specs
+from ptxconf.isa.loader import load_file
 from ptxconf.run.observations import load_observation, read_observation, recorded_checks
 from ptxconf.run.replay import replay_file
-from ptxconf.spec import SpecError, load_specs
-from ptxconf.spec.loader import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 YAML = ROOT / "specs" / "wgmma.yaml"
@@ -246,7 +247,7 @@ def test_tagged_readback_names_positions(specs, tmp_path):
     old, new = FAULTS[5][1], FAULTS[5][2]  # core-matrix permutation in the no-swizzle layout
     wrong = load_file(_broken(tmp_path, old, new)).get(V16R)
     right = specs.get(V16R)
-    cs = next(c for c in wg.make_cases(wrong, 0, ("map.B",)) if c.check.startswith("map.B"))
+    cs = next(c for c in wgc.make_cases(wrong, 0, ("map.B",)) if c.check.startswith("map.B"))
     hw = wg.apply(right, cs.words, cs.params["imm"])
     vd = compare(wrong, CheckRecord(wrong.id, cs.check, 0, cs.params, cs.meta, Surroundings(), cs.words, hw))
     assert vd.status == "fail" and "permutation inside the core matrices" in vd.message
@@ -291,7 +292,7 @@ def _off_boundary(cs, op):
 
 def test_cases_start_patterns_off_the_boundary(specs):
     v = specs.get(V16)
-    sets = {cs.check: cs for cs in wg.make_cases(v, 0, ("value", "map.A", "map.B"))}
+    sets = {cs.check: cs for cs in wgc.make_cases(v, 0, ("value", "map.A", "map.B"))}
     value = sets["value[sa+1,sb+1,ta0,tb0]"]
     assert value.cases == 7  # 4 on the repeat boundary, one more per swizzled mode off it
     for op in "AB":
@@ -305,9 +306,9 @@ def test_cases_start_patterns_off_the_boundary(specs):
         assert not _off_boundary(sets[name], "B" if op == "A" else "A")
     assert "map.A[sa-1,sb+1,ta1,tb1]" in sets and not _off_boundary(sets["map.A[sa-1,sb+1,ta1,tb1]"], "A")
     # integer forms (one tagged set, unswizzled) get a 128B set off the boundary; A in registers none
-    s8 = {cs.check for cs in wg.make_cases(specs.get(V8), 0, ("map.A", "map.B"))}
+    s8 = {cs.check for cs in wgc.make_cases(specs.get(V8), 0, ("map.A", "map.B"))}
     assert s8 == {"map.A", "map.B", "map.A[bo]", "map.B[bo]"}
-    assert "map.A[sa-1,sb+1,tb1,bo]" not in {cs.check for cs in wg.make_cases(specs.get(V16R), 0, ("map.A", "map.B"))}
+    assert "map.A[sa-1,sb+1,tb1,bo]" not in {cs.check for cs in wgc.make_cases(specs.get(V16R), 0, ("map.A", "map.B"))}
     # the descriptor carries it; the emulator reads the matrices back where the generator put them
     for cs in sets.values():
         for c, cfg in enumerate(cs.meta["layouts"]):

@@ -13,9 +13,9 @@ import pytest
 from ptxconf.cli import main
 from ptxconf.families.wgmma_sp import cases as spc
 from ptxconf.families.wgmma_sp import probe as sp
+from ptxconf.isa import SpecError, load_specs
+from ptxconf.isa.loader import check_layout, load_file
 from ptxconf.run.replay import replay_file
-from ptxconf.spec import SpecError, load_specs
-from ptxconf.spec.loader import check_layout, load_file
 
 ROOT = Path(__file__).resolve().parents[3]
 YAML = ROOT / "specs" / "wgmma_sp.yaml"
@@ -274,7 +274,7 @@ def test_ptxas_accepts_sampled_forms_for_sm90a_only(doc):
     exe = shutil.which("ptxas") or ("/usr/local/bin/ptxas" if Path("/usr/local/bin/ptxas").exists() else None)
     if exe is None:
         pytest.skip("no ptxas")
-    from ptxconf.spec.targets import PtxVersion, parse_target
+    from ptxconf.isa.targets import PtxVersion, parse_target
 
     sample = doc.variants[::53] + [doc.select(id=S8R)[0], doc.select(id=P + "m64n256k32.f16.f16.f16/ss")[0]]
     for v in sample:

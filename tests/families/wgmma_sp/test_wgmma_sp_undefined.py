@@ -17,12 +17,12 @@ from ptxconf.core.verdict import UNDEFINED
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import probe as wg
 from ptxconf.families.wgmma_sp import probe as sp
+from ptxconf.isa import load_specs
+from ptxconf.isa.packing import pack, unpack
+from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec import load_specs
-from ptxconf.spec.packing import pack, unpack
-from ptxconf.spec.ptxtypes import TYPES
 
 SPECS = load_specs()
 P = "wgmma.mma_async.sp.sync.aligned."

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.wmma.memory import as_bytes, header, matrix_span
-from ptxconf.families.wmma.probe import forms, words_per_lane
+from ptxconf.families.wmma.observe import forms, words_per_lane
+from ptxconf.isa.loader import load_file
+from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.oracle import mma
 from ptxconf.run.runner import plan_variant
-from ptxconf.spec.loader import load_file
-from ptxconf.spec.ptxtypes import TYPES
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 DOC = load_file(SPEC)

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.backends.emulator import EmulatorBackend
-from ptxconf.families.wmma import route as rt
+from ptxconf.families.wmma import probe as wm
 from ptxconf.families.wmma.compare import compare_wmma
 from ptxconf.families.wmma.memory import as_bytes, as_words, d_cells, read_matrix, write_matrix
+from ptxconf.isa.loader import load_file
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma
 from ptxconf.run.observations import records
 from ptxconf.run.runner import plan_variant, run_module
-from ptxconf.spec.loader import load_file
-from ptxconf.spec.targets import PtxVersion
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 FORMS = [v for v in load_file(SPEC).variants.values()]
@@ -140,20 +140,20 @@ def test_ptxas_assembles_sampled_kernels():
     for vid in SAMPLE:
         v = BY_ID[vid]
         for space in ("", ".global", ".shared"):
-            probe = rt.WmmaProbe(v, rt.companions(v)[0], rt.routes_for(v), space, rt.sizes(v.doc, rt.companions(v)[0]))
+            probe = wm.WmmaProbe(v, wm.companions(v)[0], wm.routes_for(v), space, wm.sizes(v.doc, wm.companions(v)[0]))
             for arch in ("sm_80", "sm_90a"):
                 version = max(v.min_ptx, PtxVersion(8, 0) if arch == "sm_90a" else PtxVersion(7, 0))
-                ok, err = assemble(rt.module_source([probe], version, _target(arch)), arch, exe)
+                ok, err = assemble(wm.module_source([probe], version, _target(arch)), arch, exe)
                 if v.max_ptx is not None:
                     assert not ok, f"{vid} assembled at .version {version}, past its last version {v.max_ptx}"
                 else:
                     assert ok, f"{vid} {space or 'generic'} {arch}: {err}"
         if v.max_ptx is not None:  # .satfinite on .f16: .version 6.4 for sm_75
-            ok, err = assemble(rt.module_source([probe], PtxVersion(6, 4), _target("sm_75")), "sm_75", exe)
+            ok, err = assemble(wm.module_source([probe], PtxVersion(6, 4), _target("sm_75")), "sm_75", exe)
             assert ok, err
 
 
 def _target(name: str):
-    from ptxconf.spec.targets import parse_target
+    from ptxconf.isa.targets import parse_target
 
     return parse_target(name)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ptxconf.families.wmma.spec import WmmaSpec
-from ptxconf.spec.loader import SpecError, load_file
-from ptxconf.spec.targets import PtxVersion
+from ptxconf.isa.loader import SpecError, load_file
+from ptxconf.isa.targets import PtxVersion
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 

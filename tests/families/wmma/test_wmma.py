@@ -15,9 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ptxconf.families.wmma.memory import read_matrix, write_matrix
-from ptxconf.families.wmma.observe import build_cases, compare_observations, infer_load, infer_store, summarize
-from ptxconf.families.wmma.probe import forms, module_source
-from ptxconf.spec.loader import load_file
+from ptxconf.families.wmma.observe import (
+    build_cases,
+    compare_observations,
+    forms,
+    infer_load,
+    infer_store,
+    module_source,
+    summarize,
+)
+from ptxconf.isa.loader import load_file
 
 SPEC = Path(__file__).resolve().parents[3] / "specs" / "wmma.yaml"
 FORMS = forms(load_file(SPEC).documents["wmma"])

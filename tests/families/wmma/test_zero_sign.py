@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ptxconf.isa import load_specs
 from ptxconf.oracle import mma
-from ptxconf.spec import load_specs
 
 FORM = "wmma.mma.sync.aligned.row.row.m8n8k4{}.f64.f64.f64.f64"
 

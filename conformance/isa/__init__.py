@@ -1,4 +1,4 @@
-"""The spec layer: YAML transcriptions of the ISA's tables, loaded, checked and evaluated."""
+"""The ISA layer: specs/ (the YAML transcriptions of the ISA's tables), loaded, checked and evaluated."""
 
 from .expr import Expr, ExprError, parse
 from .loader import Specs, default_specs_dir, load_file, load_specs

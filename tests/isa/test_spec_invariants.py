@@ -12,14 +12,14 @@ import itertools
 
 import numpy as np
 import pytest
-from ptxconf.spec import load_specs, parse_target
-from ptxconf.spec.loader import Specs
+from ptxconf.isa import load_specs, parse_target
+from ptxconf.isa.loader import Specs
 
 SPECS = load_specs()  # collection needs the ids; loaded once for the module
-# ldmatrix/stmatrix/movmatrix have their own tests (tests/test_movement.py)
+# ldmatrix/stmatrix/movmatrix have their own tests (tests/families/movement/test_movement.py)
 SPECS = Specs({k: v for k, v in SPECS.variants.items() if v.family == "mma.sync"}, SPECS.layouts, SPECS.files)
 IDS = list(SPECS.variants)
-DENSE_IDS = [v.id for v in SPECS.variants.values() if v.family == "mma.sync"]  # mma.sp: tests/test_sparse.py
+DENSE_IDS = [v.id for v in SPECS.variants.values() if v.family == "mma.sync"]  # mma.sp: tests/families/mma/test_sparse.py
 P = "mma.sync.aligned"
 F8 = ("e4m3", "e5m2")
 F8F6F4 = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")

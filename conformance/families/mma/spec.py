@@ -1,10 +1,11 @@
-"""Load-time invariants of mma.sync / mma.sp variants: operand shapes, and the sparse metadata."""
+"""The mma.sync / mma.sp documents: what this family checks of each variant on top of :mod:`ptxconf.isa.loader`
+(load-time invariants: operand shapes, and the sparse metadata)."""
 
 from __future__ import annotations
 
 import numpy as np
-from ptxconf.spec.model import Variant
-from ptxconf.spec.yamlsrc import Source
+from ptxconf.isa.model import Variant
+from ptxconf.isa.yamlsrc import Source
 
 
 def check_shapes(v: Variant, path: tuple, src: Source) -> None:

@@ -31,18 +31,19 @@ garbage in unheld slots and the selector immediates).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
-from ptxconf.spec.model import Operand, Variant
-from ptxconf.spec.ptxtypes import PtxType, ptx_type
-from ptxconf.spec.sparse import compress, is_sparse, sparsity
+from ptxconf.isa.model import Operand, Variant
+from ptxconf.isa.ptxtypes import PtxType, ptx_type
+from ptxconf.isa.sparse import compress, is_sparse, sparsity
 
 from .undefined import SUM_EXACT, UNDEFINED_CHECKS, out_of_range, selector_check, undefined_pairs
 
-__all__ = ["OperandCases", "make_checks", "alphabet", "float_grid", "CHECKS", "UNDEFINED_CHECKS"]
+__all__ = ["OperandCases", "make_checks", "case_rng", "alphabet", "float_grid", "CHECKS", "UNDEFINED_CHECKS"]
 
 CHECKS = ("value", "map.A", "map.B", "map.C")
 # mma.sp only: tagged A through metadata that changes from case to case (a value check on D).
@@ -51,6 +52,22 @@ METADATA_ROUNDS = 4
 VALUE_CASES = 8
 MAX_ALPHABET = 4096
 C_SPREAD = 1 << 20  # integer accumulators of the value check: uniform in [-C_SPREAD, C_SPREAD) away from the limits
+
+# mma's random streams by purpose, each keyed by (variant id, KEY).  They are the streams mma's recorded runs drew from,
+# kept byte for byte: ``variant_rng``'s seeding would draw other cases, and the seeds of the runs in results/ (and the
+# ``ptxconf run --seed`` replay commands they print) would then name cases that never ran.
+_STREAMS = {
+    "cases": lambda vid, seed: [seed, vid],  # every case set of make_checks, and the selector immediates
+    "bulk params": lambda vid, seed: [seed, vid, 0xB17],  # the bulk fuzzer's selector immediates
+    "map metadata": lambda vid, cases: [vid, 0x5A, cases],  # the sparse map checks' metadata: the same at every seed
+}
+
+
+def case_rng(v: Variant, purpose: str, key: int) -> np.random.Generator:
+    """The generator of ``purpose`` (a key of ``_STREAMS``) for variant ``v``: ``key`` is the seed, or for
+    ``"map metadata"`` the case count."""
+    vid = int.from_bytes(hashlib.sha256(v.id.encode()).digest()[:8], "little")
+    return np.random.default_rng(_STREAMS[purpose](vid, key))
 
 
 @dataclass
@@ -260,7 +277,7 @@ def _map_case_bits(v: Variant, target: str) -> tuple[dict[str, np.ndarray], dict
     bits.update(_unit_scales(v, cases))
     meta = {"target": target, "radix": radix, "digits": digits, "blocks": blocks, "alphabet": list(alpha)}
     if sparse:
-        rng = np.random.default_rng([_stable_hash(v.id), 0x5A, cases])
+        rng = case_rng(v, "map metadata", cases)
         if target == "A":  # one metadata for every case: the comparator reads tags back through it
             bits["metadata"] = np.repeat(_random_metadata(v, rng, 1), cases, axis=0)
         else:
@@ -346,7 +363,7 @@ def _filler(v: Variant, rng: np.random.Generator, cases: int) -> dict[str, np.nd
 
 def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_cases: int = VALUE_CASES) -> list[OperandCases]:
     """All case sets of a variant for one seed; same seed, same inputs."""
-    rng = np.random.default_rng([seed, _stable_hash(v.id)])
+    rng = case_rng(v, "cases", seed)
     params = _params(v, rng)
     sparse = is_sparse(v)
     if sparse and tuple(checks) == CHECKS:
@@ -385,8 +402,3 @@ def make_checks(v: Variant, seed: int, checks: tuple[str, ...] = CHECKS, value_c
         out.append(OperandCases(v, check, seed, bits, _filler(v, rng, cases), check_params, meta))
     return out
 
-
-def _stable_hash(text: str) -> int:
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")

@@ -1,4 +1,4 @@
-"""The formula language (conformance/spec/expr.py) against Python's own semantics.
+"""The formula language (conformance/isa/expr.py) against Python's own semantics.
 
 A Hypothesis strategy builds random expression trees, renders each one twice
 (the formula text, and the same text in plain Python), and checks that
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from ptxconf.spec.expr import Expr, ExprError, evaluate, parse
+from ptxconf.isa.expr import Expr, ExprError, evaluate, parse
 
 LANES = 32
 

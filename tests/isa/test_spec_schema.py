@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ptxconf.spec import SpecError, default_specs_dir, load_file, load_specs
+from ptxconf.isa import SpecError, default_specs_dir, load_file, load_specs
 
 BASE = """\
 schema: 1

@@ -46,8 +46,8 @@ from ptxconf.families.tcgen05.desc import (
 from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.generators.ptx import module_source as probe_module_source
-from ptxconf.spec.ptxtypes import ptx_type
-from ptxconf.spec.targets import PtxVersion, Target
+from ptxconf.isa.ptxtypes import ptx_type
+from ptxconf.isa.targets import PtxVersion, Target
 
 CASE_STREAM = 0x7C05  # variant_rng purpose of the case draws
 
@@ -90,7 +90,7 @@ def is_tcgen05(v) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class TcVariant:
-    """A runnable Table 39 tuple; quacks like :class:`ptxconf.spec.model.Variant` for the runner."""
+    """A runnable Table 39 tuple; quacks like :class:`ptxconf.isa.model.Variant` for the runner."""
 
     id: str
     t: MmaTuple

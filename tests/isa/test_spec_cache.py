@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ptxconf import cache as cache_store
-from ptxconf.spec import SpecError, load_specs, loader, stored
+from ptxconf.isa import SpecError, load_specs, loader, stored
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 

@@ -3,7 +3,7 @@
 Why: the bulk fuzzer draws, packs and computes expected results on the device, and its cases
 must be replayable on the host bit for bit.  Everything here takes the array module from its
 arguments (``__array_namespace__``), so one function serves both; the formats themselves stay
-defined once, by :mod:`ptxconf.spec.ptxtypes` (narrow formats decode through a table built
+defined once, by :mod:`ptxconf.isa.ptxtypes` (narrow formats decode through a table built
 from it).  Randomness is counter-based (a hash of key and index), so case ``i`` of a draw is
 the same wherever and in whatever batch it is made.
 """

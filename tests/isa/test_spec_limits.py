@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from ptxconf.spec import SpecError, load_file
-from ptxconf.spec.expr import MAX_FORMULA_DEPTH, MAX_FORMULA_LENGTH, ExprError, evaluate, parse
-from ptxconf.spec.yamlsrc import MAX_ALIAS_NODES, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+from ptxconf.isa import SpecError, load_file
+from ptxconf.isa.expr import MAX_FORMULA_DEPTH, MAX_FORMULA_LENGTH, ExprError, evaluate, parse
+from ptxconf.isa.yamlsrc import MAX_ALIAS_NODES, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = "import sys\nfrom ptxconf.cli import main\nsys.exit(main(sys.argv[1:]))"

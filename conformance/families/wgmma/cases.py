@@ -1,0 +1,213 @@
+"""wgmma.mma_async cases: seeded matrices, descriptors and layouts, one warpgroup per case.
+
+Case sets per (check, immediate set): ``value`` (A, B, C random on grids where D is exact; every swizzle mode for A
+and for B, each swizzled mode also off its repeat boundary; scale-d cycling) and ``map.A`` / ``map.B`` (the tagged
+operand's elements name themselves in digits, the other operand a shifted identity).  How the words sit in a case's
+buffer is :mod:`.probe`'s contract.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ptxconf.core.plan import CaseSet, variant_rng
+from ptxconf.isa.packing import pack
+from ptxconf.isa.ptxtypes import TYPES
+
+from .desc import Desc
+from .probe import (
+    A_REGION,
+    LANES,
+    Model,
+    _words,
+    a_off,
+    b_base,
+    c_off,
+    fill,
+    image_bytes,
+    immediate_sets,
+    in_words,
+    model_of,
+    put_image,
+)
+from .spec import WgmmaVariant, canonical_strides
+
+CASE_STREAM = 0x36A  # variant_rng purpose of the case draws
+DIGIT_BITS = {"f16": 8, "bf16": 8, "tf32": 8, "e4m3": 4, "e5m2": 3, "s8": 7, "u8": 8, "b1": 1}
+
+
+def imm_tag(imm: dict) -> str:
+    short = {"scale_a": "sa", "scale_b": "sb", "trans_a": "ta", "trans_b": "tb"}
+    return ",".join(f"{short[k]}{'+' if k.startswith('scale') and val > 0 else ''}{val}" for k, val in sorted(imm.items()))
+
+
+def layout_choice(v: WgmmaVariant, rng, operand: str, trans: int, sw: str, model: Model, region: int,
+                   off_boundary: bool = False) -> tuple[Desc, int]:
+    """(descriptor, where its swizzle pattern starts): ``region`` (a repeat boundary: the image is
+    1024-byte aligned in shared memory) or, ``off_boundary``, a random 128-byte step past it, the
+    base offset then set by the spec's rule."""
+    ext = 64 if operand == "A" else v.N
+    room = A_REGION if operand == "A" else image_bytes(v) - b_base(v)
+    return descriptor_choice(rng, model, trans, sw, v.bits, ext, v.K, region, room, off_boundary)
+
+
+def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: int, kext: int, region: int, room: int,
+                      off_boundary: bool) -> tuple[Desc, int]:
+    """(descriptor, pattern start) of an ``ext`` x ``kext`` matrix of ``bits``-bit elements placed at ``region``
+    with ``room`` bytes: canonical strides, K chunks in either order (K-major none), any LBO and a K start inside
+    the swizzle row (K-major swizzled), and ``off_boundary`` a pattern start a random 128-byte step past the
+    repeat boundary.  The sparse family places its compressed A and its B with it too."""
+    smem = model.smem
+    major = smem.major_of(trans)
+    W = smem.width(sw)
+    lbo, sbo = canonical_strides(major, sw, W, bits, ext, kext)
+    kbytes = kext * bits // 8
+    pattern = region
+    if off_boundary and sw != "none":
+        # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
+        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - kbytes if major == "K" else 0)
+        steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
+        if steps:
+            pattern += 128 * int(rng.choice(steps))
+    start = pattern
+    if major == "K" and sw == "none" and rng.integers(2):
+        # K chunks after all MN groups: LBO and SBO differ the other way round
+        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+    if major == "K" and sw != "none":
+        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
+        start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
+    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+
+
+def _values(rng, tname: str, shape) -> np.ndarray:
+    t = TYPES[tname]
+    if t.kind == "float":
+        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64))
+    if t.kind == "bits":
+        return rng.integers(0, 2, size=shape).astype(np.uint64)
+    lo, hi = t.int_range()
+    return t.encode(rng.integers(lo, hi + 1, size=shape))
+
+
+def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
+    dt = TYPES[v.dtype]
+    if dt.is_float:
+        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64))
+    near = rng.integers(0, 2, size=(cases, 64, v.N))
+    base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
+    return dt.encode(base + rng.integers(-40, 41, size=near.shape))
+
+
+def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
+    """Case sets per (check, immediate set); swizzle modes and scale-d cycle over the cases."""
+    model = model_of(v)
+    smem = model.smem
+    rng = variant_rng(v, seed, CASE_STREAM)
+    swz = list(smem.swizzles)
+    out = []
+    sets = immediate_sets(v)
+    for si, imm in enumerate(sets):
+        tag = imm_tag(imm)
+        wanted = [c for c in ("value", "map.A", "map.B") if c in checks]
+        if 0 < si < len(sets) - 1:  # tagged checks on the first and last immediate sets (K- and MN-major)
+            wanted = [c for c in wanted if c == "value"]
+        if v.atype == "b1":
+            wanted = [c for c in wanted if c == "value"] or (["value"] if any(c.startswith("map") for c in checks) else [])
+        map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # the tagged sets' mode: none first, then swizzled
+        # each tagged set again with the swizzle pattern off its repeat boundary (the base offset set):
+        # the swizzled one's mode, or 128B where a form's only tagged set is unswizzled
+        jobs = [(c, False) for c in wanted] + [(c, True) for c in wanted if c.startswith("map") and (map_sw != "none" or len(sets) == 1)
+                                               and not (c == "map.A" and v.a_src == "registers")]
+        for check, off_set in jobs:
+            plans = []  # (A bits, B bits, meta) per case
+            if check == "value":
+                # every mode for A and for B on the repeat boundary, then each swizzled mode off it
+                n = max(value_cases, len(swz)) + len(swz) - 1
+                for _ in range(n):
+                    plans.append((_values(rng, v.atype, (64, v.K)), _values(rng, v.btype, (v.K, v.N))))
+                meta = {}
+            else:
+                target = check.split(".")[1]
+                db = DIGIT_BITS[v.atype if target == "A" else v.btype]
+                space = 64 * v.K if target == "A" else v.K * v.N
+                digits = max(1, -(-int(np.ceil(np.log2(space))) // db))
+                shifts = -(-v.K // v.N) if target == "A" else -(-v.K // 64)
+                one = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+                for dgt in range(digits):
+                    for s in range(shifts):
+                        if target == "A":
+                            tags = np.arange(64 * v.K, dtype=np.int64).reshape(64, v.K)
+                            A = _digit(v.atype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                            B = np.zeros((v.K, v.N), dtype=np.uint64)
+                            n_ = np.arange(v.N)
+                            kk = n_ + s * v.N
+                            ok = kk < v.K
+                            B[kk[ok], n_[ok]] = one
+                        else:
+                            tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+                            B = _digit(v.btype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                            A = np.zeros((64, v.K), dtype=np.uint64)
+                            m_ = np.arange(64)
+                            kk = m_ + s * 64
+                            ok = kk < v.K
+                            A[m_[ok], kk[ok]] = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+                        plans.append((A, B))
+                meta = {"digits": digits, "digit_bits": db, "target": target}
+            words = np.zeros((len(plans), LANES, in_words(v)), dtype=np.uint32)
+            # bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)
+            img = np.tile(((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
+            C = _c_values(rng, v, len(plans))
+            cfgs = []
+            n_on = max(value_cases, len(swz))
+            sw_modes = [m for m in swz if m != "none"]
+            for i, (A, B) in enumerate(plans):
+                if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
+                    sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
+                    off = False
+                elif check == "value":  # each swizzled mode off its repeat boundary, for A and for B
+                    j = i - n_on
+                    sw_a, sw_b = sw_modes[j % len(sw_modes)], sw_modes[(j + 1) % len(sw_modes)]
+                    off = True
+                elif off_set:
+                    sw_a = sw_b = map_sw if map_sw != "none" else "128B"
+                    off = True
+                else:  # one layout per tagged set (its digits spell tags back)
+                    sw_a = sw_b = map_sw
+                    off = False
+                # a tagged set moves only the tagged operand: K-major A and B read with the same
+                # permutation along K would give the same product
+                off_a = off and (check == "value" or check.endswith("A"))
+                off_b = off and (check == "value" or check.endswith("B"))
+                db_, pb = layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
+                lo, hi = _words(model, db_)
+                words[i, :, 2], words[i, :, 3] = lo, hi
+                fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
+                # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
+                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                if v.a_src == "shared":
+                    da, pa = layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
+                    lo, hi = _words(model, da)
+                    words[i, :, 0], words[i, :, 1] = lo, hi
+                    fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
+                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
+                else:
+                    aop = v.operands["A"]
+                    words[i, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[None, None])[0]
+                scale_d = 1 if check != "value" else int(i % 3 != 2)
+                words[i, :, 4] = scale_d
+                if check != "value":
+                    C[i] = 0
+                cfgs.append(cfg)
+            dop = v.operands["D"]
+            words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
+            put_image(v, words, img)
+            name = f"{check}[{tag}]" if tag else check
+            if off_set:
+                name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
+            out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+    return out
+
+
+def _digit(tname: str, d: np.ndarray) -> np.ndarray:
+    t = TYPES[tname]
+    return t.encode(d.astype(np.float64) if t.is_float else d)
