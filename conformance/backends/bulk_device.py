@@ -147,6 +147,10 @@ class EmulatedDevice:
     def compute_capability(self) -> tuple[int, int]:
         return self._cc
 
+    def cc_for(self, v: Any) -> tuple[int, int]:
+        """The GPU emulated for ``v`` (a family whose every form is one GPU's, as wgmma's sm_90a, emulates that one)."""
+        return self._emulator.cc_for(v)
+
     def max_ptx(self) -> PtxVersion:
         return self._max_ptx
 

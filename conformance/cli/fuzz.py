@@ -87,7 +87,8 @@ def cmd_case(args) -> int:
     fam = family_of(v)
     try:
         try:
-            bc = fam.bulk_cases(v, args.seed, backend.compute_capability(), backend.max_ptx())
+            cc = getattr(backend, "cc_for", lambda _v: backend.compute_capability())(v)
+            bc = fam.bulk_cases(v, args.seed, cc, backend.max_ptx())
         except NotImplementedError as exc:
             raise SystemExit(f"ptxconf fuzz case: {exc}") from None
         drawn = bc.draw(np, args.case, 1)

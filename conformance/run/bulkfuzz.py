@@ -127,6 +127,7 @@ def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: lis
         conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
         return
     cc, max_ptx = device.compute_capability(), device.max_ptx()
+    cc_for = getattr(device, "cc_for", lambda v: cc)  # the emulator stands in for each family's own GPU
     builder = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1))
 
     def walk() -> Iterator[tuple[int, int]]:
@@ -141,7 +142,7 @@ def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: lis
         while True:
             while len(ahead) < lookahead and (nxt := next(todo, None)) is not None:
                 si, vi = nxt
-                ahead.append((si, vi, builder.submit(_prepare, device, variants[vi], seeds[si], cc, max_ptx)))
+                ahead.append((si, vi, builder.submit(_prepare, device, variants[vi], seeds[si], cc_for(variants[vi]), max_ptx)))
             if not ahead or time.time() >= deadline:
                 break
             si, vi, job = ahead.popleft()

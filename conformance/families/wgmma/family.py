@@ -9,6 +9,7 @@ from ptxconf.core.family import Family
 from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
+from . import bulk
 from . import probe as wg
 from .cases import make_cases
 from .compare import compare_wgmma
@@ -29,6 +30,9 @@ class WgmmaFamily(Family):
         return plan_by_kernel(v, seed, version, target, case_sets,
                               lambda cs: wg.WgProbe(v, tuple(sorted(cs.params["imm"].items()))), wg.out_words(v), rng,
                               cases_per_launch)
+
+    def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
+        return bulk.bulk_cases(v, seed, cc, max_ptx)
 
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return wg.module_source(probes, version, target)
