@@ -3,7 +3,7 @@
 Per seed, as a plan draws them from their own streams: the immediate set, a swizzle mode and a descriptor for B (and
 for A from shared memory), each on its repeat boundary or a random 128-byte step past it (the base offset then set by
 the spec's rule), and the build.  Per case, by counter: A and B on the small grid of :func:`.cases._values`, C on
-D's grid (integers: half the cases near the s32 limits), scale-d, and the bytes of the image no element occupies.
+D's grid (integers: half the cases near the s32 limits), scale-d, and a salt of the pattern the image's free bytes hold.
 The element addresses come from the spec's shared-memory layout (``SmemSpec.addresses``, evaluated once per seed);
 the expected D is the exact product the comparator's ``numerics`` computes (float64 sums of grid values, which D
 holds exactly), packed through D's fragment.  Case ``i`` is a function of (variant, seed, i) alone.
@@ -77,6 +77,7 @@ class WgmmaBulk(BulkFields):
                                                   v.bits, desc.lbo, desc.sbo, desc.base_offset).ravel().astype(np.int64)
             layouts[name] = [sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset]
         self.meta = {"layouts_per_seed": layouts}
+        self.pattern = ((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8)
         self.grid = {t: TYPES[t].encode(GRID.astype(np.float64)) for t in {v.atype, v.btype} if TYPES[t].is_float}
         if v.bits == 1:  # .b1: eight consecutive k share a byte; each byte is written whole from its eight elements
             self.bit_order = {name: np.argsort(addr * 8 + np.arange(len(addr)) % v.K % 8)
@@ -142,9 +143,10 @@ class WgmmaBulk(BulkFields):
         c_bits, c_vals = self._accumulator(xp, first, n)
         scale_d = below(xp, self.key, self._counter(xp, "scale_d", first, n, 1), 2)[:, 0]
         words = xp.zeros((n, LANES, self.in_words), dtype=xp.uint32)
-        nimg = image_bytes(v)
-        rand = uniform_bits(xp, self.key, self._counter(xp, "image", first, n, nimg // 8))
-        img = rand.view(xp.uint8).reshape(n, nimg)  # bytes no element occupies: random
+        # bytes no element occupies: the plan's recognisable pattern, xor one random byte per case (random bits for
+        # every byte of the image were three quarters of the draw)
+        salt = (uniform_bits(xp, self.key, self._counter(xp, "image", first, n, 1)) & xp.uint64(0xFF)).astype(xp.uint8)
+        img = xp.asarray(self.pattern)[None, :] ^ salt
         self._scatter(xp, img, "B", b_bits)
         if v.a_src == "shared":
             self._scatter(xp, img, "A", a_bits)
