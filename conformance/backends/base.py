@@ -63,6 +63,7 @@ class LaunchResult:
     error: str | None = None
     seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    abandoned: bool = False  # never ran: the run stopped while its module was still being built (no verdict is due)
 
 
 class Backend(ABC):
@@ -87,6 +88,10 @@ class Backend(ABC):
     def stats(self) -> dict:
         """How the backend spent its time (build paths, compile seconds) for the run summary."""
         return {}
+
+    def set_stop(self, stop) -> None:
+        """The run's stop request (a callable), asked while a module waits for its build: a module not built when the
+        run stops is not run (its launches come back ``abandoned``).  Default: never asked (nothing waits here)."""
 
     @abstractmethod
     def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:

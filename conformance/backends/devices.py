@@ -72,6 +72,10 @@ class DeviceSet(Backend):
     def prefetch(self, module: str) -> None:
         self.members[0].prefetch(module)  # the builds are shared
 
+    def set_stop(self, stop) -> None:
+        for m in self.members:
+            m.set_stop(stop)
+
     def run(self, module, launches: list[Launch]) -> list[LaunchResult]:
         """On the first free device (callers run up to ``parallel`` modules at once, from threads)."""
         member = self._free.get()

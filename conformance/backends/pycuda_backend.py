@@ -22,11 +22,17 @@ import shutil
 import subprocess
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from ptxconf.core import shared
 from ptxconf.isa.targets import PtxVersion
 
 from .base import Backend, BackendError, Launch, LaunchResult
+
+
+class _Abandoned(Exception):
+    """A module's build was still running when the run stopped."""
+
 
 LaunchItem = tuple  # (kernel, words, gather rows | None, out words, order, warps per block, into | None, into rows)
 
@@ -122,6 +128,7 @@ class PyCudaBackend(Backend):
         self.restarts = 0
         self._loaded: set[str] = set()
         self.worker_seconds: dict[str, float] = {}  # the GPU worker's batched launches, by step
+        self._should_stop = None  # the run's stop request (set_stop)
 
     def _start(self) -> None:
         from . import _cuda_worker
@@ -157,7 +164,7 @@ class PyCudaBackend(Backend):
             return ("error", f"timed out after {timeout:g} s (kernel hung?); worker restarted", True)
         try:
             reply = self._conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the worker died mid-reply (a reset pipe is a death too)
             self._stop(kill=True)
             self.restarts += 1
             return ("error", "the GPU worker died (fault in the driver?); worker restarted", True)
@@ -234,7 +241,14 @@ class PyCudaBackend(Backend):
                 self.built_by.get("driver JIT" if isinstance(module, str) else "given cubin", 0) + 1
             return module
         self.prefetch(module)
-        cubin, err, seconds = self._builds.pop(self._key(module)).result()
+        build = self._builds.pop(self._key(module))
+        while True:  # the run may stop meanwhile: a module not built yet is then not run (nothing of it is lost)
+            try:
+                cubin, err, seconds = build.result(timeout=0.05)
+                break
+            except FutureTimeout:
+                if self._should_stop is not None and self._should_stop():
+                    raise _Abandoned from None
         self.compile_seconds += seconds
         if cubin is None:  # ptxas refused what the driver may take: the JIT decides, and the count says so
             self.built_by["driver JIT (ptxas refused)"] = self.built_by.get("driver JIT (ptxas refused)", 0) + 1
@@ -247,7 +261,12 @@ class PyCudaBackend(Backend):
         key = self._key(module)
         t0 = time.perf_counter()
         if key not in self._loaded or self._proc is None:
-            error = self._load_image(key, self._image(module))
+            try:
+                image = self._image(module)
+            except _Abandoned:
+                return [LaunchResult(None, error="not run: the run stopped while its module was being built",
+                                     seconds=time.perf_counter() - t0, abandoned=True) for _ in launches]
+            error = self._load_image(key, image)
             if error:
                 return [LaunchResult(None, error=error, seconds=time.perf_counter() - t0) for _ in launches]
         batch, made = _wire(launches)
@@ -292,10 +311,14 @@ class PyCudaBackend(Backend):
                 "load_seconds": round(self.jit_seconds, 3),
                 "launch_steps_s": {k: round(v, 3) for k, v in self.worker_seconds.items()}}
 
+    def set_stop(self, stop) -> None:
+        self._should_stop = stop
+
     def close(self) -> None:
         if self._pool is not None:  # builds ahead that will not be launched: queued ones dropped, running ones ended
             self._pool.shutdown(wait=False, cancel_futures=True)
             from .ptxas import cancel_builds
 
             cancel_builds()
-        self._stop()
+        # a stopping run does not wait for the worker to leave (its CUDA context ends with it; nothing is in flight)
+        self._stop(kill=self._should_stop is not None and self._should_stop())

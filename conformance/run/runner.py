@@ -89,9 +89,9 @@ def module_of(plans: list[Plan]) -> str:
 
 
 def launch_module(backend: Backend, plans: list[Plan], module: str,
-                  stages: Stages | None = None) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]]:
+                  stages: Stages | None = None) -> list[tuple[np.ndarray, list[tuple[np.ndarray, str]]]] | None:
     """Every launch of every plan in one call to the backend: per plan, its out words and the failed launches
-    (their cases and why)."""
+    (their cases and why); None when the backend abandoned the module (the run stopped before it was built)."""
     stages = stages or Stages()
     launches, owner = [], []
     # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
@@ -112,6 +112,9 @@ def launch_module(backend: Backend, plans: list[Plan], module: str,
         if len(results) != len(launches):  # a short answer must not leave cases compared against zeros
             why = f"the backend returned {len(results)} results for {len(launches)} launches"
             results = [LaunchResult(None, error=why) for _ in launches]
+    if any(r.abandoned for r in results):  # the run stopped before the module was built: none of it ran
+        shared.release(*outs)
+        return None
     errors: list[list[tuple[np.ndarray, str]]] = [[] for _ in plans]
     for (k, cases), result in zip(owner, results):
         if result.error:
@@ -184,6 +187,8 @@ def _run_module(backend: Backend, plans: list[Plan], module: str | None = None,
     stages = stages or Stages()
     t0 = time.perf_counter()
     launched = launch_module(backend, plans, module if module is not None else module_of(plans), stages)
+    if launched is None:
+        return []
     return list(_compared_here(plans, launched, (time.perf_counter() - t0) / max(1, len(plans)), None, stages))
 
 
@@ -375,7 +380,10 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
         launched = launch_module(backend, plans, source, stages)
         return launched, (time.perf_counter() - t0) / max(1, len(plans))
 
-    def finish(plans: list[Plan], launched: list, share: float) -> None:
+    def finish(plans: list[Plan], launched: list | None, share: float) -> None:
+        if launched is None:  # abandoned by a stop before it was built: these variants were not run
+            shared.release(*(p.in_words for p in plans))
+            return
         if comparisons is None:
             for outcome in _compared_here(plans, launched, share, observations, stages):
                 emit(outcome)

@@ -440,3 +440,41 @@ def test_a_launch_error_becomes_an_error_verdict_and_the_run_goes_on(tmp_path, m
     blocks = failure_blocks(stdout)
     assert set(blocks) == {f"{bad}:{c}:seed=0" for c in CHECK_NAMES}
     assert all(REPLAY_LINE.match(lines[-1]) for lines in blocks.values())
+
+
+def test_a_module_the_run_stops_before_it_is_built_is_not_run_and_loses_nothing(tmp_path, monkeypatch):
+    """A stop while a module still waits for its build (the backend hands back its launches ``abandoned``): the run
+    ends as interrupted, the modules launched before keep their verdicts, and the abandoned ones are listed as not run
+    (``--resume`` runs them), never recorded as errors."""
+    import os
+    import signal
+
+    stopped: list[str] = []
+
+    class StoppedWhileBuilding(EmulatorBackend):
+        def run(self, module, launches):
+            if not self.resumed and (stopped or len(self.ran) >= 2):  # the third module: stopped while being built
+                if not stopped:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                stopped.append(launches[0].probe.variant.id)
+                return [LaunchResult(None, error="not run: stopped", abandoned=True) for _ in launches]
+            self.ran.append(launches[0].probe.variant.id)
+            return super().run(module, launches)
+
+    def make(name, **kw):
+        b = StoppedWhileBuilding(kw["semantics"])
+        b.ran, b.resumed = [], bool(stopped)  # the backend of the --resume run abandons nothing
+        return b
+
+    monkeypatch.setattr(ptxconf.backends, "get_backend", make)
+    monkeypatch.setattr(runner, "MODULE_PLANS", 1)
+    variants = RUN_VARIANTS[:5]
+    out = tmp_path / "run"
+    assert emulator_run(out, 0, variants, "--jobs", "1") == 143
+    records = jsonl(out / "results.jsonl")
+    assert records and {r["status"] for r in records} == {"pass"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and stopped
+    assert set(stopped) <= set(summary["variants_not_run"]) and not {r["variant"] for r in records} & set(stopped)
+    assert emulator_run(out, 0, variants, "--jobs", "1", "--resume") == 0
+    assert {r["variant"] for r in jsonl(out / "results.jsonl")} == set(variants)
