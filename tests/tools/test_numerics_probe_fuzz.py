@@ -13,7 +13,7 @@ import pytest
 from ptxconf.families import wgmma_sp as wsp
 from ptxconf.tools.numerics import probe_fuzz as pf
 from ptxconf.tools.numerics.gpu_fuzz import Recipe
-from ptxconf.tools.numerics.harness import meta_words, numeric_variants, path_of, wgmma_words
+from ptxconf.tools.numerics.harness import numeric_variants, path_of, wgmma_words
 from ptxconf.tools.numerics.model import Types, dot_bits, sparse_dots
 from ptxconf.tools.numerics.spec import numerics_spec
 
@@ -40,7 +40,7 @@ def test_wgmma_sp_metadata_words_read_back_as_the_drawn_fields(forms, needle):
     v = _one(forms, "wgmma.sp", needle)
     bits, pos = pf.draw(v, np.random.default_rng(1), 3, Recipe(10, 0.0, 0, 0.0, 0.0))
     fields = bits["metadata"][:, 0].astype(np.int64)
-    words = meta_words(v, fields)
+    words = wsp.meta_words(v, np.random.default_rng(0), fields, 0)
     assert (wsp.fields_of(v, words, 0) == fields).all()
     # the whole probe input: the spec's reader rebuilds the same dense A the drawn positions name
     w = wgmma_words(v, bits)

@@ -218,26 +218,6 @@ def _wgmma_buffers(v):
     return wg, wg.in_words(v), wg.image_bytes(v), wg.out_words(v), wg.WgProbe
 
 
-def meta_words(v, fields: np.ndarray, selector: int = 0) -> np.ndarray:
-    """wgmma.sp index fields ``[case, 64, 2 * chunks]`` -> each lane's sp-meta register ``uint32[case, 128]``
-    (the inverse of ``wgmma_sp.probe.fields_of``); lanes the selector leaves out carry the first legal pattern."""
-    from ptxconf.families.wgmma_sp import sparsity as sp_sparsity
-
-    lay = v.operands["metadata"].layout
-    m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
-    f0, f1 = sp_sparsity(v).patterns[0]
-    nibble = f0 | (f1 << 2)
-    words = np.full((len(fields), lay.lanes), sum(nibble << (4 * i) for i in range(8)), dtype=np.uint64)
-    lanes, elems = np.nonzero(held)
-    vals = np.asarray(fields, dtype=np.uint64)[:, m[lanes, elems, 1], m[lanes, elems, 2]]
-    for e in np.unique(elems):
-        sel = elems == e
-        shift = np.uint64(2 * int(e))
-        ln = lanes[sel]
-        words[:, ln] = (words[:, ln] & ~(np.uint64(3) << shift)) | ((vals[:, sel] & np.uint64(3)) << shift)
-    return words.astype(np.uint32)
-
-
 def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
     """Operand bits -> wgmma (or wgmma.sp) probe input words: K-major, no swizzle, scale-d = 1 (D = A*B + C).
 
@@ -280,7 +260,9 @@ def wgmma_words(v, bits: dict[str, np.ndarray]) -> np.ndarray:
                 img[:, addr[sel]] |= ((vals[:, sel] & np.uint64(1)) << np.uint64(bit)).astype(np.uint8)
     words[:, :, 4] = 1
     if sparse:
-        words[:, :, fam.META_WORD] = meta_words(v, bits["metadata"][:, 0], wgmma_imm(v)["sel"])
+        # the selector's lanes hold the fields; the others random legal metadata (seeded by the operands: replayable)
+        rng = np.random.default_rng(int(np.asarray(bits["C"]).ravel()[:64].sum()) & 0xFFFFFFFF)
+        words[:, :, fam.META_WORD] = fam.meta_words(v, rng, bits["metadata"][:, 0].astype(np.int64), wgmma_imm(v)["sel"])
     dop = v.operands["D"]
     words[:, :, wg.c_off(v) : wg.c_off(v) + dop.words] = wg.pack(dop, bits["C"])
     fam.put_image(v, words, img)
