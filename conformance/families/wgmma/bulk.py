@@ -21,6 +21,7 @@ from ptxconf.isa.packing import pack
 from ptxconf.isa.ptxtypes import TYPES
 from ptxconf.isa.targets import PtxVersion
 
+from . import probe as _probe
 from .cases import imm_tag, layout_choice
 from .probe import (
     LANES,
@@ -29,12 +30,9 @@ from .probe import (
     a_off,
     b_base,
     c_off,
-    image_bytes,
     img_off,
     immediate_sets,
-    in_words,
     model_of,
-    out_words,
 )
 from .spec import WgmmaVariant
 
@@ -47,41 +45,61 @@ GRID = np.arange(-3, 4)  # A and B values (cases._values): every product sum and
 class WgmmaBulk(BulkFields):
     """Bulk value cases of one wgmma form at one seed (layouts fixed per seed, values per case)."""
 
+    buffers = None  # the probe module whose buffer contract the words follow (this family's; wgmma_sp's for .sp)
+
     def __post_init__(self) -> None:
         v = self.variant
         imm = dict(self.probe.imm)
         self.imm = imm
         self.params = {"imm": imm}
-        self.check = f"value[{imm_tag(imm)}]" if imm_tag(imm) else "value"
-        self.out_words = out_words(v)
-        self.in_words = in_words(v)
+        self.check = self.check_name(imm)
+        buf = self.buffers or _probe
+        self.out_words, self.in_words, self.image_bytes = buf.out_words(v), buf.in_words(v), buf.image_bytes(v)
         self.key = key_of("bulk", v.id, self.seed)
         model = model_of(v)
         smem = model.smem
         rng = variant_rng(v, self.seed, "bulk layouts")
-        modes = list(smem.swizzles)
         self.desc_words = np.zeros(4, dtype=np.uint32)
         self.addresses: dict[str, np.ndarray] = {}  # operand -> byte address of element (mn, k), [ext * K]
         layouts = {}
         operands = ["B"] + (["A"] if v.a_src == "shared" else [])
         for name in operands:
             trans = imm.get(f"trans_{name.lower()}", 0)
-            sw = modes[int(rng.integers(len(modes)))]
-            desc, pattern = layout_choice(v, rng, name, trans, sw, model, 0 if name == "A" else b_base(v),
-                                          bool(rng.integers(2)))
+            desc, pattern, sw = self.choose(rng, name, trans, model)
             col = 0 if name == "A" else 2
             self.desc_words[col], self.desc_words[col + 1] = _words(model, desc)
-            ext = 64 if name == "A" else v.N
-            mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
+            ext, kext = self.tile(name)
+            mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
             self.addresses[name] = smem.addresses(smem.major_of(trans), smem.name_of(desc.swizzle), desc.start, mn, k,
                                                   v.bits, desc.lbo, desc.sbo, desc.base_offset).ravel().astype(np.int64)
             layouts[name] = [sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset]
         self.meta = {"layouts_per_seed": layouts}
-        self.pattern = ((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8)
+        self.pattern = ((np.arange(self.image_bytes) * 0x9D + 0x5B) & 0xFF).astype(np.uint8)
         self.grid = {t: TYPES[t].encode(GRID.astype(np.float64)) for t in {v.atype, v.btype} if TYPES[t].is_float}
         if v.bits == 1:  # .b1: eight consecutive k share a byte; each byte is written whole from its eight elements
-            self.bit_order = {name: np.argsort(addr * 8 + np.arange(len(addr)) % v.K % 8)
+            self.bit_order = {name: np.argsort(addr * 8 + np.arange(len(addr)) % self.tile(name)[1] % 8)
                               for name, addr in self.addresses.items()}
+
+    # --- what a form built on this one (wgmma.sp) changes ------------------------------------------
+    def check_name(self, imm: dict) -> str:
+        return f"value[{imm_tag(imm)}]" if imm_tag(imm) else "value"
+
+    def tile(self, name: str) -> tuple[int, int]:
+        """(rows along M or N, columns along K) of A or B as stored."""
+        v = self.variant
+        return (64, v.K) if name == "A" else (v.N, v.K)
+
+    def choose(self, rng, name: str, trans: int, model) -> tuple[Any, int, str]:
+        """(descriptor, pattern start, swizzle mode) of A or B: any mode, on its repeat boundary or off it."""
+        modes = list(model.smem.swizzles)
+        sw = modes[int(rng.integers(len(modes)))]
+        desc, pattern = layout_choice(self.variant, rng, name, trans, sw, model,
+                                      0 if name == "A" else b_base(self.variant), bool(rng.integers(2)))
+        return desc, pattern, sw
+
+    def sparse(self, xp: Any, words: Any, a_vals: Any, first: int, n: int) -> Any:
+        """The A values the product takes (a sparse form expands its stored A here and writes its metadata)."""
+        return a_vals
 
     def _counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
         return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
@@ -138,7 +156,7 @@ class WgmmaBulk(BulkFields):
 
     def draw(self, xp: Any, first: int, n: int) -> Drawn:
         v = self.variant
-        a_bits, a_vals = self._multiplicand(xp, "A", v.atype, (64, v.K), first, n)
+        a_bits, a_vals = self._multiplicand(xp, "A", v.atype, self.tile("A"), first, n)
         b_bits, b_vals = self._multiplicand(xp, "B", v.btype, (v.K, v.N), first, n)
         c_bits, c_vals = self._accumulator(xp, first, n)
         scale_d = below(xp, self.key, self._counter(xp, "scale_d", first, n, 1), 2)[:, 0]
@@ -158,6 +176,7 @@ class WgmmaBulk(BulkFields):
         dop = v.operands["D"]
         words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, c_bits[:, None])
         words[:, :, img_off(v) :] = img.view(xp.uint32).reshape(n, LANES, -1)
+        a_vals = self.sparse(xp, words, a_vals, first, n)
         expected = xp.zeros((n, LANES, self.out_words), dtype=xp.uint32)
         expected[:, :, : dop.words] = pack(dop, self.product(xp, a_vals, b_vals, c_vals, scale_d)[:, None])
         defined = np.zeros((LANES, self.out_words), dtype=bool)

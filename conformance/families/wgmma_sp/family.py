@@ -54,6 +54,11 @@ class WgmmaSpFamily(Family):
         cs.meta["assembler"] = ud.assembled(sp.module_source([_kernel(v, cs)], version, target), version, cc)
         return bool(cs.meta["assembler"].get("accepted"))
 
+    def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
+        from .bulk import bulk_cases
+
+        return bulk_cases(v, seed, cc, max_ptx)
+
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return sp.module_source(probes, version, target)
 
