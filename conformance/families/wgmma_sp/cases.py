@@ -160,14 +160,15 @@ def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray
     comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
     one = _one(v.atype)
     holding = [np.nonzero((pos == p).any(1))[0] for p in range(v.width)]  # patterns that store position p
+    slot = np.argmax(pos[:, None, :] == np.arange(v.width)[None, :, None], axis=-1)  # [pattern, position] -> slot
     for m in range(64):
         k = m + 64 * s
         if k >= v.K:
             continue
         ch, p = divmod(k, v.width)
-        pick = int(rng.choice(holding[p]))
+        pick = int(holding[p][rng.integers(0, len(holding[p]))])  # rng.choice(holding[p]), the same draw, cheaper
         fields[m, ch] = pats[pick]
-        comp[m, ch, int(np.argmax(pos[pick] == p))] = one
+        comp[m, ch, slot[pick, p]] = one
     return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
 
 

@@ -119,13 +119,12 @@ def densify(v: WgmmaSpVariant, comp: np.ndarray, fields: np.ndarray) -> np.ndarr
     missing = (idx < 0).any(-1)
     pos = positions(sp, np.where(idx < 0, 0, idx)) + (np.arange(sp.chunks) * sp.width)[:, None]
     vals = np.where(missing[..., None], np.uint64(0), comp.reshape(cases, 64, sp.chunks, sp.nz).astype(np.uint64))
-    dense = np.zeros((cases, 64, v.K), dtype=np.uint64)
-    c, r = np.meshgrid(np.arange(cases), np.arange(64), indexing="ij")
-    for ch in range(sp.chunks):
-        for s in range(sp.nz):
-            hit = vals[:, :, ch, s] != 0
-            dense[c[hit], r[hit], pos[:, :, ch, s][hit]] = vals[:, :, ch, s][hit]
-    return dense
+    dense = np.zeros(cases * 64 * v.K, dtype=np.uint64)
+    at = (np.arange(cases * 64).reshape(cases, 64, 1, 1) * v.K + pos).astype(np.int64)  # flat index of each slot
+    for s in range(sp.nz):  # slot by slot: where two slots of a chunk name one position, the later one's value stays
+        hit = vals[..., s] != 0
+        dense[at[..., s][hit]] = vals[..., s][hit]
+    return dense.reshape(cases, 64, v.K)
 
 
 def compressed_a(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel) -> np.ndarray:
