@@ -167,6 +167,29 @@ def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, oper
     return out if operand == "A" else out.T
 
 
+def read_matrices(model: Model, v: WgmmaVariant, img: np.ndarray, lo: np.ndarray, hi: np.ndarray, operand: str,
+                  trans: int) -> np.ndarray:
+    """:func:`read_matrix` of every case at once (``img[case]``, its descriptor in words ``lo[case]``,
+    ``hi[case]``): each case's layout from the per-descriptor cache, one gather for all their bytes."""
+    size = img.shape[1]
+    parts = [_gather(model, v, decode_words(model, a, b), operand, trans, size) for a, b in zip(lo, hi)]
+    if not parts:
+        rows, cols = (64, v.K) if operand == "A" else (v.K, v.N)
+        return np.zeros((0, rows, cols), dtype=np.uint64)
+    flat = np.ascontiguousarray(img).reshape(-1)
+    base = np.arange(len(parts)) * size
+    idx = np.stack([p[0] for p in parts])
+    if parts[0][2] is None:
+        got = flat[idx + base.reshape(-1, *([1] * (idx.ndim - 1)))]
+        nb = idx.shape[-1]
+        out = got.view(f"<u{nb}")[..., 0].astype(np.uint64) if nb in (1, 2, 4, 8) else _join_bytes(got)
+        out[np.stack([p[1] for p in parts])] = 0
+    else:
+        kb = np.stack([p[2] for p in parts])
+        out = (flat[idx + base[:, None, None]].astype(np.uint64) >> kb) & np.uint64(1)
+    return out if operand == "A" else out.transpose(0, 2, 1)
+
+
 def _join_bytes(b: np.ndarray) -> np.ndarray:
     out = np.zeros(b.shape[:-1], dtype=np.uint64)
     for k in range(b.shape[-1]):
@@ -207,10 +230,11 @@ def _gather(model: Model, v: WgmmaVariant, desc: Desc, operand: str, trans: int,
 
 
 def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, kext: int, bits: int, lbo: int, sbo: int,
-                   base_offset: int, core_transpose: bool = False) -> np.ndarray:
+                   base_offset: int, core_transpose: bool = False, extent: bool = False):
     """Shared-image byte address ``int64[ext, kext]`` of each element (mn, k) of a tile, as the spec's formulas
-    place it (``core_transpose``: each 8x8 core matrix read transposed).  The offsets depend only on the layout
-    and the tile's shape: they are evaluated once per process, the start and the swizzle applied per call."""
+    place it (``core_transpose``: each 8x8 core matrix read transposed); ``extent``: only the highest offset
+    before the swizzle.  The offsets depend only on the layout and the tile's shape: they are evaluated once per
+    process, the start and the swizzle applied per call."""
     key = (id(smem), major, sw, bits, lbo, sbo, ext, kext, core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
@@ -219,8 +243,15 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
             mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
         if len(_TILES) > 4096:
             _TILES.clear()
-        hit = _TILES[key] = (smem, smem.offsets(major, sw, mn, k, bits, lbo, sbo))
-    return smem.swizzled(sw, start + hit[1], base_offset)
+        off = smem.offsets(major, sw, mn, k, bits, lbo, sbo)
+        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
+    _, off, low, high = hit
+    if extent:
+        return high
+    addr = start + off
+    if sw == "none" or start + low < 0:  # (a negative address: the formula itself, as the spec writes it)
+        return addr if sw == "none" else smem.swizzled(sw, addr, base_offset)
+    return smem.swizzle_table(sw, int(base_offset), start + high + 1)[addr]
 
 
 _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
@@ -255,19 +286,15 @@ def operand_d(v: WgmmaVariant, model: Model | None):
 
 def matrices(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model) -> tuple[np.ndarray, np.ndarray]:
     """A and B bits ``[case, 64, K]``, ``[case, K, N]`` as the model reads them."""
-    cases = len(words)
     img = image_of(v, words)
-    A = np.zeros((cases, 64, v.K), dtype=np.uint64)
-    B = np.zeros((cases, v.K, v.N), dtype=np.uint64)
     if v.a_src == "registers":
         aop = v.operands["A"]
         if model.a_layout is not None:
             aop = replace(aop, layout=model.a_layout)
-        A[:] = unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
-    for c in range(cases):
-        if v.a_src == "shared":
-            A[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 0], words[c, 0, 1]), "A", imm.get("trans_a", 0))
-        B[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 2], words[c, 0, 3]), "B", imm.get("trans_b", 0))
+        A = unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
+    else:
+        A = read_matrices(model, v, img, words[:, 0, 0], words[:, 0, 1], "A", imm.get("trans_a", 0))
+    B = read_matrices(model, v, img, words[:, 0, 2], words[:, 0, 3], "B", imm.get("trans_b", 0))
     return A, B
 
 
@@ -351,8 +378,8 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     pattern = region
     if off_boundary and sw != "none":
         # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
-        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - kbytes if major == "K" else 0)
+        end = tile_addresses(smem, major, sw, 0, ext, kext, bits, lbo, sbo, 0, extent=True)
+        end += max(1, bits // 8) + (W - kbytes if major == "K" else 0)
         steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
         if steps:
             pattern += 128 * int(rng.choice(steps))
@@ -368,25 +395,39 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
 
 def fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
     """Write matrix bits ``mat`` (A: 64 x K, B: K x N) into one case's image where the spec reads them."""
-    bits = v.bits
+    fill_cases(v, img[None], [desc], operand, trans, np.asarray(mat)[None], smem)
+
+
+def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int, mats: np.ndarray,
+               smem: SmemSpec) -> None:
+    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``;
+    each case's addresses from the per-layout cache, every byte in one scatter."""
+    bits, cases = v.bits, len(descs)
+    if not cases:
+        return
     ext = 64 if operand == "A" else v.N
-    sw = smem.name_of(desc.swizzle)
-    addr = tile_addresses(smem, smem.major_of(trans), sw, desc.start, ext, v.K, bits, desc.lbo, desc.sbo,
-                          desc.base_offset).ravel()
-    vals = np.asarray(mat if operand == "A" else mat.T, dtype=np.uint64).ravel()
-    if bits >= 8:  # each element's bytes, low first, in one scatter
+    major = smem.major_of(trans)
+    addr = np.stack([tile_addresses(smem, major, smem.name_of(d.swizzle), d.start, ext, v.K, bits, d.lbo, d.sbo,
+                                    d.base_offset).ravel() for d in descs])
+    vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
+    size = img.shape[1]
+    flat = img.reshape(-1)
+    if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
-        img[(addr[:, None] + np.arange(nb)).ravel()] = vals.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :nb].ravel()
+        at = addr[..., None] + np.arange(nb) + (np.arange(cases) * size)[:, None, None]
+        flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
     else:
         kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
-        img[addr] = 0
-        np.bitwise_or.at(img, addr, ((vals & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+        for c in range(cases):  # bits of one byte from several elements: case by case, in order
+            a = addr[c] + c * size
+            flat[a] = 0
+            np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
     t = TYPES[tname]
-    if t.kind == "float":
-        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64))
+    if t.kind == "float":  # -3..3: exact in every element type (no exactness check to pay)
+        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64), exact=False)
     if t.kind == "bits":
         return rng.integers(0, 2, size=shape).astype(np.uint64)
     lo, hi = t.int_range()
@@ -395,8 +436,8 @@ def _values(rng, tname: str, shape) -> np.ndarray:
 
 def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     dt = TYPES[v.dtype]
-    if dt.is_float:
-        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64))
+    if dt.is_float:  # -64..64: exact in .f16 and .f32
+        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64), exact=False)
     near = rng.integers(0, 2, size=(cases, 64, v.N))
     base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
@@ -461,10 +502,12 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             # bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)
             img = np.tile(((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
             C = _c_values(rng, v, len(plans))
-            cfgs = []
+            cfgs: list[dict] = []
+            b_descs: list[Desc] = []
+            a_descs: list[Desc] = []
             n_on = max(value_cases, len(swz))
             sw_modes = [m for m in swz if m != "none"]
-            for i, (A, B) in enumerate(plans):
+            for i in range(len(plans)):
                 if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
                     sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
                     off = False
@@ -485,23 +528,27 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 db_, pb = layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
                 lo, hi = _words(model, db_)
                 words[i, :, 2], words[i, :, 3] = lo, hi
-                fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
+                b_descs.append(db_)
                 # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
                     da, pa = layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
                     lo, hi = _words(model, da)
                     words[i, :, 0], words[i, :, 1] = lo, hi
-                    fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
+                    a_descs.append(da)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                else:
-                    aop = v.operands["A"]
-                    words[i, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[None, None])[0]
                 scale_d = 1 if check != "value" else int(i % 3 != 2)
                 words[i, :, 4] = scale_d
                 if check != "value":
                     C[i] = 0
                 cfgs.append(cfg)
+            # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
+            fill_cases(v, img, b_descs, "B", imm.get("trans_b", 0), np.stack([B for _, B in plans]), smem)
+            if v.a_src == "shared":
+                fill_cases(v, img, a_descs, "A", imm.get("trans_a", 0), np.stack([A for A, _ in plans]), smem)
+            else:
+                aop = v.operands["A"]
+                words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, np.stack([A for A, _ in plans])[:, None])
             dop = v.operands["D"]
             words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
             put_image(v, words, img)

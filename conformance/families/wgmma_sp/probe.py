@@ -135,20 +135,12 @@ def compressed_a(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel
             aop = replace(aop, layout=model.dense.a_layout)
         return unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
     img = image_of(v, words)
-    out = np.zeros((len(words), 64, v.kc), dtype=np.uint64)
-    for c in range(len(words)):
-        d = wg.decode_words(model.dense, words[c, 0, 0], words[c, 0, 1])
-        out[c] = wg.read_matrix(model.dense, v.a_view, img[c], d, "A", imm.get("trans_a", 0))
-    return out
+    return wg.read_matrices(model.dense, v.a_view, img, words[:, 0, 0], words[:, 0, 1], "A", imm.get("trans_a", 0))
 
 
 def matrix_b(v: WgmmaSpVariant, words: np.ndarray, imm: dict, model: SpModel) -> np.ndarray:
     img = image_of(v, words)
-    out = np.zeros((len(words), v.K, v.N), dtype=np.uint64)
-    for c in range(len(words)):
-        d = wg.decode_words(model.dense, words[c, 0, 2], words[c, 0, 3])
-        out[c] = wg.read_matrix(model.dense, v, img[c], d, "B", imm.get("trans_b", 0))
-    return out
+    return wg.read_matrices(model.dense, v, img, words[:, 0, 2], words[:, 0, 3], "B", imm.get("trans_b", 0))
 
 
 def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
