@@ -28,6 +28,7 @@ from ptxconf.core.plan import PTX_VERSIONS, Plan, support_reason
 from ptxconf.core.verdict import Verdict
 from ptxconf.spec.model import Variant
 from ptxconf.spec.targets import PtxVersion
+from threadpoolctl import threadpool_limits
 
 from .observations import publish_observation, records, write_observation
 from .stages import Stages
@@ -165,7 +166,14 @@ def _error_verdicts(plan: Plan, why: str) -> list[Verdict]:
 def _compared_here(plans: list[Plan], launched: list, share: float, observations: Path | None,
                    stages: Stages) -> Iterator[VariantOutcome]:
     """Each launched plan's outcome, compared (and with ``observations``, its observation written pending) in this
-    process."""
+    process, BLAS on one thread as in the workers (a thread pool woken for each small product costs several times
+    the product's own CPU)."""
+    with threadpool_limits(1):
+        yield from _compared(plans, launched, share, observations, stages)
+
+
+def _compared(plans: list[Plan], launched: list, share: float, observations: Path | None,
+              stages: Stages) -> Iterator[VariantOutcome]:
     for plan, (out, errs) in zip(plans, launched):
         t3 = time.perf_counter()
         outcome = VariantOutcome(plan, out_words=None if errs else out)
