@@ -133,11 +133,35 @@ def unpack(op: Operand, words: np.ndarray, params: Mapping[str, int] | None = No
     """``words[case, lane, op.words]`` -> ``bits[case, matrix, row, col]`` through the layout."""
     lay = op.layout
     elems = element_bits(op, words)
+    n = elems.shape[0]
+    flat = elems.reshape(n, -1)
+    if elems.shape[1] != lay.lanes:  # words of another lane count: the slots the layout names, scattered
+        lanes, es, mm, rr, cc = _scatter_on(op, params)
+        out = np.zeros((n, lay.matrices * lay.rows * lay.cols), dtype=np.uint64)
+        out[:, (mm * lay.rows + rr) * lay.cols + cc] = flat[:, lanes * elems.shape[2] + es]
+        return out.reshape(n, lay.matrices, lay.rows, lay.cols)
+    source, whole = _source_on(op, params)
+    if not whole:  # elements no slot holds read from an appended zero
+        flat = np.concatenate([flat, np.zeros((n, 1), dtype=flat.dtype)], axis=1)
+    return flat.take(source, axis=1).reshape(n, lay.matrices, lay.rows, lay.cols)
+
+
+def _source_on(op: Operand, params: Mapping[str, int] | None) -> tuple[np.ndarray, bool]:
+    """For :func:`unpack`: the (lane, element) slot each matrix element is read from, flat, and whether every
+    element has one (else they point one past the slots).  Where two slots hold one element the later slot's
+    value is the one read, as a scatter in slot order leaves it."""
+    key = ("source", id(op), tuple(sorted((params or {}).items())))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    lay = op.layout
     lanes, es, mm, rr, cc = _scatter_on(op, params)
-    out = np.zeros((elems.shape[0], lay.matrices * lay.rows * lay.cols), dtype=np.uint64)
-    # flat indices on both sides: one gather and one scatter instead of two and three index arrays
-    out[:, (mm * lay.rows + rr) * lay.cols + cc] = elems.reshape(elems.shape[0], -1)[:, lanes * elems.shape[2] + es]
-    return out.reshape(elems.shape[0], lay.matrices, lay.rows, lay.cols)
+    slots = lay.lanes * lay.elements
+    source = np.full(lay.matrices * lay.rows * lay.cols, slots, dtype=np.int64)
+    source[(mm * lay.rows + rr) * lay.cols + cc] = lanes * lay.elements + es
+    whole = bool((source < slots).all())
+    _INDEX[key] = (op, (source, whole))
+    return source, whole
 
 
 def _scatter_on(op: Operand, params: Mapping[str, int] | None) -> tuple:
