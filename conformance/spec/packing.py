@@ -78,8 +78,11 @@ def pack(
         slots = xp.where(held[None], values << xp.uint64(frag.value_shift), garbage) << shift
     if frag.per_register == 1:
         regs = slots
-    else:  # disjoint bit fields: the sum is their OR
-        regs = slots.reshape(slots.shape[0], lay.lanes, op.registers, frag.per_register).sum(axis=-1, dtype=xp.uint64)
+    else:  # disjoint bit fields ORed together (elementwise over the few per register: faster than a reduction)
+        fields = slots.reshape(slots.shape[0], lay.lanes, op.registers, frag.per_register)
+        regs = fields[..., 0] | fields[..., 1]
+        for j in range(2, frag.per_register):
+            regs |= fields[..., j]
     return registers_to_words(op, regs)
 
 

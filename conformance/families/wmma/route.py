@@ -20,7 +20,7 @@ from ptxconf.generators.ptx import module_source as probe_module_source
 from ptxconf.spec.ptxtypes import TYPES
 from ptxconf.spec.targets import PtxVersion, Target
 
-from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, sizes, write_matrix
+from .memory import HEADER_WORDS, SLACK, Sizes, as_words, max_stride, scatter_matrices, sizes
 from .spec import WmmaSpec, WmmaVariant
 
 __all__ = ["WmmaProbe", "companions", "routes_for", "kernel_source", "module_source", "case_words"]
@@ -151,6 +151,7 @@ def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generat
     mv, shape = p.mma, p.mma.shape_name
     cases = len(bits["A"])
     img = rng.integers(0, 256, size=(cases, 128 * p.size.in_words), dtype=np.uint8)
+    where: dict[str, list] = {m: [] for m in "abc"}  # per matrix: each case's (layout, stride, offset)
     for case in range(cases):
         route = int(rng.integers(len(p.routes)))
         lay = {"a": mv.layout_of("a"), "b": mv.layout_of("b"), "c": p.routes[route][0], "d": p.routes[route][1]}
@@ -169,7 +170,13 @@ def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generat
         hdr += offs
         img[case, : 4 * HEADER_WORDS] = np.array(hdr, dtype="<u4").view(np.uint8)
         for k, m in enumerate("abc"):
-            write_matrix(img[case], offs[k], bits[m.upper()][case, 0], lay[m], hdr[1 + k], TYPES[mv.type_of(m)].bits)
+            where[m].append((lay[m], hdr[1 + k], offs[k]))
+    for m in "abc":  # every case's matrix in one scatter, A then B then C as a case writes them
+        if not cases:
+            break
+        lays, lds, offs = zip(*where[m])
+        layout = lays[0] if len(set(lays)) == 1 else np.array([x == "col" for x in lays])
+        scatter_matrices(img, np.array(offs), bits[m.upper()][:, 0], layout, np.array(lds), TYPES[mv.type_of(m)].bits)
     return as_words(img, p.size.in_words)
 
 
