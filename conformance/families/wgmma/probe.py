@@ -170,23 +170,25 @@ def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, oper
 def read_matrices(model: Model, v: WgmmaVariant, img: np.ndarray, lo: np.ndarray, hi: np.ndarray, operand: str,
                   trans: int) -> np.ndarray:
     """:func:`read_matrix` of every case at once (``img[case]``, its descriptor in words ``lo[case]``,
-    ``hi[case]``): each case's layout from the per-descriptor cache, one gather for all their bytes."""
+    ``hi[case]``): each case's bytes gathered through its layout's cached indices into one array, then read as
+    elements in one pass."""
     size = img.shape[1]
     parts = [_gather(model, v, decode_words(model, a, b), operand, trans, size) for a, b in zip(lo, hi)]
     if not parts:
         rows, cols = (64, v.K) if operand == "A" else (v.K, v.N)
         return np.zeros((0, rows, cols), dtype=np.uint64)
-    flat = np.ascontiguousarray(img).reshape(-1)
-    base = np.arange(len(parts)) * size
-    idx = np.stack([p[0] for p in parts])
+    img = np.ascontiguousarray(img)
+    got = np.empty((len(parts), *parts[0][0].shape), dtype=np.uint8)
+    for c, (idx, _, _) in enumerate(parts):
+        np.take(img[c], idx, out=got[c])
     if parts[0][2] is None:
-        got = flat[idx + base.reshape(-1, *([1] * (idx.ndim - 1)))]
-        nb = idx.shape[-1]
+        nb = got.shape[-1]
         out = got.view(f"<u{nb}")[..., 0].astype(np.uint64) if nb in (1, 2, 4, 8) else _join_bytes(got)
-        out[np.stack([p[1] for p in parts])] = 0
+        for c, (_, outside, _) in enumerate(parts):
+            if outside.any():
+                out[c][outside] = 0
     else:
-        kb = np.stack([p[2] for p in parts])
-        out = (flat[idx + base[:, None, None]].astype(np.uint64) >> kb) & np.uint64(1)
+        out = (got.astype(np.uint64) >> parts[0][2]) & np.uint64(1)  # the same bit shifts for every descriptor
     return out if operand == "A" else out.transpose(0, 2, 1)
 
 
