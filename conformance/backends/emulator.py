@@ -15,6 +15,7 @@ import numpy as np
 from ptxconf import registry
 from ptxconf.isa.model import Variant
 from ptxconf.isa.targets import PtxVersion
+from threadpoolctl import threadpool_limits
 
 from .base import Backend, Launch, LaunchResult
 
@@ -48,7 +49,8 @@ class EmulatorBackend(Backend):
         return PtxVersion(9, 9)
 
     def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
-        return [self._run_one(launch) for launch in launches]
+        with threadpool_limits(1):  # many small products: a BLAS thread pool woken for each costs more than it saves
+            return [self._run_one(launch) for launch in launches]
 
     def _run_one(self, launch: Launch) -> LaunchResult:
         t0 = time.perf_counter()

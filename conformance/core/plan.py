@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -127,7 +128,19 @@ def variant_rng(v: RunVariant, seed: int, purpose: str | int = "") -> np.random.
 
 def runnable_targets(v: RunVariant, cc: tuple[int, int]) -> list[Target]:
     """Targets whose PTX has the variant's features and loads on a GPU of ``cc``."""
-    return [t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc) and v.valid_for(t) is None]
+    return [t for t in _loadable(cc) if v.valid_for(t) is None]
+
+
+@cache
+def _loadable(cc: tuple[int, int]) -> tuple[Target, ...]:
+    """Every known target a GPU of ``cc`` loads, in the table's order (parsed once per process)."""
+    return tuple(t for t in map(parse_target, TARGET_MIN_PTX) if runs_on(t, cc))
+
+
+@cache
+def _versions(low: PtxVersion, high: PtxVersion) -> tuple[PtxVersion, ...]:
+    """The ``.version`` values from ``low`` to ``high``, in order."""
+    return tuple(p for p in PTX_VERSIONS if low <= p <= high)
 
 
 def support_reason(v: RunVariant, cc: tuple[int, int], max_ptx: PtxVersion) -> str | None:
@@ -153,7 +166,7 @@ def pick_build(v: RunVariant, rng: np.random.Generator, cc: tuple[int, int], max
     if not targets:
         raise ValueError(f"{v.id}: no target of compute capability {cc[0]}.{cc[1]} takes .version {low}..{high}")
     target = targets[int(rng.integers(len(targets)))]
-    versions = [p for p in PTX_VERSIONS if max(low, target.min_ptx) <= p <= high]
+    versions = _versions(max(low, target.min_ptx), high)
     return target, versions[int(rng.integers(len(versions)))]
 
 

@@ -66,14 +66,40 @@ def pack(
     xp = namespace(bits)
     bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     lay, frag = op.layout, op.fragment
-    mm, rr, cc, held, shift = _index_on(xp, op, params)
-    values = (bits[:, mm, rr, cc] & xp.uint64(op.type.mask)) << xp.uint64(frag.value_shift)
-    cmask = xp.uint64((1 << frag.container_bits) - 1) if frag.container_bits < 64 else xp.uint64(2**64 - 1)
-    garbage = xp.uint64(0) if filler is None else filler.astype(xp.uint64) & cmask
-    slots = xp.where(held[None], values, garbage)  # [case, lane, element] container bits
-    slots = (slots << shift).reshape(slots.shape[0], lay.lanes, op.registers, frag.per_register)
-    regs = slots.sum(axis=-1, dtype=xp.uint64)  # disjoint bit fields: the sum is their OR
+    flat, keep, to_slot, shift, held = _flat_on(xp, op, params, bits.shape[1:])
+    # one gather through the flat index (faster than three index arrays), the type's mask and the value's
+    # place in its container fused into one per-slot mask and shift
+    values = xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1) & keep
+    if filler is None:
+        slots = values << to_slot
+    else:
+        cmask = xp.uint64((1 << frag.container_bits) - 1) if frag.container_bits < 64 else xp.uint64(2**64 - 1)
+        garbage = filler.astype(xp.uint64) & cmask
+        slots = xp.where(held[None], values << xp.uint64(frag.value_shift), garbage) << shift
+    if frag.per_register == 1:
+        regs = slots
+    else:  # disjoint bit fields ORed together (elementwise over the few per register: faster than a reduction)
+        fields = slots.reshape(slots.shape[0], lay.lanes, op.registers, frag.per_register)
+        regs = fields[..., 0] | fields[..., 1]
+        for j in range(2, frag.per_register):
+            regs |= fields[..., j]
     return registers_to_words(op, regs)
+
+
+def _flat_on(xp, op: Operand, params: Mapping[str, int] | None, shape: tuple) -> tuple:
+    """What :func:`pack` reads of the layout for matrices of ``shape`` (matrix, row, col): each slot's flat index,
+    its value mask (0 where unheld), its shift into the register with and without the value shift, the held mask."""
+    key = ("flat", id(op), tuple(sorted((params or {}).items())), tuple(shape), id(xp))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    mm, rr, cc, held, shift = _index_on(np, op, params)
+    flat = (mm * shape[1] + rr) * shape[2] + cc
+    keep = np.where(held, np.uint64(op.type.mask), np.uint64(0))
+    to_slot = shift + np.uint64(op.fragment.value_shift)
+    arrays = tuple(a if xp is np else xp.asarray(a) for a in (flat, keep, to_slot, shift, held))
+    _INDEX[key] = (op, arrays)
+    return arrays
 
 
 def registers_to_words(op: Operand, regs: np.ndarray) -> np.ndarray:
@@ -99,6 +125,8 @@ def element_bits(op: Operand, words: np.ndarray) -> np.ndarray:
     """``words[case, lane, op.words]`` -> value bits ``uint64[case, lane, element]``."""
     regs = lane_words_to_registers(op, words)
     frag = op.fragment
+    if frag.per_register == 1 and frag.value_shift == 0:
+        return regs & np.uint64(op.type.mask)
     e = np.arange(op.layout.elements)
     shift = ((e % frag.per_register) * frag.container_bits + frag.value_shift).astype(np.uint64)
     return (regs[:, :, e // frag.per_register] >> shift) & np.uint64(op.type.mask)
@@ -108,10 +136,35 @@ def unpack(op: Operand, words: np.ndarray, params: Mapping[str, int] | None = No
     """``words[case, lane, op.words]`` -> ``bits[case, matrix, row, col]`` through the layout."""
     lay = op.layout
     elems = element_bits(op, words)
+    n = elems.shape[0]
+    flat = elems.reshape(n, -1)
+    if elems.shape[1] != lay.lanes:  # words of another lane count: the slots the layout names, scattered
+        lanes, es, mm, rr, cc = _scatter_on(op, params)
+        out = np.zeros((n, lay.matrices * lay.rows * lay.cols), dtype=np.uint64)
+        out[:, (mm * lay.rows + rr) * lay.cols + cc] = flat[:, lanes * elems.shape[2] + es]
+        return out.reshape(n, lay.matrices, lay.rows, lay.cols)
+    source, whole = _source_on(op, params)
+    if not whole:  # elements no slot holds read from an appended zero
+        flat = np.concatenate([flat, np.zeros((n, 1), dtype=flat.dtype)], axis=1)
+    return flat.take(source, axis=1).reshape(n, lay.matrices, lay.rows, lay.cols)
+
+
+def _source_on(op: Operand, params: Mapping[str, int] | None) -> tuple[np.ndarray, bool]:
+    """For :func:`unpack`: the (lane, element) slot each matrix element is read from, flat, and whether every
+    element has one (else they point one past the slots).  Where two slots hold one element the later slot's
+    value is the one read, as a scatter in slot order leaves it."""
+    key = ("source", id(op), tuple(sorted((params or {}).items())))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    lay = op.layout
     lanes, es, mm, rr, cc = _scatter_on(op, params)
-    out = np.zeros((elems.shape[0], lay.matrices, lay.rows, lay.cols), dtype=np.uint64)
-    out[:, mm, rr, cc] = elems[:, lanes, es]
-    return out
+    slots = lay.lanes * lay.elements
+    source = np.full(lay.matrices * lay.rows * lay.cols, slots, dtype=np.int64)
+    source[(mm * lay.rows + rr) * lay.cols + cc] = lanes * lay.elements + es
+    whole = bool((source < slots).all())
+    _INDEX[key] = (op, (source, whole))
+    return source, whole
 
 
 def _scatter_on(op: Operand, params: Mapping[str, int] | None) -> tuple:

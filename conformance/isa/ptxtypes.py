@@ -44,18 +44,17 @@ class PtxType:
 
     def decode(self, bits: np.ndarray) -> np.ndarray:
         """Container bits (any unsigned int array) -> float64 / int64 values."""
-        bits = np.asarray(bits, dtype=np.uint64) & np.uint64(self.mask)
+        keep = self.mask ^ ((1 << self.ignored_low_bits) - 1) if self.kind == "float" else self.mask
+        bits = np.asarray(bits, dtype=np.uint64) & np.uint64(keep)
         if self.kind == "float":
             dt = self._dtype()
-            if self.ignored_low_bits:
-                bits = bits & np.uint64(self.mask ^ ((1 << self.ignored_low_bits) - 1))
             storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
             with np.errstate(invalid="ignore"):
                 return bits.astype(storage).view(dt).astype(np.float64)
         if self.kind == "sint":
-            v = bits.astype(np.int64)
+            v = bits.view(np.int64)  # masked to fewer than 64 bits: the same value
             return np.where(v >= (1 << (self.bits - 1)), v - (1 << self.bits), v)
-        return bits.astype(np.int64)
+        return bits.view(np.int64)
 
     def encode(self, values: np.ndarray, *, exact: bool = True) -> np.ndarray:
         """Values -> container bits (uint64); with ``exact`` refuse any rounding."""
@@ -63,12 +62,16 @@ class PtxType:
         if self.kind == "float":
             dt = self._dtype()
             with np.errstate(over="ignore"):  # overflow to Inf is the conversion's answer, checked below
-                conv = values.astype(np.float64).astype(dt)
+                conv = values.astype(np.float64, copy=False).astype(dt)
             storage = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
-            bits = conv.view(storage).astype(np.uint64) & np.uint64(self.mask)
+            bits = conv.view(storage).astype(np.uint64)
+            if self.bits < 8 * dt.itemsize:
+                bits &= np.uint64(self.mask)
             if exact:
                 back = self.decode(bits)
-                ok = (back == values) | (np.isnan(back) & np.isnan(values.astype(np.float64)))
+                ok = back == values
+                if not ok.all():
+                    ok |= np.isnan(back) & np.isnan(values.astype(np.float64))
                 if not np.all(ok):
                     bad = values.reshape(-1)[~ok.reshape(-1)][0]
                     raise ValueError(f"{bad!r} is not exactly representable as .{self.name}")

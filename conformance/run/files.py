@@ -22,8 +22,10 @@ LOCK_NAME = ".ptxconf.lock"
 RUN_FILES = ("results.jsonl", "summary.json", "junit.xml", "observed_maps.npz", "observed_maps.json", "observations")
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` in one step; on any error the old file stays as it was."""
+def atomic_write(path: Path, data: str | bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` in one step; on any error the old file stays as it was.  ``durable``: on the
+    disk before the rename (fsync), so that not even a power loss leaves the new name on a partial file; without
+    it a killed process still never leaves one (the rename is atomic, the written bytes are the kernel's)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -31,7 +33,8 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with open(tmp, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -97,12 +97,12 @@ def _worker(parent: int, job: _Job) -> None:
 
 
 def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     (plan_of, codec), = _this_worker
     vid, cc = item
     plan = slim(plan_of(codec.variants[vid], cc))
     plan = replace(plan, in_words=shared.share(plan.in_words))  # a file reference where the run shares words
-    return codec.dumps((plan, time.perf_counter() - t0))
+    return codec.dumps((plan, time.perf_counter() - t0, time.thread_time() - c0))
 
 
 def _compare(data: bytes) -> bytes:
@@ -140,17 +140,17 @@ def _pool(jobs: int, job: _Job) -> ProcessPoolExecutor:
 
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
                      items: Iterable[tuple[str, tuple[int, int]]],
-                     on_seconds: Callable[[float], None] | None = None) -> Iterator[Any]:
+                     on_seconds: Callable[[float, float], None] | None = None) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
-    ``on_seconds`` hears each plan's seconds in its worker.  The workers start now (raises
+    ``on_seconds`` hears each plan's seconds in its worker (wall, then CPU).  The workers start now (raises
     :class:`WorkersUnavailable`); the plans come as they are taken."""
     codec = _Codec(variants)
     return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds)
 
 
 def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
-             on_seconds: Callable[[float], None] | None) -> Iterator[Any]:
+             on_seconds: Callable[[float, float], None] | None) -> Iterator[Any]:
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
     # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
     window = 8 * jobs
@@ -162,9 +162,9 @@ def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterabl
                 pending.append(pool.submit(_plan, item))
             if not pending:
                 return
-            made, seconds = codec.loads(pending.popleft().result())
+            made, seconds, cpu = codec.loads(pending.popleft().result())
             if on_seconds:
-                on_seconds(seconds)
+                on_seconds(seconds, cpu)
             yield made
     except GeneratorExit:  # the run stopped taking plans (a stop request): the plans in flight are never used
         abandon(pool)

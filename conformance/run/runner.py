@@ -28,6 +28,7 @@ from ptxconf.core.plan import PTX_VERSIONS, Plan, support_reason
 from ptxconf.core.verdict import Verdict
 from ptxconf.isa.model import Variant
 from ptxconf.isa.targets import PtxVersion
+from threadpoolctl import threadpool_limits
 
 from .observations import publish_observation, records, write_observation
 from .stages import Stages
@@ -129,20 +130,25 @@ def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
     return [compare(plan.variant, rec) for rec in records(plan, out)]
 
 
-def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None) -> tuple[list[Verdict], str | None, float]:
+def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None
+                     ) -> tuple[list[Verdict], str | None, float, dict[str, float]]:
     """What the process that compares a plan does, in every mode: the verdicts and, with ``observations``, the
     observation file written there under its pending name (the run publishes it once the verdicts are recorded); a
-    write that failed comes back as its error text, for the run to stop on; and the seconds that writing took (a
-    stage of its own)."""
+    write that failed comes back as its error text, for the run to stop on; the seconds that writing took (a
+    stage of its own); and the CPU seconds of comparing and of saving (``compare_cpu``, ``save_cpu``: what the
+    host spends per case, apart from waiting on the disk or on other processes)."""
+    c0 = time.thread_time()
     verdicts = compare_plan(plan, out)
+    cpu = {"compare_cpu": time.thread_time() - c0}
     if observations is None:
-        return verdicts, None, 0.0
-    t0 = time.perf_counter()
+        return verdicts, None, 0.0, cpu
+    t0, c0 = time.perf_counter(), time.thread_time()
     try:
         write_observation(observations, plan, out, pending=True)
     except OSError as exc:
-        return verdicts, f"{exc}", time.perf_counter() - t0
-    return verdicts, None, time.perf_counter() - t0
+        return verdicts, f"{exc}", time.perf_counter() - t0, cpu
+    cpu["save_cpu"] = time.thread_time() - c0
+    return verdicts, None, time.perf_counter() - t0, cpu
 
 
 def _after_failed_launches(plan: Plan, out: np.ndarray, errs: list[tuple[np.ndarray, str]]) -> list[Verdict]:
@@ -163,7 +169,14 @@ def _error_verdicts(plan: Plan, why: str) -> list[Verdict]:
 def _compared_here(plans: list[Plan], launched: list, share: float, observations: Path | None,
                    stages: Stages) -> Iterator[VariantOutcome]:
     """Each launched plan's outcome, compared (and with ``observations``, its observation written pending) in this
-    process."""
+    process, BLAS on one thread as in the workers (a thread pool woken for each small product costs several times
+    the product's own CPU)."""
+    with threadpool_limits(1):
+        yield from _compared(plans, launched, share, observations, stages)
+
+
+def _compared(plans: list[Plan], launched: list, share: float, observations: Path | None,
+              stages: Stages) -> Iterator[VariantOutcome]:
     for plan, (out, errs) in zip(plans, launched):
         t3 = time.perf_counter()
         outcome = VariantOutcome(plan, out_words=None if errs else out)
@@ -171,10 +184,12 @@ def _compared_here(plans: list[Plan], launched: list, share: float, observations
         if errs:
             outcome.verdicts = _after_failed_launches(plan, out, errs)
         else:
-            outcome.verdicts, unsaved, saving = compare_and_save(plan, out, observations)
+            outcome.verdicts, unsaved, saving, cpu = compare_and_save(plan, out, observations)
             if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
                 raise OSError(unsaved)
             outcome.saved = observations is not None
+            for name, seconds in cpu.items():
+                stages.add(name, seconds)
         stages.add("compare", time.perf_counter() - t3 - saving)
         stages.add("save", saving)
         outcome.seconds = share + time.perf_counter() - t3
@@ -223,14 +238,16 @@ class _Comparisons:
             if job is not None:
                 t0 = time.perf_counter()
                 try:
-                    (outcome.verdicts, unsaved, saving), seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
+                    (outcome.verdicts, unsaved, saving, cpu), seconds = self.pool.result(job, COMPARE_TIMEOUT_S)
                 except Exception as exc:  # noqa: BLE001 - a comparator that raised, or a worker that died
-                    (outcome.verdicts, unsaved, saving), seconds = (_error_verdicts(
-                        outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), None, 0.0), 0.0
+                    (outcome.verdicts, unsaved, saving, cpu), seconds = (_error_verdicts(
+                        outcome.plan, f"comparing failed: {type(exc).__name__}: {exc}"), None, 0.0, {}), 0.0
                 else:
                     if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
                         raise OSError(unsaved)
                     outcome.saved = self.observations is not None
+                for name, cpu_s in cpu.items():
+                    self.stages.add(name, cpu_s)
                 self.stages.add("compare", seconds - saving)
                 self.stages.add("save", saving)
                 self.stages.add("compare_wait", time.perf_counter() - t0)
@@ -301,11 +318,12 @@ def iter_modules(
 
         try:
             made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), {v.id: v for v in runnable},
-                                    [(v.id, cc_for(v)) for v in runnable], lambda s: stages.add("plan_work", s))
+                                    [(v.id, cc_for(v)) for v in runnable],
+                                    lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)))
         except WorkersUnavailable as exc:
             _in_this_process(exc)
     if made is None:
-        made = (request.plan(v, cc_for(v), max_ptx) for v in runnable)
+        made = (_cpu_timed(stages, "plan_cpu", request.plan, v, cc_for(v), max_ptx) for v in runnable)
     for v in runnable:
         if stop and stop():
             return
@@ -316,6 +334,15 @@ def iter_modules(
         if max_plans and len(groups[key]) >= max_plans:
             yield groups.pop(key)
     yield from groups.values()
+
+
+def _cpu_timed(stages: Stages, name: str, fn: Callable, *args):
+    """``fn(*args)``, its CPU seconds (this thread's) added to the stage ``name``."""
+    c0 = time.thread_time()
+    try:
+        return fn(*args)
+    finally:
+        stages.add(name, time.thread_time() - c0)
 
 
 def run_variants(

@@ -2,7 +2,9 @@
 
 The run's session holds one :class:`Stages` and hands it down; a stage is timed with
 ``with stages("launch"):`` or, for seconds measured elsewhere (a worker's), ``stages.add``.
-summary.json records them as ``stages_s``.
+summary.json records them as ``stages_s``.  Stages are wall seconds; ``plan_cpu``, ``compare_cpu`` and
+``save_cpu`` are the CPU seconds of the host's work per variant (summed over processes), which a busy machine
+or a disk wait does not inflate.
 """
 
 from __future__ import annotations

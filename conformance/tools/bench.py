@@ -11,7 +11,7 @@ like with like:
   pass) in this process, batched and one case per launch; "verified" means run *and* compared.
 * ``numerics``: the bit-exact arithmetic model, NumPy on the host and (with CuPy and a GPU) on the GPU.
 
-    ptxconf bench --backend pycuda [--suite] [--select GLOB] [--baseline-variants 8] [-o bench.json]
+    ptxconf bench --backend pycuda [--suite [--suite-select GLOB]] [--select GLOB] [--baseline-variants 8] [-o bench.json]
 """
 
 from __future__ import annotations
@@ -78,6 +78,18 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
 
 # Host stages (worker CPU seconds, summed over processes) against the GPU's own steps, to say what bounds a run.
 HOST_STAGES = ("plan_work", "compare", "save")
+# The host's own work per stage in CPU seconds (thread CPU time of the process that did it, summed over processes).
+HOST_CPU_STAGES = {"plan": "plan_cpu", "compare": "compare_cpu", "save": "save_cpu"}
+
+
+def host_cpu(stages: dict | None, cases: int | None) -> dict:
+    """CPU seconds of planning, comparing and saving of one run, their sum, and that sum per case in ms: the host's
+    cost per case (a run whose summary predates the CPU stages gives none)."""
+    stages = stages or {}
+    per = {k: stages[name] for k, name in HOST_CPU_STAGES.items() if name in stages}
+    total = sum(per.values())
+    return {"cpu_s": per, "cpu_total_s": round(total, 3),
+            "ms_per_case": round(1e3 * total / cases, 3) if per and cases else None}
 
 
 def _bound(entry: dict) -> dict:
@@ -93,7 +105,8 @@ def _bound(entry: dict) -> dict:
 def suite(backend_name: str, select: list[str] | None, seed: int, devices: str | None = None) -> dict:
     """``ptxconf run`` cold, then warm, then warm without observation files, each in a fresh process: what each
     summary.json says of its time, and the CPU seconds of the run's processes (``cores_busy``: CPU over wall; near
-    the machine's cores, the run is bound by the host's work, not the GPU's).
+    the machine's cores, the run is bound by the host's work, not the GPU's); ``host``: the CPU seconds of planning,
+    comparing and saving, and their sum per case in ms.
 
     With *devices* (``--devices`` of ``ptxconf run``) the three runs use those GPUs, and the first of them alone is
     timed too, cold and warm with its own empty cache, in the same invocation: ``scaling`` is then the speed-up from
@@ -121,7 +134,8 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
             out[label] = {"exit": proc.returncode, "process_wall_s": round(wall, 3), "run_wall_s": summary.get("wall_s"),
                           "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 1), "cores": os.cpu_count(),
                           "counts": summary.get("counts"), "cases": summary.get("cases"),
-                          "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats")}
+                          "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats"),
+                          "host": host_cpu(summary.get("stages_s"), summary.get("cases"))}
             if proc.returncode not in (0, 1):
                 out[label]["stderr_tail"] = proc.stderr[-2000:]
     cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
@@ -202,7 +216,7 @@ def main(args) -> int:
         backend.close()
     result["numerics"] = numerics_rates(specs)
     if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
-        result["suite"] = suite(backend.name, None, args.seed, args.devices)
+        result["suite"] = suite(backend.name, args.suite_select, args.seed, args.devices)
     if args.bulk:
         result["bulk_fuzz"] = bulk_rate(backend.name, args.bulk, args.seed)
     text = json.dumps(result, indent=2)
@@ -224,6 +238,9 @@ def add_parser(sub) -> None:
     b.add_argument("--suite", action="store_true",
                    help="also time the whole `ptxconf run` (every family; --select narrows only the batched "
                         "comparison) cold and warm")
+    b.add_argument("--suite-select", action="append", metavar="GLOB",
+                   help="with --suite: time `ptxconf run --select GLOB` (repeatable) instead of the whole suite, e.g. "
+                        "a few families' globs on the emulator, where the whole suite takes long on a small machine")
     b.add_argument("--devices", metavar="all|N|I,J",
                    help="with --suite: run the suite on these GPUs and on the first alone, and report the speed-up "
                         "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")

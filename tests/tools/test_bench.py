@@ -27,6 +27,9 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
         assert r["exit"] == 0 and r["counts"] == {"pass": 4} and r["run_wall_s"] > 0
         assert {"plan", "launch", "compare", "report"} <= set(r["stages_s"])
         assert r["cpu_s"] > 0 and 0 < r["cores_busy"] and r["cores"] >= 1
+        host = r["host"]  # the host's CPU seconds per stage, and per case
+        assert host["ms_per_case"] > 0 and host["cpu_total_s"] == round(sum(host["cpu_s"].values()), 3)
+        assert set(host["cpu_s"]) == ({"plan", "compare"} if r is bare else {"plan", "compare", "save"})
     assert b["suite"]["command"] == f"ptxconf run --backend emulator --select '{M16}'"
     assert b["batched_all_variants"]["non_passing_checks"] == 0 and b["baseline_one_case_per_launch"]["launches"] > 0
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}

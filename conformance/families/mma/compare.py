@@ -15,6 +15,7 @@ the spec slot by slot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,6 +147,23 @@ def _selected(sel: np.ndarray, axis: int) -> np.ndarray:
     return np.where(np.count_nonzero(ones, axis=axis) == 1, idx, -1)
 
 
+def _digit_lookup(alphabet: list) -> Callable[[np.ndarray], np.ndarray]:
+    """values -> the index of each in ``alphabet`` (the last where it repeats; -0.0 is 0.0), -1 where absent (NaN
+    too): one sorted search over the whole array instead of a dictionary lookup per element."""
+    alpha = np.asarray(alphabet, dtype=np.float64).reshape(-1)
+    order = np.argsort(alpha, kind="stable")
+    ranked = alpha[order]
+
+    def digit_of(values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        if not len(ranked):
+            return np.full(values.shape, -1, dtype=np.int64)
+        at = np.clip(np.searchsorted(ranked, values, side="right") - 1, 0, len(ranked) - 1)
+        return np.where(ranked[at] == values, order[at], -1).astype(np.int64)
+
+    return digit_of
+
+
 def observed_map(
     v: Variant,
     meta: dict,
@@ -169,18 +187,16 @@ def observed_map(
     d = v.operands["D"]
     m, n, k = v.shape
     radix, digits, blocks = meta["radix"], meta["digits"], meta["blocks"]
-    lookup = {float(x): i for i, x in enumerate(meta["alphabet"])}
+    digit_of = _digit_lookup(meta["alphabet"])
     values = d.type.decode(actual_bits)  # [case, matrix, M, N]
-    digit = np.vectorize(lambda x: lookup.get(float(x), -1), otypes=[np.int64])(values)
+    digit = digit_of(values)
     spec = op.layout.map()
     held = op.layout.held()
     lay = op.layout
     tag_of_slot = np.full(spec.shape[:2], -1, dtype=np.int64)
     tag_of_slot[held] = ((spec[..., 0] * lay.rows + spec[..., 1]) * lay.cols + spec[..., 2])[held]
     if tagged_words is not None:  # the tags the slots really held, digit j in case j
-        held_digits = np.vectorize(lambda x: lookup.get(float(x), -1), otypes=[np.int64])(
-            op.type.decode(element_bits(op, tagged_words[:digits]))
-        )
+        held_digits = digit_of(op.type.decode(element_bits(op, tagged_words[:digits])))
         held_tags = sum(held_digits[j] * radix**j for j in range(digits))
         tag_of_slot = np.where(held & np.all(held_digits >= 0, axis=0), held_tags, -1)
     slot_of_tag = {int(t): (int(a), int(b)) for (a, b), t in np.ndenumerate(tag_of_slot) if t >= 0}

@@ -73,9 +73,7 @@ def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int 
             for k in range(digits):
                 img = image_bytes(w[k : k + 1])
                 digit = (tags >> (bits * k)) & mask
-                for s in range(SLOTS):
-                    for c in range(nper):
-                        _put(img, s * ROW_BYTES, c, bits, int(digit[s * nper + c]))
+                _put_tags(img, nper, bits, digit)
                 w[k, :, :IMAGE_WORDS] = image_words(img)[0]
                 w[k, :, ADDR_WORD] = addr
         elif v.family == "stmatrix":
@@ -98,11 +96,12 @@ def make_cases(v: Variant, seed: int, checks: tuple[str, ...], value_cases: int 
     return out
 
 
-def _put(img: np.ndarray, byte0: int, col: int, bits: int, val: int) -> None:
-    bit = byte0 * 8 + col * bits
-    for b in range(bits):
-        byte, off = divmod(bit + b, 8)
-        if (val >> b) & 1:
-            img[0, byte] |= np.uint8(1 << off)
-        else:
-            img[0, byte] &= np.uint8(0xFF ^ (1 << off))
+def _put_tags(img: np.ndarray, nper: int, bits: int, digit: np.ndarray) -> None:
+    """Slot s's tag c (``digit[s * nper + c]``, ``bits`` wide) at bit ``c * bits`` of row s (low bit first), the
+    other bits of the image kept: every bit in one scatter."""
+    b = np.arange(bits)
+    at = ((np.arange(SLOTS)[:, None] * ROW_BYTES * 8 + np.arange(nper)[None, :] * bits)[..., None] + b).ravel()
+    vals = ((digit[: SLOTS * nper].reshape(SLOTS, nper)[..., None] >> b) & 1).ravel()
+    flat = np.unpackbits(img[0], bitorder="little")
+    flat[at] = vals
+    img[0] = np.packbits(flat, bitorder="little")

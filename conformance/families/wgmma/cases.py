@@ -22,12 +22,13 @@ from .probe import (
     a_off,
     b_base,
     c_off,
-    fill,
+    fill_cases,
     image_bytes,
     immediate_sets,
     in_words,
     model_of,
     put_image,
+    tile_addresses,
 )
 from .spec import WgmmaVariant, canonical_strides
 
@@ -64,8 +65,8 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     pattern = region
     if off_boundary and sw != "none":
         # 128-byte steps that keep the matrix inside its region (none for MN-major B at N = 8, 128B)
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
-        end = int(smem.offsets(major, sw, mn, k, bits, lbo, sbo).max()) + max(1, bits // 8) + (W - kbytes if major == "K" else 0)
+        end = tile_addresses(smem, major, sw, 0, ext, kext, bits, lbo, sbo, 0, extent=True)
+        end += max(1, bits // 8) + (W - kbytes if major == "K" else 0)
         steps = [r for r in range(1, int(smem.swizzles[sw]["repeat"]) // 128) if 128 * r <= room - end]
         if steps:
             pattern += 128 * int(rng.choice(steps))
@@ -81,8 +82,8 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
 
 def _values(rng, tname: str, shape) -> np.ndarray:
     t = TYPES[tname]
-    if t.kind == "float":
-        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64))
+    if t.kind == "float":  # -3..3: exact in every element type (no exactness check to pay)
+        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64), exact=False)
     if t.kind == "bits":
         return rng.integers(0, 2, size=shape).astype(np.uint64)
     lo, hi = t.int_range()
@@ -91,8 +92,8 @@ def _values(rng, tname: str, shape) -> np.ndarray:
 
 def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     dt = TYPES[v.dtype]
-    if dt.is_float:
-        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64))
+    if dt.is_float:  # -64..64: exact in .f16 and .f32
+        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64), exact=False)
     near = rng.integers(0, 2, size=(cases, 64, v.N))
     base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
@@ -157,10 +158,12 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             # bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)
             img = np.tile(((np.arange(image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
             C = _c_values(rng, v, len(plans))
-            cfgs = []
+            cfgs: list[dict] = []
+            b_descs: list[Desc] = []
+            a_descs: list[Desc] = []
             n_on = max(value_cases, len(swz))
             sw_modes = [m for m in swz if m != "none"]
-            for i, (A, B) in enumerate(plans):
+            for i in range(len(plans)):
                 if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
                     sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
                     off = False
@@ -181,23 +184,27 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 db_, pb = layout_choice(v, rng, "B", imm.get("trans_b", 0), sw_b, model, b_base(v), off_b)
                 lo, hi = _words(model, db_)
                 words[i, :, 2], words[i, :, 3] = lo, hi
-                fill(v, img[i], db_, "B", imm.get("trans_b", 0), B, smem)
+                b_descs.append(db_)
                 # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
                     da, pa = layout_choice(v, rng, "A", imm.get("trans_a", 0), sw_a, model, 0, off_a)
                     lo, hi = _words(model, da)
                     words[i, :, 0], words[i, :, 1] = lo, hi
-                    fill(v, img[i], da, "A", imm.get("trans_a", 0), A, smem)
+                    a_descs.append(da)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                else:
-                    aop = v.operands["A"]
-                    words[i, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[None, None])[0]
                 scale_d = 1 if check != "value" else int(i % 3 != 2)
                 words[i, :, 4] = scale_d
                 if check != "value":
                     C[i] = 0
                 cfgs.append(cfg)
+            # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
+            fill_cases(v, img, b_descs, "B", imm.get("trans_b", 0), np.stack([B for _, B in plans]), smem)
+            if v.a_src == "shared":
+                fill_cases(v, img, a_descs, "A", imm.get("trans_a", 0), np.stack([A for A, _ in plans]), smem)
+            else:
+                aop = v.operands["A"]
+                words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, np.stack([A for A, _ in plans])[:, None])
             dop = v.operands["D"]
             words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
             put_image(v, words, img)

@@ -133,28 +133,71 @@ def model_of(v: WgmmaVariant) -> Model:
 
 
 def decode_words(model: Model, lo, hi) -> Desc:
+    """The descriptor in a case's words 0-1 (A) or 2-3 (B) as ``model`` reads it (decoded once per process)."""
+    key = (id(model.desc), id(model.smem), model.unencoded, int(lo), int(hi))
+    hit = _DESCS.get(key)
+    if hit is not None and hit[0] is model.desc and hit[1] is model.smem:
+        return hit[2]
     s = shift_of(model.desc)
     if model.unencoded:
         s = 0 if s else 4
-    return decode(model.desc, model.smem, int(lo) | (int(hi) << 32), s)
+    got = decode(model.desc, model.smem, int(lo) | (int(hi) << 32), s)
+    if len(_DESCS) > 65536:
+        _DESCS.clear()
+    _DESCS[key] = (model.desc, model.smem, got)  # the specs kept alive, so their ids stay their own
+    return got
+
+
+_DESCS: dict[tuple, tuple] = {}
 
 
 def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int) -> np.ndarray:
     """Element bits ``uint64[rows, cols]`` of A (64 x K) or B (K x N) from one case's image."""
     idx, outside, kb = _gather(model, v, desc, operand, trans, len(img))
-    if kb is None:
-        out = np.zeros(outside.shape, dtype=np.uint64)
-        for b, at in enumerate(idx):
-            out |= img[at].astype(np.uint64) << np.uint64(8 * b)
+    if kb is None:  # every byte of every element in one gather, read back little-endian
+        nb = idx.shape[-1]
+        out = img[idx].view(f"<u{nb}")[..., 0].astype(np.uint64) if nb in (1, 2, 4, 8) else _join_bytes(img[idx])
         out[outside] = 0
     else:
-        out = (img[idx[0]].astype(np.uint64) >> kb) & np.uint64(1)
+        out = (img[idx].astype(np.uint64) >> kb) & np.uint64(1)
     return out if operand == "A" else out.T
 
 
+def read_matrices(model: Model, v: WgmmaVariant, img: np.ndarray, lo: np.ndarray, hi: np.ndarray, operand: str,
+                  trans: int) -> np.ndarray:
+    """:func:`read_matrix` of every case at once (``img[case]``, its descriptor in words ``lo[case]``,
+    ``hi[case]``): each case's bytes gathered through its layout's cached indices into one array, then read as
+    elements in one pass."""
+    size = img.shape[1]
+    parts = [_gather(model, v, decode_words(model, a, b), operand, trans, size) for a, b in zip(lo, hi)]
+    if not parts:
+        rows, cols = (64, v.K) if operand == "A" else (v.K, v.N)
+        return np.zeros((0, rows, cols), dtype=np.uint64)
+    img = np.ascontiguousarray(img)
+    got = np.empty((len(parts), *parts[0][0].shape), dtype=np.uint8)
+    for c, (idx, _, _) in enumerate(parts):
+        np.take(img[c], idx, out=got[c])
+    if parts[0][2] is None:
+        nb = got.shape[-1]
+        out = got.view(f"<u{nb}")[..., 0].astype(np.uint64) if nb in (1, 2, 4, 8) else _join_bytes(got)
+        for c, (_, outside, _) in enumerate(parts):
+            if outside.any():
+                out[c][outside] = 0
+    else:
+        out = (got.astype(np.uint64) >> parts[0][2]) & np.uint64(1)  # the same bit shifts for every descriptor
+    return out if operand == "A" else out.transpose(0, 2, 1)
+
+
+def _join_bytes(b: np.ndarray) -> np.ndarray:
+    out = np.zeros(b.shape[:-1], dtype=np.uint64)
+    for k in range(b.shape[-1]):
+        out |= b[..., k].astype(np.uint64) << np.uint64(8 * k)
+    return out
+
+
 def _gather(model: Model, v: WgmmaVariant, desc: Desc, operand: str, trans: int, size: int):
-    """(byte indices per byte of an element, elements outside the image, bit shift of sub-byte elements) of one
-    operand's layout: the formulas are evaluated once per distinct descriptor, not per case."""
+    """(byte indices ``[ext, K, bytes]`` of each element, elements outside the image, bit shift of sub-byte
+    elements) of one operand's layout: the formulas are evaluated once per distinct descriptor, not per case."""
     key = (id(model.smem), model.swap_lbo_sbo, model.major_flip, model.swizzle_map, model.core_transpose,
            model.ignore_base_offset, v.bits, v.K, v.N, operand, trans, desc.start, desc.lbo, desc.sbo, desc.base_offset,
            desc.swizzle, size)
@@ -163,28 +206,53 @@ def _gather(model: Model, v: WgmmaVariant, desc: Desc, operand: str, trans: int,
         return hit[1]
     bits = v.bits
     ext = 64 if operand == "A" else v.N
-    mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
     major = model.smem.major_of(trans)
     if operand in model.major_flip:
         major = "K" if major == "MN" else "MN"
     lbo, sbo = (desc.sbo, desc.lbo) if model.swap_lbo_sbo else (desc.lbo, desc.sbo)
     sw = model.swizzle_name(desc.swizzle) or "none"
-    if model.core_transpose and bits == 16 and sw == "none":
-        # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
-        mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+    # no-swizzle layout: element (r, c) of each 8x8 core matrix is read where the spec puts (c, r)
+    core = model.core_transpose and bits == 16 and sw == "none"
     bo = 0 if model.ignore_base_offset else desc.base_offset
-    addr = model.smem.addresses(major, sw, desc.start, mn, k, bits, lbo, sbo, bo)
+    addr = tile_addresses(model.smem, major, sw, desc.start, ext, v.K, bits, lbo, sbo, bo, core)
     if bits >= 8:
         nb = bits // 8
-        got = ([np.clip(addr + b, 0, size - 1) for b in range(nb)], (addr < 0) | (addr + nb > size), None)
+        got = (np.clip(addr[..., None] + np.arange(nb), 0, size - 1), (addr < 0) | (addr + nb > size), None)
     else:
-        got = ([np.clip(addr, 0, size - 1)], np.zeros(addr.shape, dtype=bool), (k * bits % 8).astype(np.uint64))
+        k = np.arange(v.K)[None, :]
+        got = (np.clip(addr, 0, size - 1), np.zeros(addr.shape, dtype=bool), np.broadcast_to((k * bits % 8).astype(np.uint64), addr.shape))
     if len(_GATHERS) > 1024:
         _GATHERS.clear()
     _GATHERS[key] = (model.smem, got)  # the layout spec is kept alive, so its id stays its own
     return got
 
 
+def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, kext: int, bits: int, lbo: int, sbo: int,
+                   base_offset: int, core_transpose: bool = False, extent: bool = False):
+    """Shared-image byte address ``int64[ext, kext]`` of each element (mn, k) of a tile, as the spec's formulas
+    place it (``core_transpose``: each 8x8 core matrix read transposed); ``extent``: only the highest offset
+    before the swizzle.  The offsets depend only on the layout and the tile's shape: they are evaluated once per
+    process, the start and the swizzle applied per call."""
+    key = (id(smem), major, sw, bits, lbo, sbo, ext, kext, core_transpose)
+    hit = _TILES.get(key)
+    if hit is None or hit[0] is not smem:
+        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        if core_transpose:
+            mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+        if len(_TILES) > 4096:
+            _TILES.clear()
+        off = smem.offsets(major, sw, mn, k, bits, lbo, sbo)
+        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
+    _, off, low, high = hit
+    if extent:
+        return high
+    addr = start + off
+    if sw == "none" or start + low < 0:  # (a negative address: the formula itself, as the spec writes it)
+        return addr if sw == "none" else smem.swizzled(sw, addr, base_offset)
+    return smem.swizzle_table(sw, int(base_offset), start + high + 1)[addr]
+
+
+_TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
@@ -216,19 +284,15 @@ def operand_d(v: WgmmaVariant, model: Model | None):
 
 def matrices(v: WgmmaVariant, words: np.ndarray, imm: dict, model: Model) -> tuple[np.ndarray, np.ndarray]:
     """A and B bits ``[case, 64, K]``, ``[case, K, N]`` as the model reads them."""
-    cases = len(words)
     img = image_of(v, words)
-    A = np.zeros((cases, 64, v.K), dtype=np.uint64)
-    B = np.zeros((cases, v.K, v.N), dtype=np.uint64)
     if v.a_src == "registers":
         aop = v.operands["A"]
         if model.a_layout is not None:
             aop = replace(aop, layout=model.a_layout)
-        A[:] = unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
-    for c in range(cases):
-        if v.a_src == "shared":
-            A[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 0], words[c, 0, 1]), "A", imm.get("trans_a", 0))
-        B[c] = read_matrix(model, v, img[c], decode_words(model, words[c, 0, 2], words[c, 0, 3]), "B", imm.get("trans_b", 0))
+        A = unpack(aop, words[:, :, a_off(v) : a_off(v) + aop.words])[:, 0]
+    else:
+        A = read_matrices(model, v, img, words[:, 0, 0], words[:, 0, 1], "A", imm.get("trans_a", 0))
+    B = read_matrices(model, v, img, words[:, 0, 2], words[:, 0, 3], "B", imm.get("trans_b", 0))
     return A, B
 
 
@@ -283,25 +347,48 @@ def immediate_sets(v: WgmmaVariant) -> list[dict]:
     return out
 
 def _words(model: Model, d: Desc) -> tuple[int, int]:
-    x = encode(model.desc, model.smem, d.start, d.lbo, d.sbo, model.smem.name_of(d.swizzle), d.base_offset)
-    return x & 0xFFFFFFFF, x >> 32
+    """The descriptor's two words (low, high), encoded once per process."""
+    key = (id(model.desc), id(model.smem), d.start, d.lbo, d.sbo, d.swizzle, d.base_offset)
+    hit = _ENCODED.get(key)
+    if hit is None or hit[0] is not model.desc or hit[1] is not model.smem:
+        x = encode(model.desc, model.smem, d.start, d.lbo, d.sbo, model.smem.name_of(d.swizzle), d.base_offset)
+        if len(_ENCODED) > 65536:
+            _ENCODED.clear()
+        hit = _ENCODED[key] = (model.desc, model.smem, (x & 0xFFFFFFFF, x >> 32))
+    return hit[2]
+
+
+_ENCODED: dict[tuple, tuple] = {}
 
 def fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int, mat: np.ndarray, smem: SmemSpec) -> None:
     """Write matrix bits ``mat`` (A: 64 x K, B: K x N) into one case's image where the spec reads them."""
-    bits = v.bits
+    fill_cases(v, img[None], [desc], operand, trans, np.asarray(mat)[None], smem)
+
+
+def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int, mats: np.ndarray,
+               smem: SmemSpec) -> None:
+    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``;
+    each case's addresses from the per-layout cache, every byte in one scatter."""
+    bits, cases = v.bits, len(descs)
+    if not cases:
+        return
     ext = 64 if operand == "A" else v.N
-    mn, k = np.meshgrid(np.arange(ext), np.arange(v.K), indexing="ij")
-    sw = smem.name_of(desc.swizzle)
-    addr = smem.addresses(smem.major_of(trans), sw, desc.start, mn, k, bits, desc.lbo, desc.sbo, desc.base_offset)
-    vals = mat if operand == "A" else mat.T
-    if bits >= 8:
-        for b in range(bits // 8):
-            img[addr.ravel() + b] = ((vals.ravel() >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.uint8)
+    major = smem.major_of(trans)
+    addr = np.stack([tile_addresses(smem, major, smem.name_of(d.swizzle), d.start, ext, v.K, bits, d.lbo, d.sbo,
+                                    d.base_offset).ravel() for d in descs])
+    vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
+    size = img.shape[1]
+    flat = img.reshape(-1)
+    if bits >= 8:  # each element's bytes, low first
+        nb = bits // 8
+        at = addr[..., None] + np.arange(nb) + (np.arange(cases) * size)[:, None, None]
+        flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
     else:
-        kb = (k * bits % 8).ravel().astype(np.uint8)
-        a = addr.ravel()
-        img[a] = 0
-        np.bitwise_or.at(img, a, ((vals.ravel() & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+        kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
+        for c in range(cases):  # bits of one byte from several elements: case by case, in order
+            a = addr[c] + c * size
+            flat[a] = 0
+            np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
 
 
 # --- kernels ---------------------------------------------------------------------------------

@@ -141,9 +141,10 @@ class SmemSpec:
             return addr.copy()
         if addr.size == 0 or addr.min() < 0:
             return evaluate(self.swizzle, {"addr": addr, "W": self.width(swizzle), "BO": int(base_offset)})
-        return self._swizzle_table(swizzle, int(base_offset), int(addr.max()) + 1)[addr]
+        return self.swizzle_table(swizzle, int(base_offset), int(addr.max()) + 1)[addr]
 
-    def _swizzle_table(self, swizzle: str, base_offset: int, size: int) -> np.ndarray:
+    def swizzle_table(self, swizzle: str, base_offset: int, size: int) -> np.ndarray:
+        """The swizzled address of every pre-swizzle address below ``size`` at least (``table[addr]``)."""
         key = (id(self), swizzle, base_offset)
         hit = _SWIZZLES.get(key)
         if hit is None or len(hit[1]) < size:

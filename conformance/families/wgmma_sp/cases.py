@@ -161,14 +161,15 @@ def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray
     comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
     one = _one(v.atype)
     holding = [np.nonzero((pos == p).any(1))[0] for p in range(v.width)]  # patterns that store position p
+    slot = np.argmax(pos[:, None, :] == np.arange(v.width)[None, :, None], axis=-1)  # [pattern, position] -> slot
     for m in range(64):
         k = m + 64 * s
         if k >= v.K:
             continue
         ch, p = divmod(k, v.width)
-        pick = int(rng.choice(holding[p]))
+        pick = int(holding[p][rng.integers(0, len(holding[p]))])  # rng.choice(holding[p]), the same draw, cheaper
         fields[m, ch] = pats[pick]
-        comp[m, ch, int(np.argmax(pos[pick] == p))] = one
+        comp[m, ch, slot[pick, p]] = one
     return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
 
 
@@ -234,8 +235,10 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             words = np.zeros((len(plans), sp.LANES, sp.in_words(v)), dtype=np.uint32)
             img = np.tile(((np.arange(sp.image_bytes(v)) * 0x9D + 0x5B) & 0xFF).astype(np.uint8), (len(plans), 1))
             C = wgc._c_values(rng, v, len(plans))
-            cfgs = []
-            for i, (comp, _, B) in enumerate(plans):
+            cfgs: list[dict] = []
+            b_descs: list[Desc] = []
+            a_descs: list[Desc] = []
+            for i in range(len(plans)):
                 if check == "value" and i < n_on:
                     sw_a, sw_b, off = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)], False
                 elif check == "value":
@@ -250,20 +253,25 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 room_b = sp.image_bytes(v) - sp.b_base(v)
                 db_, pb = layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
                 words[i, :, 2], words[i, :, 3] = wg._words(model, db_)
-                wg.fill(v, img[i], db_, "B", tb, B, smem)
+                b_descs.append(db_)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if v.a_src == "shared":
                     da, pa = layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
                     words[i, :, 0], words[i, :, 1] = wg._words(model, da)
-                    wg.fill(v.a_view, img[i], da, "A", ta, comp, smem)
+                    a_descs.append(da)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                else:
-                    aop = v.operands["A"]
-                    words[i, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[None, None])[0]
                 words[i, :, 4] = 1 if check != "value" else int(i % 3 != 2)
                 if check != "value":
                     C[i] = 0
                 cfgs.append(cfg)
+            # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
+            ta, tb = imm.get("trans_a", 0), imm.get("trans_b", 0)
+            wg.fill_cases(v, img, b_descs, "B", tb, np.stack([B for _, _, B in plans]), smem)
+            if v.a_src == "shared":
+                wg.fill_cases(v.a_view, img, a_descs, "A", ta, np.stack([comp for comp, _, _ in plans]), smem)
+            else:
+                aop = v.operands["A"]
+                words[:, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, np.stack([c for c, _, _ in plans])[:, None])
             fields = np.stack([f for _, f, _ in plans])
             words[:, :, sp.META_WORD] = meta_words(v, rng, fields, imm["sel"])
             dop = v.operands["D"]

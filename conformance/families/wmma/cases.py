@@ -11,7 +11,7 @@ import numpy as np
 from ptxconf.core.plan import CaseSet
 from ptxconf.isa.ptxtypes import TYPES
 
-from .memory import HEADER_WORDS, SLACK, as_words, max_stride, write_matrix
+from .memory import HEADER_WORDS, SLACK, as_words, max_stride, scatter_matrices
 from .probe import WmmaProbe
 from .spec import WmmaSpec
 
@@ -36,6 +36,7 @@ def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generat
     mv, shape = p.mma, p.mma.shape_name
     cases = len(bits["A"])
     img = rng.integers(0, 256, size=(cases, 128 * p.size.in_words), dtype=np.uint8)
+    where: dict[str, list] = {m: [] for m in "abc"}  # per matrix: each case's (layout, stride, offset)
     for case in range(cases):
         route = int(rng.integers(len(p.routes)))
         lay = {"a": mv.layout_of("a"), "b": mv.layout_of("b"), "c": p.routes[route][0], "d": p.routes[route][1]}
@@ -54,5 +55,11 @@ def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generat
         hdr += offs
         img[case, : 4 * HEADER_WORDS] = np.array(hdr, dtype="<u4").view(np.uint8)
         for k, m in enumerate("abc"):
-            write_matrix(img[case], offs[k], bits[m.upper()][case, 0], lay[m], hdr[1 + k], TYPES[mv.type_of(m)].bits)
+            where[m].append((lay[m], hdr[1 + k], offs[k]))
+    for m in "abc":  # every case's matrix in one scatter, A then B then C as a case writes them
+        if not cases:
+            break
+        lays, lds, offs = zip(*where[m])
+        layout = lays[0] if len(set(lays)) == 1 else np.array([x == "col" for x in lays])
+        scatter_matrices(img, np.array(offs), bits[m.upper()][:, 0], layout, np.array(lds), TYPES[mv.type_of(m)].bits)
     return as_words(img, p.size.in_words)

@@ -295,3 +295,17 @@ def test_integer_accumulator_alone_is_passed_through():
     want[0, 0, 15, 7] = 0x80000000
     want[0, 0, 8, 0] = 0x7FFFFFFF
     assert_d(mma(v, bits), want)
+
+
+def test_tag_digits_are_read_back_as_by_a_lookup_per_value():
+    """The map comparator reads D's tag digits with one sorted search: each value's index in the alphabet (the last
+    where one repeats, -0.0 as 0.0), -1 for anything else (NaN, a value off the alphabet)."""
+    from ptxconf.families.mma.compare import _digit_lookup
+
+    alphabet = [0.0, 1.0, -2.0, 0.5, 1.0, 3.0]
+    lookup = {float(x): i for i, x in enumerate(alphabet)}
+    values = np.array([[0.0, -0.0, 1.0, -2.0], [0.5, 3.0, 7.0, np.nan], [np.inf, -np.inf, 2.0, 0.25]])
+    want = np.array([[lookup.get(float(x), -1) for x in row] for row in values])
+    got = _digit_lookup(alphabet)(values)
+    assert got.dtype == np.int64 and np.array_equal(got, want) and got[0, 2] == 4 and got[1, 3] == -1
+    assert np.array_equal(_digit_lookup([])(values), np.full(values.shape, -1))

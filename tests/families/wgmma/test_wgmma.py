@@ -466,3 +466,22 @@ def test_wgmma_on_the_gpu(specs, tmp_path):
     backend.close()
     bad = [(vd.variant, vd.check, vd.message) for o in outs for vd in o.verdicts if vd.status != "pass"]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("vid", [V16, V8, "wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc/ss"])
+def test_all_cases_read_at_once_as_one_by_one(specs, vid):
+    """The comparator reads every case's A and B in one gather (``read_matrices``): the same bits as reading them
+    case by case, under the spec's model and under fault hypotheses that move the layout."""
+    v = specs.variants[vid]
+    model = wg.model_of(v)
+    sets = wg.make_cases(v, 3, ("value", "map.A", "map.B"))
+    for m in (model, replace(model, swap_lbo_sbo=True), replace(model, core_transpose=True, major_flip=("B",))):
+        for cs in sets:
+            words, trans = cs.words, cs.params["imm"]
+            img = wg.image_of(v, words)
+            for op, lo, hi in (("A", 0, 1), ("B", 2, 3)):
+                t = trans.get(f"trans_{op.lower()}", 0)
+                got = wg.read_matrices(m, v, img, words[:, 0, lo], words[:, 0, hi], op, t)
+                one = [wg.read_matrix(m, v, img[c], wg.decode_words(m, words[c, 0, lo], words[c, 0, hi]), op, t)
+                       for c in range(len(words))]
+                assert np.array_equal(got, np.stack(one)) and got.shape[0] == len(words)
