@@ -1,0 +1,582 @@
+"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows over the cores.
+
+Every function mirrors a step of model.py (named in its docstring); ``plan`` is compiled._float_plan's vector.
+Everything is int64 (NumPy's promotion of uint64 with int64 would give float64).  Imported only by compiled.py, and
+only where numba is installed."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange
+from numba.core import types as nbtypes
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import leading_zeros
+
+version = numba.__version__
+
+# plan slots (compiled._float_plan)
+_BLOCK, _FRAC, _EXTRA, _OUT_P, _FMODE, _ALIGN, _C_ENTRY, _HAS_FLOOR, _EXP_FLOOR, _OUT_FLUSH, _OVF, _NEGZ = range(12)
+_UF_POS, _NANP, _ACC_EMIN, _ACC_EMAX, _TO_D, _PAIRS, _IN_FLUSH, _PLSB = range(12, 20)
+_EB, _MB, _BIAS, _FN, _P, _EMIN, _EMAX, _NSB, _NSM, _XEMIN, _TF32, _CONV = range(12)
+_A, _B, _C, _D = 24, 36, 48, 60
+_LOWEXP = -1000000
+_CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task)
+
+
+@njit(cache=True, inline="always")
+def _bitlen(x):
+    return 64 - leading_zeros(np.uint64(x))
+
+
+@njit(cache=True)
+def _dec(plan, at, bits, in_flush):
+    """(neg, cls, mag, raw) of a float element: cls 0 zero, 1 finite non-zero, 2 inf, 3 NaN (model.decode with
+    ``in_subnormals``, ``input_conversion`` for .tf32, and the raw exponent of model.raw_exponent)."""
+    eb, mb, bias, fn = plan[at + _EB], plan[at + _MB], plan[at + _BIAS], plan[at + _FN]
+    if plan[at + _TF32]:
+        conv = plan[at + _CONV]
+        if (bits & 0x7F800000) != 0x7F800000:
+            if conv == 1:
+                bits = (bits + 0x1000) & 0xFFFFFFFF
+            elif conv == 2:
+                bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFFFFF
+        bits = bits >> 13
+    emask = (1 << eb) - 1
+    mmask = (1 << mb) - 1
+    ef = (bits >> mb) & emask
+    m = bits & mmask
+    neg = (bits >> (eb + mb)) & 1
+    if ef == emask and (fn == 0 or m == mmask):
+        return neg, 2 if (fn == 0 and m == 0) else 3, 0, 0
+    if ef == 0:
+        if m == 0 or in_flush:
+            return neg, 0, 0, 0  # a flushed subnormal reads as a signed zero
+        return neg, 1, m, 1 - bias
+    return neg, 1, m | (1 << mb), ef - bias
+
+
+@njit(cache=True)
+def _dec_operand(plan, at, bits, in_flush):
+    """An A/B element; ``operand_cvt f16`` (model.operand_format): a subnormal of a narrower exponent range is a
+    normal f16 with its own raw exponent (down to XEMIN), the significand shifted to keep the value."""
+    neg, cls, mag, raw = _dec(plan, at, bits, in_flush)
+    mb = plan[at + _MB]
+    if cls == 1 and mag < (1 << mb):
+        s = min(mb - (_bitlen(mag) - 1), plan[at + _EMIN] - plan[at + _XEMIN])
+        mag <<= s
+        raw -= s
+    return neg, cls, mag, raw
+
+
+@njit(cache=True)
+def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
+    """(neg, inf, mag, exp): the exact ``(-1)^neg mag 2^exp`` to ``p`` bits within [emin, emax] (model.round_to_format)."""
+    if mag == 0:
+        return neg, 0, 0, 0
+    e = exp + _bitlen(mag) - 1
+    q = max(e - (p - 1), emin - (p - 1))
+    if q <= exp:
+        v = mag << (exp - q)
+    else:
+        s = q - exp
+        if s > 63:
+            v, half, sticky = 0, 0, 1
+        else:
+            v = mag >> s
+            half = (mag >> (s - 1)) & 1
+            sticky = 1 if (mag & ((1 << (s - 1)) - 1)) != 0 else 0
+        up = 0
+        if mode == 1:
+            up = 1 if half and (sticky or (v & 1)) else 0
+        elif mode == 2:
+            up = half
+        elif mode == 3:
+            up = 1 if (not neg) and (half or sticky) else 0
+        elif mode == 4:
+            up = 1 if neg and (half or sticky) else 0
+        v += up
+    if v == 0:
+        return neg, 0, 0, 0
+    top = q + _bitlen(v) - 1
+    if flush and top < emin:
+        return neg, 0, 0, 0
+    if top >= emax + 1:
+        to_max = mode == 0 or (mode == 3 and neg) or (mode == 4 and not neg)
+        if ovf == 1 or (ovf == 2 and to_max):
+            return neg, 0, (1 << p) - 1, emax - p + 1
+        return neg, 1, 0, 0
+    return neg, 0, v, q
+
+
+@njit(cache=True)
+def _uf(plan, r):
+    """model.underflow_zero: with ``underflow_sign: positive`` a zero rounded from a non-zero sum is +0."""
+    neg, inf, mag, exp = r
+    if plan[_UF_POS] and inf == 0 and mag == 0:
+        return 0, 0, 0, 0
+    return r
+
+
+@njit(cache=True)
+def _block_round(plan, neg, mag, exp):
+    return _uf(plan, _round_p(neg, mag, exp, plan[_OUT_P], plan[_ACC_EMIN], plan[_ACC_EMAX], plan[_FMODE],
+                              plan[_OUT_FLUSH], plan[_OVF]))
+
+
+@njit(cache=True)
+def _to_double(neg, mag, exp):
+    v = math.ldexp(float(mag), exp)  # exact: mag < 2^53, far inside float64's range
+    return -v if neg else v
+
+
+@njit(cache=True)
+def _from_double(x):
+    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp)."""
+    m, e = math.frexp(abs(x))
+    return (1 if x < 0 else 0), np.int64(m * 9007199254740992.0), e - 53
+
+
+@njit(cache=True)
+def _add_round(plan, x, y):
+    """model._add (``block_add``): x + y rounded once as a block's sum; float64's sum made round-to-odd by TwoSum's
+    error (a 54-bit odd value strictly between the sum and its neighbour toward the error rounds as the exact sum)."""
+    a = _to_double(x[0], x[2], x[3])
+    b = _to_double(y[0], y[2], y[3])
+    s = a + b
+    if s == 0.0:
+        return (1 if plan[_NEGZ] and x[0] and y[0] else 0), 0, 0, 0
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)
+    neg, mag, exp = _from_double(s)
+    if err != 0.0 and (mag & 1) == 0:
+        away = (err > 0.0) == (s > 0.0)  # toward the error: away from zero when it has the sum's sign
+        mag = 2 * mag + (1 if away else -1)
+        exp -= 1
+    return _block_round(plan, neg, mag, exp)
+
+
+@njit(cache=True)
+def _encode_d(plan, neg, inf, mag, exp):
+    """D's container bits: round to nearest even into D (model._encode, NumPy's cast)."""
+    eb, mb, bias, emin, emax = plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX]
+    sign = neg << (eb + mb)
+    infb = sign | (((1 << eb) - 1) << mb)
+    if inf:
+        return infb
+    rn, rinf, rm, re = _round_p(neg, mag, exp, mb + 1, emin, emax, 1, 0, 0)
+    if rinf:
+        return infb
+    if rm == 0:
+        return sign
+    ln = _bitlen(rm)
+    e = re + ln - 1
+    if e >= emin:
+        m = (rm << (mb - (ln - 1))) if ln - 1 <= mb else (rm >> ((ln - 1) - mb))
+        return sign | ((e + bias) << mb) | (m & ((1 << mb) - 1))
+    return sign | (rm << (re - (emin - mb)))
+
+
+@njit(cache=True)
+def _nan_conv(plan, bits, at):
+    """A NaN operand as D's quiet NaN with its sign and payload (model.nan_convert)."""
+    sb, sm = plan[at + _NSB], plan[at + _NSM]
+    deb, dmb = plan[_D + _EB], plan[_D + _MB]
+    mant = bits & ((1 << sm) - 1)
+    mant = (mant << (dmb - sm)) if dmb >= sm else (mant >> (sm - dmb))
+    return (((bits >> (sb - 1)) & 1) << (deb + dmb)) | (((1 << deb) - 1) << dmb) | mant | (1 << (dmb - 1))
+
+
+@njit(cache=True)
+def _align(mag, s, align):
+    """A term ``mag 2^lsb`` on the grid, ``s = lsb + frac + extra - anchor`` (model._block's ``align``)."""
+    if s >= 0:
+        return mag << s
+    r = -s
+    if align == 2:  # sticky: cut at the grid, then one more bit, set where anything below it was cut
+        r += 1
+        if r >= 63:
+            return 1 if mag != 0 else 0
+        return ((mag >> r) << 1) | (1 if (mag & ((1 << r) - 1)) != 0 else 0)
+    if r >= 63:
+        return 0
+    q = mag >> r
+    if align == 1:
+        rem = mag & ((1 << r) - 1)
+        half = 1 << (r - 1)
+        if rem > half or (rem == half and (q & 1)):
+            q += 1
+    return q
+
+
+@njit(cache=True)
+def _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, c, c_emin, fused, late):
+    """model._block: products ``order[j0:j1]`` (and the running value ``c`` when ``fused``), aligned, summed exactly,
+    rounded to out_precision bits.  Returns the accumulator (neg, inf, mag, exp)."""
+    frac, extra, align = plan[_FRAC], plan[_EXTRA], plan[_ALIGN]
+    plsb = plan[_PLSB]
+    anchor = _LOWEXP
+    anyp = False
+    allneg = True
+    for jj in range(j0, j1):
+        j = order[jj]
+        if pcls[j] == 1:
+            anchor = max(anchor, praw[j])
+            anyp = True
+        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+    cneg, cmag, cexp = c[0], c[2], c[3]
+    cnz = cmag != 0
+    if fused and cnz:
+        anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
+    if plan[_HAS_FLOOR]:
+        anchor = max(anchor, plan[_EXP_FLOOR])
+    if anchor == _LOWEXP:
+        anchor = 0
+    total = 0
+    for jj in range(j0, j1):
+        j = order[jj]
+        if pcls[j] == 1:
+            v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
+            total += -v if pneg[j] else v
+    zneg = 1 if (plan[_NEGZ] and not anyp and not cnz and allneg and cneg) else 0
+    if late:
+        tneg = 1 if total < 0 else 0
+        s = _to_double(tneg, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
+        if s == 0.0:
+            return zneg, 0, 0, 0
+        sn, sm, se = _from_double(s)
+        return _block_round(plan, sn, sm, se)
+    if cnz:
+        v = _align(cmag, cexp + frac + extra - anchor, align)
+        total += -v if cneg else v
+    if total == 0:
+        return zneg, 0, 0, 0
+    return _block_round(plan, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+
+
+@njit(cache=True)
+def _dot_float(plan, blocks, nan_bits, a, b, cbits, lab, pneg, pcls, pmag, praw, order):
+    """model._float_dot of one row."""
+    k = a.shape[0]
+    in_flush = plan[_IN_FLUSH]
+    nanp = plan[_NANP]
+    nan = False
+    pinf = False
+    ninf = False
+    found = False
+    payload = 0
+    for j in range(k):
+        xn, xc, xm, xr = _dec_operand(plan, _A, a[j], in_flush)
+        yn, yc, ym, yr = _dec_operand(plan, _B, b[j], in_flush)
+        if nanp != 0 and not found:
+            if xc == 3:
+                found = True
+                payload = _nan_conv(plan, a[j], _A)
+            elif yc == 3:
+                found = True
+                payload = _nan_conv(plan, b[j], _B)
+        if xc == 3 or yc == 3:
+            cls = 3
+        elif xc == 2 or yc == 2:
+            cls = 3 if (xc == 0 or yc == 0) else 2
+        elif xc == 0 or yc == 0:
+            cls = 0
+        else:
+            cls = 1
+        neg = xn ^ yn
+        pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
+        nan = nan or cls == 3
+        pinf = pinf or (cls == 2 and neg == 0)
+        ninf = ninf or (cls == 2 and neg == 1)
+    cn, cc, cm, cr = _dec(plan, _C, cbits, in_flush)
+    nan = nan or cc == 3
+    pinf = pinf or (cc == 2 and cn == 0)
+    ninf = ninf or (cc == 2 and cn == 1)
+    nan = nan or (pinf and ninf)
+    c_entry = plan[_C_ENTRY]
+    c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (plan[_C + _P] - 1)) if cc == 1 else 0)
+    late = c_entry == 2
+    chain = c_entry == 3
+    if late:
+        acc = (0, 0, 0, 0)
+        emin = plan[_ACC_EMIN]
+    else:
+        acc = c0
+        emin = plan[_C + _EMIN]
+    if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
+        pinf = (not late) and cc == 2 and cn == 0
+        ninf = (not late) and cc == 2 and cn == 1
+    # the k_order halves as column lists, in column order
+    nh = 2 if plan[_PAIRS] else 1
+    h0 = 0
+    if nh == 2:
+        for j in range(k):
+            if lab[j] % 4 < 2:
+                order[h0] = j
+                h0 += 1
+        h1 = h0
+        for j in range(k):
+            if lab[j] % 4 >= 2:
+                order[h1] = j
+                h1 += 1
+    else:
+        for j in range(k):
+            order[j] = j
+        h0 = k
+    bsz = plan[_BLOCK]
+    for h in range(nh):
+        lo = 0 if h == 0 else h0
+        hi = h0 if h == 0 else k
+        for bi in range(blocks[h]):
+            j0 = min(lo + bi * bsz, hi)
+            j1 = min(lo + bi * bsz + bsz, hi)
+            if chain:  # the block alone (C = -0), then one rounded add; an overflowed sum is an Inf later adds meet
+                s = _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, (1, 0, 0, 0), plan[_ACC_EMIN], True, False)
+                if s[1]:
+                    pinf = pinf or s[0] == 0
+                    ninf = ninf or s[0] == 1
+                    s = (0, 0, 0, 0)
+                acc = _add_round(plan, acc, s)
+                if acc[1]:
+                    pinf = pinf or acc[0] == 0
+                    ninf = ninf or acc[0] == 1
+                    acc = (0, 0, 0, 0)
+            else:  # a block holding an infinite product gives it; one without may overflow to one (model._carry_inf)
+                for jj in range(j0, j1):
+                    j = order[jj]
+                    if pcls[j] == 2:
+                        pinf = pinf or pneg[j] == 0
+                        ninf = ninf or pneg[j] == 1
+                r = _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, acc, emin, c_entry != 1, c_entry == 1)
+                if r[1]:
+                    if not (pinf or ninf):
+                        pinf = r[0] == 0
+                        ninf = r[0] == 1
+                    acc = (0, 0, 0, 0)
+                else:
+                    acc = r
+            emin = plan[_ACC_EMIN]
+    nan = nan or (pinf and ninf)
+    if plan[_TO_D] and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+        acc = _uf(plan, _round_p(acc[0], acc[2], acc[3], plan[_D + _P], plan[_D + _EMIN], plan[_D + _EMAX], 1,
+                                 plan[_OUT_FLUSH], plan[_OVF]))
+        if acc[1]:
+            if not (pinf or ninf):
+                pinf = acc[0] == 0
+                ninf = acc[0] == 1
+            acc = (0, 0, 0, 0)
+    if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+        pinf = pinf or (cc == 2 and cn == 0)
+        ninf = ninf or (cc == 2 and cn == 1)
+        nan = nan or (pinf and ninf)
+        s = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+        if s == 0.0:
+            neg0 = plan[_NEGZ] and acc[0] == 1 and c0[0] == 1 and not plan[_UF_POS]
+            acc = (1 if neg0 else 0, 0, 0, 0)
+        else:
+            sn, sm, se = _from_double(s)
+            acc = _uf(plan, _round_p(sn, sm, se, plan[_D + _P], plan[_D + _EMIN], plan[_D + _EMAX], 1,
+                                     plan[_OUT_FLUSH], plan[_OVF]))
+    out = _encode_d(plan, acc[0], acc[1], acc[2], acc[3])
+    dsign = 1 << (plan[_D + _EB] + plan[_D + _MB])
+    dinf = ((1 << plan[_D + _EB]) - 1) << plan[_D + _MB]
+    if pinf:
+        out = dinf
+    if ninf:
+        out = dsign | dinf
+    if nan:
+        if nanp == 0:
+            out = nan_bits
+        elif nanp == 1:
+            out = _nan_conv(plan, cbits, _C) if cc == 3 else (payload if found else nan_bits)
+        else:
+            out = payload if found else (_nan_conv(plan, cbits, _C) if cc == 3 else nan_bits)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def float_dots(plan, blocks, nan_bits, a, b, c, lab, out):
+    n, k = a.shape
+    nb = np.int64(nan_bits)
+    tasks = (n + _CHUNK - 1) // _CHUNK
+    for t in prange(tasks):
+        pneg = np.empty(k, np.int64)
+        pcls = np.empty(k, np.int64)
+        pmag = np.empty(k, np.int64)
+        praw = np.empty(k, np.int64)
+        order = np.empty(k, np.int64)
+        for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
+            row = lab[i] if lab.shape[0] > 1 else lab[0]
+            out[i] = np.uint64(_dot_float(plan, blocks, nb, a[i], b[i], c[i], row, pneg, pcls, pmag, praw, order))
+
+
+# ---------------------------------------------------------------------------
+# integer and .b1
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _sext(x, bits, signed):
+    if signed and (x >> (bits - 1)) & 1:
+        return x - (1 << bits)
+    return x
+
+
+@njit(cache=True, parallel=True)
+def int_dots(a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
+    """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
+    n, k = a.shape
+    for i in prange(n):
+        acc = 0
+        for j in range(k):
+            x = _sext(a[i, j], a_bits, a_signed)
+            y = _sext(b[i, j], b_bits, b_signed)
+            if bitop == 1:
+                acc += x ^ y
+            elif bitop == 2:
+                acc += x & y
+            else:
+                acc += x * y
+        acc += _sext(c[i], 32, 1)
+        if satfinite:
+            acc = min(max(acc, -2147483648), 2147483647)
+        out[i] = np.uint64(acc & 0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------------------
+# f64
+# ---------------------------------------------------------------------------
+
+
+@intrinsic
+def _fma(typingctx, x, y, z):
+    """IEEE fused multiply-add rounded to nearest even (LLVM's llvm.fma.f64)."""
+    sig = nbtypes.float64(nbtypes.float64, nbtypes.float64, nbtypes.float64)
+
+    def codegen(context, builder, signature, args):
+        dbl = context.get_value_type(nbtypes.float64)
+        fn = builder.module.declare_intrinsic("llvm.fma", [dbl], ir.FunctionType(dbl, [dbl, dbl, dbl]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@njit(cache=True, inline="always")
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit(cache=True)
+def _bits_of(x):
+    return np.array([x]).view(np.int64)[0]
+
+
+@njit(cache=True)
+def _of_bits(x):
+    return np.array([x]).view(np.float64)[0]
+
+
+_SIGN = -0x8000000000000000
+_ABS = 0x7FFFFFFFFFFFFFFF
+_INF = 0x7FF0000000000000
+_QUIET = 1 << 51
+
+
+@njit(cache=True)
+def _fma_dir(x, y, v, mode):
+    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd): (value, exact here?).
+
+    The RNE FMA, then the sign of its exact error from ErrFma (Boldo and Muller: r1 + r2 + r3 = x*y + v exactly,
+    r2 = RN(r2 + r3)), which holds where nothing underflows or overflows; elsewhere ``ok`` is False and model.py
+    computes that dot."""
+    r = _fma(x, y, v)
+    p = x * y
+    if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000:
+        return r, False
+    if (x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960) or (r != 0.0 and abs(r) < 2.0 ** -960):
+        return r, False
+    if mode == 1:
+        return r, True
+    u2 = _fma(x, y, -p)
+    a1, a2 = _two_sum(v, u2)
+    b1, b2 = _two_sum(p, a1)
+    g = (b1 - r) + b2
+    r2 = g + a2  # Fast2Sum's sum: RN of the exact error, so its sign is the error's
+    if r2 == 0.0:
+        if r == 0.0 and mode == 4:  # an exact zero sum under rd (model._zero_sum): -0 unless two +0 terms
+            zeros_only = (x == 0.0 or y == 0.0) and v == 0.0
+            if not (zeros_only and (_bits_of(x) ^ _bits_of(y)) >= 0 and _bits_of(v) >= 0):
+                return -0.0, True
+        return r, True
+    if r == 0.0:
+        return r, False
+    if mode == 0:
+        return (np.nextafter(r, 0.0) if (r2 < 0.0) == (r > 0.0) else r), True
+    if mode == 3:
+        return (np.nextafter(r, np.inf) if r2 > 0.0 else r), True
+    return (np.nextafter(r, -np.inf) if r2 < 0.0 else r), True
+
+
+@njit(cache=True)
+def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
+    """model._f64_dot of one row: (D bits, exact here?)."""
+    k = a.shape[0]
+    v = _of_bits(cbits)
+    has_nan = (cbits & _ABS) > _INF
+    vnan = cbits
+    for jj in range(k):
+        j = k - 1 - jj if reverse else jj
+        xb, yb = a[j], b[j]
+        xn = (xb & _ABS) > _INF
+        yn = (yb & _ABS) > _INF
+        if has_nan or xn or yn:
+            if nanp == 0:
+                vnan = nan_bits
+            elif nanp == 1:
+                vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
+            elif nanp == 2:
+                vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
+            elif nanp == 3:
+                vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
+            else:
+                vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
+            has_nan = True
+            continue
+        x, y = _of_bits(xb), _of_bits(yb)
+        prod_inf = math.isinf(x) or math.isinf(y)
+        vinf = math.isinf(v)
+        psign = ((xb ^ yb) >> 63) & 1
+        if (prod_inf and (x == 0.0 or y == 0.0)) or (prod_inf and vinf and psign != (1 if v < 0 else 0)):
+            vnan = nan_bits
+            has_nan = True
+            continue
+        if prod_inf or vinf:
+            if prod_inf:
+                v = -np.inf if psign else np.inf
+            continue
+        r, ok = _fma_dir(x, y, v, mode)
+        if not ok:
+            return 0, False
+        v = r
+    if has_nan:
+        return vnan, True
+    return _bits_of(v), True
+
+
+@njit(cache=True, parallel=True)
+def f64_dots(nanp, mode, reverse, nan_bits, a, b, c, out):
+    """Rows model.py must compute itself (an underflowing product, an overflow, an exact zero) come back flagged:
+    ``out`` holds D bits, the returned mask says which rows are not exact here."""
+    n = a.shape[0]
+    nb = np.int64(nan_bits)
+    todo = np.zeros(n, np.bool_)
+    for i in prange(n):
+        d, ok = _dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i])
+        out[i] = np.uint64(d)
+        todo[i] = not ok
+    return todo
