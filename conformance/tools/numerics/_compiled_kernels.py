@@ -27,7 +27,7 @@ _LOWEXP = -1000000
 _CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bitlen(x):
     return 64 - leading_zeros(np.uint64(x))
 
@@ -70,6 +70,34 @@ def _dec_operand(plan, at, bits, in_flush):
         mag <<= s
         raw -= s
     return neg, cls, mag, raw
+
+
+@njit(cache=True)
+def decode_table(plan, at, in_flush):
+    """Every element of an operand format decoded (``_dec_operand``), packed: cls | neg << 2 | (raw + 4096) << 3 |
+    mag << 16, indexed by its bits (.tf32: by the top 19 bits of its converted container)."""
+    width = plan[at + _EB] + plan[at + _MB] + 1
+    out = np.empty(1 << width, np.int64)
+    plan2 = plan.copy()
+    plan2[at + _TF32] = 0  # the table is indexed by the converted bits already
+    for x in range(1 << width):
+        neg, cls, mag, raw = _dec_operand(plan2, at, x, in_flush)
+        out[x] = cls | (neg << 2) | ((raw + 4096) << 3) | (mag << 16)
+    return out
+
+
+@njit(cache=True)
+def _index(plan, at, bits):
+    """The decode table's index of an operand's container bits (.tf32: converted, then its top 19 bits)."""
+    if plan[at + _TF32]:
+        conv = plan[at + _CONV]
+        if (bits & 0x7F800000) != 0x7F800000:
+            if conv == 1:
+                bits = (bits + 0x1000) & 0xFFFFFFFF
+            elif conv == 2:
+                bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFFFFF
+        return bits >> 13
+    return bits
 
 
 @njit(cache=True)
@@ -258,7 +286,7 @@ def _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, c, c_emin, fused, la
 
 
 @njit(cache=True)
-def _dot_float(plan, blocks, nan_bits, a, b, cbits, lab, pneg, pcls, pmag, praw, order):
+def _dot_float(plan, blocks, nan_bits, ta, tb, a, b, cbits, lab, pneg, pcls, pmag, praw, order):
     """model._float_dot of one row."""
     k = a.shape[0]
     in_flush = plan[_IN_FLUSH]
@@ -269,8 +297,10 @@ def _dot_float(plan, blocks, nan_bits, a, b, cbits, lab, pneg, pcls, pmag, praw,
     found = False
     payload = 0
     for j in range(k):
-        xn, xc, xm, xr = _dec_operand(plan, _A, a[j], in_flush)
-        yn, yc, ym, yr = _dec_operand(plan, _B, b[j], in_flush)
+        xe = ta[_index(plan, _A, a[j])]
+        ye = tb[_index(plan, _B, b[j])]
+        xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
+        yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
         if nanp != 0 and not found:
             if xc == 3:
                 found = True
@@ -398,7 +428,7 @@ def _dot_float(plan, blocks, nan_bits, a, b, cbits, lab, pneg, pcls, pmag, praw,
 
 
 @njit(cache=True, parallel=True)
-def float_dots(plan, blocks, nan_bits, a, b, c, lab, out):
+def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
     n, k = a.shape
     nb = np.int64(nan_bits)
     tasks = (n + _CHUNK - 1) // _CHUNK
@@ -410,7 +440,7 @@ def float_dots(plan, blocks, nan_bits, a, b, c, lab, out):
         order = np.empty(k, np.int64)
         for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
             row = lab[i] if lab.shape[0] > 1 else lab[0]
-            out[i] = np.uint64(_dot_float(plan, blocks, nb, a[i], b[i], c[i], row, pneg, pcls, pmag, praw, order))
+            out[i] = np.uint64(_dot_float(plan, blocks, nb, ta, tb, a[i], b[i], c[i], row, pneg, pcls, pmag, praw, order))
 
 
 # ---------------------------------------------------------------------------
@@ -418,7 +448,7 @@ def float_dots(plan, blocks, nan_bits, a, b, c, lab, out):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _sext(x, bits, signed):
     if signed and (x >> (bits - 1)) & 1:
         return x - (1 << bits)
@@ -464,7 +494,7 @@ def _fma(typingctx, x, y, z):
     return sig, codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _two_sum(a, b):
     s = a + b
     bb = s - a

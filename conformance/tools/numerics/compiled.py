@@ -168,6 +168,20 @@ def _float_plan(p, t) -> np.ndarray:
     return plan
 
 
+@functools.lru_cache(maxsize=64)
+def _table_of(layout: bytes, at: int) -> np.ndarray:
+    plan = np.frombuffer(layout, dtype=np.int64)
+    return _kernels().decode_table(plan, at, plan[_IN_FLUSH])
+
+
+def _table(plan: np.ndarray, at: int) -> np.ndarray:
+    """The decode table of operand ``at`` (built once per format, flush rule and exponent floor: cached)."""
+    layout = np.zeros(_PLAN, dtype=np.int64)
+    layout[at:at + 12] = plan[at:at + 12]
+    layout[_IN_FLUSH] = plan[_IN_FLUSH]
+    return _table_of(layout.tobytes(), at)
+
+
 def _nan_bits(p, d: str) -> int:
     return int(p.nan_bits.get(d, ptx_type(d).mask >> 1))  # as model.py
 
@@ -206,8 +220,8 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
         blocks = _schedule_counts(p, lab)
-        kern.float_dots(plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)),
-                        _masked(t.a, a), _masked(t.b, b), _masked(t.c, c), lab, out)
+        kern.float_dots(plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), _table(plan, _A),
+                        _table(plan, _B), _masked(t.a, a), _masked(t.b, b), _masked(t.c, c), lab, out)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
