@@ -32,19 +32,17 @@ def _bitlen(x):
     return 64 - leading_zeros(np.uint64(x))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dec(plan, at, bits, in_flush):
     """(neg, cls, mag, raw) of a float element: cls 0 zero, 1 finite non-zero, 2 inf, 3 NaN (model.decode with
     ``in_subnormals``, ``input_conversion`` for .tf32, and the raw exponent of model.raw_exponent)."""
-    eb, mb, bias, fn = plan[at + _EB], plan[at + _MB], plan[at + _BIAS], plan[at + _FN]
-    if plan[at + _TF32]:
-        conv = plan[at + _CONV]
-        if (bits & 0x7F800000) != 0x7F800000:
-            if conv == 1:
-                bits = (bits + 0x1000) & 0xFFFFFFFF
-            elif conv == 2:
-                bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFFFFF
-        bits = bits >> 13
+    bits = _index(plan[at + _TF32], plan[at + _CONV], bits)
+    return _decf(plan[at + _EB], plan[at + _MB], plan[at + _BIAS], plan[at + _FN], bits, in_flush)
+
+
+@njit(cache=True, inline="always")
+def _decf(eb, mb, bias, fn, bits, in_flush):
+    """_dec of bits already converted: ``eb`` exponent and ``mb`` significand bits, ``fn``: no infinities."""
     emask = (1 << eb) - 1
     mmask = (1 << mb) - 1
     ef = (bits >> mb) & emask
@@ -75,7 +73,7 @@ def _dec_operand(plan, at, bits, in_flush):
 @njit(cache=True)
 def decode_table(plan, at, in_flush):
     """Every element of an operand format decoded (``_dec_operand``), packed: cls | neg << 2 | (raw + 4096) << 3 |
-    mag << 16, indexed by its bits (.tf32: by the top 19 bits of its converted container)."""
+    mag << 16, indexed by its bits (float_dots reads it for 8-bit and widened formats, which never are .tf32)."""
     width = plan[at + _EB] + plan[at + _MB] + 1
     out = np.empty(1 << width, np.int64)
     plan2 = plan.copy()
@@ -86,11 +84,10 @@ def decode_table(plan, at, in_flush):
     return out
 
 
-@njit(cache=True)
-def _index(plan, at, bits):
+@njit(cache=True, inline="always")
+def _index(tf32, conv, bits):
     """The decode table's index of an operand's container bits (.tf32: converted, then its top 19 bits)."""
-    if plan[at + _TF32]:
-        conv = plan[at + _CONV]
+    if tf32:
         if (bits & 0x7F800000) != 0x7F800000:
             if conv == 1:
                 bits = (bits + 0x1000) & 0xFFFFFFFF
@@ -140,19 +137,20 @@ def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
     return neg, 0, v, q
 
 
-@njit(cache=True)
-def _uf(plan, r):
+@njit(cache=True, inline="always")
+def _uf(uf_pos, r):
     """model.underflow_zero: with ``underflow_sign: positive`` a zero rounded from a non-zero sum is +0."""
     neg, inf, mag, exp = r
-    if plan[_UF_POS] and inf == 0 and mag == 0:
+    if uf_pos and inf == 0 and mag == 0:
         return 0, 0, 0, 0
     return r
 
 
-@njit(cache=True)
-def _block_round(plan, neg, mag, exp):
-    return _uf(plan, _round_p(neg, mag, exp, plan[_OUT_P], plan[_ACC_EMIN], plan[_ACC_EMAX], plan[_FMODE],
-                              plan[_OUT_FLUSH], plan[_OVF]))
+@njit(cache=True, inline="always")
+def _block_round(rp, neg, mag, exp):
+    """A block's exact sum to out_precision bits by final_rounding in acc_type's range (``rp``: those parameters)."""
+    out_p, emin, emax, fmode, flush, ovf, uf_pos = rp
+    return _uf(uf_pos, _round_p(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
 
 
 @njit(cache=True)
@@ -168,15 +166,15 @@ def _from_double(x):
     return (1 if x < 0 else 0), np.int64(m * 9007199254740992.0), e - 53
 
 
-@njit(cache=True)
-def _add_round(plan, x, y):
+@njit(cache=True, inline="always")
+def _add_round(rp, negz, x, y):
     """model._add (``block_add``): x + y rounded once as a block's sum; float64's sum made round-to-odd by TwoSum's
     error (a 54-bit odd value strictly between the sum and its neighbour toward the error rounds as the exact sum)."""
     a = _to_double(x[0], x[2], x[3])
     b = _to_double(y[0], y[2], y[3])
     s = a + b
     if s == 0.0:
-        return (1 if plan[_NEGZ] and x[0] and y[0] else 0), 0, 0, 0
+        return (1 if negz and x[0] and y[0] else 0), 0, 0, 0
     bb = s - a
     err = (a - (s - bb)) + (b - bb)
     neg, mag, exp = _from_double(s)
@@ -184,13 +182,13 @@ def _add_round(plan, x, y):
         away = (err > 0.0) == (s > 0.0)  # toward the error: away from zero when it has the sum's sign
         mag = 2 * mag + (1 if away else -1)
         exp -= 1
-    return _block_round(plan, neg, mag, exp)
+    return _block_round(rp, neg, mag, exp)
 
 
-@njit(cache=True)
-def _encode_d(plan, neg, inf, mag, exp):
-    """D's container bits: round to nearest even into D (model._encode, NumPy's cast)."""
-    eb, mb, bias, emin, emax = plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX]
+@njit(cache=True, inline="always")
+def _encode_d(dp, neg, inf, mag, exp):
+    """D's container bits: round to nearest even into D (model._encode, NumPy's cast); ``dp``: D's layout."""
+    eb, mb, bias, emin, emax = dp
     sign = neg << (eb + mb)
     infb = sign | (((1 << eb) - 1) << mb)
     if inf:
@@ -208,11 +206,10 @@ def _encode_d(plan, neg, inf, mag, exp):
     return sign | (rm << (re - (emin - mb)))
 
 
-@njit(cache=True)
-def _nan_conv(plan, bits, at):
-    """A NaN operand as D's quiet NaN with its sign and payload (model.nan_convert)."""
-    sb, sm = plan[at + _NSB], plan[at + _NSM]
-    deb, dmb = plan[_D + _EB], plan[_D + _MB]
+@njit(cache=True, inline="always")
+def _nan_conv(sb, sm, deb, dmb, bits):
+    """A NaN operand (``sb`` container bits, ``sm`` significand bits) as D's quiet NaN with its sign and payload
+    (model.nan_convert)."""
     mant = bits & ((1 << sm) - 1)
     mant = (mant << (dmb - sm)) if dmb >= sm else (mant >> (sm - dmb))
     return (((bits >> (sb - 1)) & 1) << (deb + dmb)) | (((1 << deb) - 1) << dmb) | mant | (1 << (dmb - 1))
@@ -240,198 +237,34 @@ def _align(mag, s, align):
     return q
 
 
-@njit(cache=True)
-def _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, c, c_emin, fused, late):
-    """model._block: products ``order[j0:j1]`` (and the running value ``c`` when ``fused``), aligned, summed exactly,
-    rounded to out_precision bits.  Returns the accumulator (neg, inf, mag, exp)."""
-    frac, extra, align = plan[_FRAC], plan[_EXTRA], plan[_ALIGN]
-    plsb = plan[_PLSB]
-    anchor = _LOWEXP
-    anyp = False
-    allneg = True
-    for jj in range(j0, j1):
-        j = order[jj]
-        if pcls[j] == 1:
-            anchor = max(anchor, praw[j])
-            anyp = True
-        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
-    cneg, cmag, cexp = c[0], c[2], c[3]
-    cnz = cmag != 0
-    if fused and cnz:
-        anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
-    if plan[_HAS_FLOOR]:
-        anchor = max(anchor, plan[_EXP_FLOOR])
-    if anchor == _LOWEXP:
-        anchor = 0
-    total = 0
-    for jj in range(j0, j1):
-        j = order[jj]
-        if pcls[j] == 1:
-            v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
-            total += -v if pneg[j] else v
-    zneg = 1 if (plan[_NEGZ] and not anyp and not cnz and allneg and cneg) else 0
-    if late:
-        tneg = 1 if total < 0 else 0
-        s = _to_double(tneg, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
-        if s == 0.0:
-            return zneg, 0, 0, 0
-        sn, sm, se = _from_double(s)
-        return _block_round(plan, sn, sm, se)
-    if cnz:
-        v = _align(cmag, cexp + frac + extra - anchor, align)
-        total += -v if cneg else v
-    if total == 0:
-        return zneg, 0, 0, 0
-    return _block_round(plan, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
-
-
-@njit(cache=True)
-def _dot_float(plan, blocks, nan_bits, ta, tb, a, b, cbits, lab, pneg, pcls, pmag, praw, order):
-    """model._float_dot of one row."""
-    k = a.shape[0]
-    in_flush = plan[_IN_FLUSH]
-    nanp = plan[_NANP]
-    nan = False
-    pinf = False
-    ninf = False
-    found = False
-    payload = 0
-    for j in range(k):
-        xe = ta[_index(plan, _A, a[j])]
-        ye = tb[_index(plan, _B, b[j])]
-        xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
-        yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
-        if nanp != 0 and not found:
-            if xc == 3:
-                found = True
-                payload = _nan_conv(plan, a[j], _A)
-            elif yc == 3:
-                found = True
-                payload = _nan_conv(plan, b[j], _B)
-        if xc == 3 or yc == 3:
-            cls = 3
-        elif xc == 2 or yc == 2:
-            cls = 3 if (xc == 0 or yc == 0) else 2
-        elif xc == 0 or yc == 0:
-            cls = 0
-        else:
-            cls = 1
-        neg = xn ^ yn
-        pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
-        nan = nan or cls == 3
-        pinf = pinf or (cls == 2 and neg == 0)
-        ninf = ninf or (cls == 2 and neg == 1)
-    cn, cc, cm, cr = _dec(plan, _C, cbits, in_flush)
-    nan = nan or cc == 3
-    pinf = pinf or (cc == 2 and cn == 0)
-    ninf = ninf or (cc == 2 and cn == 1)
-    nan = nan or (pinf and ninf)
-    c_entry = plan[_C_ENTRY]
-    c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (plan[_C + _P] - 1)) if cc == 1 else 0)
-    late = c_entry == 2
-    chain = c_entry == 3
-    if late:
-        acc = (0, 0, 0, 0)
-        emin = plan[_ACC_EMIN]
-    else:
-        acc = c0
-        emin = plan[_C + _EMIN]
-    if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
-        pinf = (not late) and cc == 2 and cn == 0
-        ninf = (not late) and cc == 2 and cn == 1
-    # the k_order halves as column lists, in column order
-    nh = 2 if plan[_PAIRS] else 1
-    h0 = 0
-    if nh == 2:
-        for j in range(k):
-            if lab[j] % 4 < 2:
-                order[h0] = j
-                h0 += 1
-        h1 = h0
-        for j in range(k):
-            if lab[j] % 4 >= 2:
-                order[h1] = j
-                h1 += 1
-    else:
-        for j in range(k):
-            order[j] = j
-        h0 = k
-    bsz = plan[_BLOCK]
-    for h in range(nh):
-        lo = 0 if h == 0 else h0
-        hi = h0 if h == 0 else k
-        for bi in range(blocks[h]):
-            j0 = min(lo + bi * bsz, hi)
-            j1 = min(lo + bi * bsz + bsz, hi)
-            if chain:  # the block alone (C = -0), then one rounded add; an overflowed sum is an Inf later adds meet
-                s = _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, (1, 0, 0, 0), plan[_ACC_EMIN], True, False)
-                if s[1]:
-                    pinf = pinf or s[0] == 0
-                    ninf = ninf or s[0] == 1
-                    s = (0, 0, 0, 0)
-                acc = _add_round(plan, acc, s)
-                if acc[1]:
-                    pinf = pinf or acc[0] == 0
-                    ninf = ninf or acc[0] == 1
-                    acc = (0, 0, 0, 0)
-            else:  # a block holding an infinite product gives it; one without may overflow to one (model._carry_inf)
-                for jj in range(j0, j1):
-                    j = order[jj]
-                    if pcls[j] == 2:
-                        pinf = pinf or pneg[j] == 0
-                        ninf = ninf or pneg[j] == 1
-                r = _run_block(plan, order, j0, j1, pneg, pcls, pmag, praw, acc, emin, c_entry != 1, c_entry == 1)
-                if r[1]:
-                    if not (pinf or ninf):
-                        pinf = r[0] == 0
-                        ninf = r[0] == 1
-                    acc = (0, 0, 0, 0)
-                else:
-                    acc = r
-            emin = plan[_ACC_EMIN]
-    nan = nan or (pinf and ninf)
-    if plan[_TO_D] and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
-        acc = _uf(plan, _round_p(acc[0], acc[2], acc[3], plan[_D + _P], plan[_D + _EMIN], plan[_D + _EMAX], 1,
-                                 plan[_OUT_FLUSH], plan[_OVF]))
-        if acc[1]:
-            if not (pinf or ninf):
-                pinf = acc[0] == 0
-                ninf = acc[0] == 1
-            acc = (0, 0, 0, 0)
-    if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
-        pinf = pinf or (cc == 2 and cn == 0)
-        ninf = ninf or (cc == 2 and cn == 1)
-        nan = nan or (pinf and ninf)
-        s = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
-        if s == 0.0:
-            neg0 = plan[_NEGZ] and acc[0] == 1 and c0[0] == 1 and not plan[_UF_POS]
-            acc = (1 if neg0 else 0, 0, 0, 0)
-        else:
-            sn, sm, se = _from_double(s)
-            acc = _uf(plan, _round_p(sn, sm, se, plan[_D + _P], plan[_D + _EMIN], plan[_D + _EMAX], 1,
-                                     plan[_OUT_FLUSH], plan[_OVF]))
-    out = _encode_d(plan, acc[0], acc[1], acc[2], acc[3])
-    dsign = 1 << (plan[_D + _EB] + plan[_D + _MB])
-    dinf = ((1 << plan[_D + _EB]) - 1) << plan[_D + _MB]
-    if pinf:
-        out = dinf
-    if ninf:
-        out = dsign | dinf
-    if nan:
-        if nanp == 0:
-            out = nan_bits
-        elif nanp == 1:
-            out = _nan_conv(plan, cbits, _C) if cc == 3 else (payload if found else nan_bits)
-        else:
-            out = payload if found else (_nan_conv(plan, cbits, _C) if cc == 3 else nan_bits)
-    return out
-
-
 @njit(cache=True, parallel=True)
 def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
+    """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all).
+
+    One function body: a helper taking an array would cost reference counting on every row."""
     n, k = a.shape
     nb = np.int64(nan_bits)
     tasks = (n + _CHUNK - 1) // _CHUNK
+    # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
+    in_flush, nanp, c_entry, bsz = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY], plan[_BLOCK]
+    frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
+    has_floor, exp_floor, negz, uf_pos = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_UF_POS]
+    acc_emin, out_flush, ovf, to_d = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF], plan[_TO_D]
+    rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], out_flush, ovf, uf_pos)
+    dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
+    d_p = plan[_D + _P]
+    a_tf32, a_conv, b_tf32, b_conv = plan[_A + _TF32], plan[_A + _CONV], plan[_B + _TF32], plan[_B + _CONV]
+    a_nsb, a_nsm, b_nsb, b_nsm = plan[_A + _NSB], plan[_A + _NSM], plan[_B + _NSB], plan[_B + _NSM]
+    c_nsb, c_nsm, c_p, c_emin0 = plan[_C + _NSB], plan[_C + _NSM], plan[_C + _P], plan[_C + _EMIN]
+    c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
+    a_eb, a_mb, a_bias, a_fn = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS], plan[_A + _FN]
+    b_eb, b_mb, b_bias, b_fn = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS], plan[_B + _FN]
+    # 8-bit formats and widened ones (operand_cvt) decode by table (it stays in L1); wider ones by arithmetic (a
+    # 64K-entry table misses the caches on random bits)
+    a_tab = a_eb + a_mb < 8 or plan[_A + _XEMIN] != plan[_A + _EMIN]
+    b_tab = b_eb + b_mb < 8 or plan[_B + _XEMIN] != plan[_B + _EMIN]
+    late, chain = c_entry == 2, c_entry == 3
+    nh = 2 if plan[_PAIRS] else 1
     for t in prange(tasks):
         pneg = np.empty(k, np.int64)
         pcls = np.empty(k, np.int64)
@@ -439,8 +272,180 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
         praw = np.empty(k, np.int64)
         order = np.empty(k, np.int64)
         for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
-            row = lab[i] if lab.shape[0] > 1 else lab[0]
-            out[i] = np.uint64(_dot_float(plan, blocks, nb, ta, tb, a[i], b[i], c[i], row, pneg, pcls, pmag, praw, order))
+            li = i if lab.shape[0] > 1 else 0
+            cbits = c[i]
+            nan = False
+            pinf = False
+            ninf = False
+            found = False
+            payload = 0
+            for j in range(k):
+                if a_tab:
+                    xe = ta[a[i, j]]
+                    xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
+                else:
+                    xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, a[i, j]), in_flush)
+                if b_tab:
+                    ye = tb[b[i, j]]
+                    yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
+                else:
+                    yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, b[i, j]), in_flush)
+                if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
+                    if xc == 3:
+                        found = True
+                        payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], a[i, j])
+                    elif yc == 3:
+                        found = True
+                        payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], b[i, j])
+                if xc == 3 or yc == 3:
+                    cls = 3
+                elif xc == 2 or yc == 2:
+                    cls = 3 if (xc == 0 or yc == 0) else 2
+                elif xc == 0 or yc == 0:
+                    cls = 0
+                else:
+                    cls = 1
+                neg = xn ^ yn
+                pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
+                nan = nan or cls == 3
+                pinf = pinf or (cls == 2 and neg == 0)
+                ninf = ninf or (cls == 2 and neg == 1)
+            cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+            nan = nan or cc == 3
+            pinf = pinf or (cc == 2 and cn == 0)
+            ninf = ninf or (cc == 2 and cn == 1)
+            nan = nan or (pinf and ninf)
+            c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
+            if late:
+                acc = (0, 0, 0, 0)
+                emin = acc_emin
+            else:
+                acc = c0
+                emin = c_emin0
+            if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
+                pinf = (not late) and cc == 2 and cn == 0
+                ninf = (not late) and cc == 2 and cn == 1
+            # the k_order halves as column lists, in column order
+            h0 = 0
+            if nh == 2:
+                for j in range(k):
+                    if lab[li, j] % 4 < 2:
+                        order[h0] = j
+                        h0 += 1
+                h1 = h0
+                for j in range(k):
+                    if lab[li, j] % 4 >= 2:
+                        order[h1] = j
+                        h1 += 1
+            else:
+                for j in range(k):
+                    order[j] = j
+                h0 = k
+            for h in range(nh):
+                lo = 0 if h == 0 else h0
+                hi = h0 if h == 0 else k
+                for bi in range(blocks[h]):
+                    j0 = min(lo + bi * bsz, hi)
+                    j1 = min(lo + bi * bsz + bsz, hi)
+                    # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
+                    # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
+                    if chain:
+                        cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
+                    else:  # a block holding an infinite product gives it (model._carry_inf below)
+                        for jj in range(j0, j1):
+                            j = order[jj]
+                            if pcls[j] == 2:
+                                pinf = pinf or pneg[j] == 0
+                                ninf = ninf or pneg[j] == 1
+                        cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
+                        fused, lateb = c_entry != 1, c_entry == 1
+                    anchor = _LOWEXP
+                    anyp = False
+                    allneg = True
+                    for jj in range(j0, j1):
+                        j = order[jj]
+                        if pcls[j] == 1:
+                            anchor = max(anchor, praw[j])
+                            anyp = True
+                        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+                    cnz = cmag != 0
+                    if fused and cnz:
+                        anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
+                    if has_floor:
+                        anchor = max(anchor, exp_floor)
+                    if anchor == _LOWEXP:
+                        anchor = 0
+                    total = 0
+                    for jj in range(j0, j1):
+                        j = order[jj]
+                        if pcls[j] == 1:
+                            v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
+                            total += -v if pneg[j] else v
+                    zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
+                    r = (zneg, 0, 0, 0)
+                    if lateb:
+                        sd = _to_double(1 if total < 0 else 0, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
+                        if sd != 0.0:
+                            sn, sm, se = _from_double(sd)
+                            r = _block_round(rp, sn, sm, se)
+                    else:
+                        if cnz:
+                            v = _align(cmag, cexp + frac + extra - anchor, align)
+                            total += -v if cneg else v
+                        if total != 0:
+                            r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+                    if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
+                        if r[1]:
+                            pinf = pinf or r[0] == 0
+                            ninf = ninf or r[0] == 1
+                            r = (0, 0, 0, 0)
+                        acc = _add_round(rp, negz, acc, r)
+                        if acc[1]:
+                            pinf = pinf or acc[0] == 0
+                            ninf = ninf or acc[0] == 1
+                            acc = (0, 0, 0, 0)
+                    elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
+                        if not (pinf or ninf):
+                            pinf = r[0] == 0
+                            ninf = r[0] == 1
+                        acc = (0, 0, 0, 0)
+                    else:
+                        acc = r
+                    emin = acc_emin
+            nan = nan or (pinf and ninf)
+            if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+                acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+                if acc[1]:
+                    if not (pinf or ninf):
+                        pinf = acc[0] == 0
+                        ninf = acc[0] == 1
+                    acc = (0, 0, 0, 0)
+            if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+                pinf = pinf or (cc == 2 and cn == 0)
+                ninf = ninf or (cc == 2 and cn == 1)
+                nan = nan or (pinf and ninf)
+                sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+                if sd == 0.0:
+                    neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
+                    acc = (1 if neg0 else 0, 0, 0, 0)
+                else:
+                    sn, sm, se = _from_double(sd)
+                    acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+            dsign = 1 << (dp[0] + dp[1])
+            dinf = ((1 << dp[0]) - 1) << dp[1]
+            if pinf:
+                d = dinf
+            if ninf:
+                d = dsign | dinf
+            if nan:
+                if nanp == 0:
+                    d = nb
+                elif nanp == 1:
+                    d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+                else:
+                    d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+            out[i] = np.uint64(d)
 
 
 # ---------------------------------------------------------------------------
@@ -525,13 +530,13 @@ def _fma_dir(x, y, v, mode):
     r2 = RN(r2 + r3)), which holds where nothing underflows or overflows; elsewhere ``ok`` is False and model.py
     computes that dot."""
     r = _fma(x, y, v)
+    if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
+        return r, True
     p = x * y
     if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000:
         return r, False
     if (x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960) or (r != 0.0 and abs(r) < 2.0 ** -960):
         return r, False
-    if mode == 1:
-        return r, True
     u2 = _fma(x, y, -p)
     a1, a2 = _two_sum(v, u2)
     b1, b2 = _two_sum(p, a1)

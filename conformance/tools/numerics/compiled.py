@@ -175,7 +175,10 @@ def _table_of(layout: bytes, at: int) -> np.ndarray:
 
 
 def _table(plan: np.ndarray, at: int) -> np.ndarray:
-    """The decode table of operand ``at`` (built once per format, flush rule and exponent floor: cached)."""
+    """The decode table of operand ``at`` (built once per format, flush rule and exponent floor: cached); only 8-bit
+    and widened (``operand_cvt``) formats are read by table, the others get an empty one."""
+    if plan[at + _EB] + plan[at + _MB] >= 8 and plan[at + _XEMIN] == plan[at + _EMIN]:
+        return np.zeros(1, dtype=np.int64)
     layout = np.zeros(_PLAN, dtype=np.int64)
     layout[at:at + 12] = plan[at:at + 12]
     layout[_IN_FLUSH] = plan[_IN_FLUSH]
