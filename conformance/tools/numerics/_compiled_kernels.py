@@ -218,6 +218,8 @@ def _nan_conv(sb, sm, deb, dmb, bits):
 @njit(cache=True)
 def _align(mag, s, align):
     """A term ``mag 2^lsb`` on the grid, ``s = lsb + frac + extra - anchor`` (model._block's ``align``)."""
+    if align == 0:  # truncate, without a branch (random exponents put s on either side of 0): mag < 2^62
+        return (mag << max(s, 0)) >> min(max(-s, 0), 63)
     if s >= 0:
         return mag << s
     r = -s
@@ -265,6 +267,7 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
     b_tab = b_eb + b_mb < 8 or plan[_B + _XEMIN] != plan[_B + _EMIN]
     late, chain = c_entry == 2, c_entry == 3
     nh = 2 if plan[_PAIRS] else 1
+    single = nh == 1 and blocks[0] == 1
     for t in prange(tasks):
         pneg = np.empty(k, np.int64)
         pcls = np.empty(k, np.int64)
@@ -273,30 +276,34 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
         order = np.empty(k, np.int64)
         for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
             li = i if lab.shape[0] > 1 else 0
-            cbits = c[i]
+            cbits = np.int64(c[i])
             nan = False
             pinf = False
             ninf = False
             found = False
             payload = 0
+            pmax = _LOWEXP  # the products' anchor, sign and infinities, for a dot that is one block
+            p_any = False
+            p_allneg = True
             for j in range(k):
+                aij, bij = np.int64(a[i, j]), np.int64(b[i, j])
                 if a_tab:
-                    xe = ta[a[i, j]]
+                    xe = ta[aij]
                     xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
                 else:
-                    xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, a[i, j]), in_flush)
+                    xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, aij), in_flush)
                 if b_tab:
-                    ye = tb[b[i, j]]
+                    ye = tb[bij]
                     yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
                 else:
-                    yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, b[i, j]), in_flush)
+                    yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, bij), in_flush)
                 if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
                     if xc == 3:
                         found = True
-                        payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], a[i, j])
+                        payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
                     elif yc == 3:
                         found = True
-                        payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], b[i, j])
+                        payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
                 if xc == 3 or yc == 3:
                     cls = 3
                 elif xc == 2 or yc == 2:
@@ -310,6 +317,11 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
                 nan = nan or cls == 3
                 pinf = pinf or (cls == 2 and neg == 0)
                 ninf = ninf or (cls == 2 and neg == 1)
+                if cls == 1:
+                    pmax = max(pmax, xr + yr)
+                    p_any = True
+                p_allneg = p_allneg and (cls <= 1 and neg == 1)
+            prod_pinf, prod_ninf = pinf, ninf
             cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
             nan = nan or cc == 3
             pinf = pinf or (cc == 2 and cn == 0)
@@ -338,8 +350,6 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
                         order[h1] = j
                         h1 += 1
             else:
-                for j in range(k):
-                    order[j] = j
                 h0 = k
             for h in range(nh):
                 lo = 0 if h == 0 else h0
@@ -349,25 +359,31 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
                     j1 = min(lo + bi * bsz + bsz, hi)
                     # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
                     # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
+                    whole = single and not chain  # the one block of the dot: its products read above
                     if chain:
                         cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
                     else:  # a block holding an infinite product gives it (model._carry_inf below)
-                        for jj in range(j0, j1):
-                            j = order[jj]
-                            if pcls[j] == 2:
-                                pinf = pinf or pneg[j] == 0
-                                ninf = ninf or pneg[j] == 1
+                        if whole:
+                            pinf, ninf = pinf or prod_pinf, ninf or prod_ninf
+                        else:
+                            for jj in range(j0, j1):
+                                j = order[jj] if nh == 2 else jj
+                                if pcls[j] == 2:
+                                    pinf = pinf or pneg[j] == 0
+                                    ninf = ninf or pneg[j] == 1
                         cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
                         fused, lateb = c_entry != 1, c_entry == 1
-                    anchor = _LOWEXP
-                    anyp = False
-                    allneg = True
-                    for jj in range(j0, j1):
-                        j = order[jj]
-                        if pcls[j] == 1:
-                            anchor = max(anchor, praw[j])
-                            anyp = True
-                        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+                    anchor, anyp, allneg = pmax, p_any, p_allneg
+                    if not whole:
+                        anchor = _LOWEXP
+                        anyp = False
+                        allneg = True
+                        for jj in range(j0, j1):
+                            j = order[jj] if nh == 2 else jj
+                            if pcls[j] == 1:
+                                anchor = max(anchor, praw[j])
+                                anyp = True
+                            allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
                     cnz = cmag != 0
                     if fused and cnz:
                         anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
@@ -377,7 +393,7 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
                         anchor = 0
                     total = 0
                     for jj in range(j0, j1):
-                        j = order[jj]
+                        j = order[jj] if nh == 2 else jj
                         if pcls[j] == 1:
                             v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
                             total += -v if pneg[j] else v

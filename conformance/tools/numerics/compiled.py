@@ -189,9 +189,10 @@ def _nan_bits(p, d: str) -> int:
     return int(p.nan_bits.get(d, ptx_type(d).mask >> 1))  # as model.py
 
 
-def _masked(type_name: str, bits) -> np.ndarray:
-    """Container bits masked as model.py's decoding masks them, as int64 (every container here is 32 bits or less)."""
-    return (np.asarray(bits, dtype=np.uint64) & np.uint64(ptx_type(type_name).mask)).astype(np.int64)
+def _masked(type_name: str, bits, dtype=np.int64) -> np.ndarray:
+    """Container bits masked as model.py's decoding masks them (every container here is 32 bits or less); the float
+    kernel reads them as uint32 (half the memory of int64, and one compiled signature for every float path)."""
+    return (np.asarray(bits, dtype=np.uint64) & np.uint64(ptx_type(type_name).mask)).astype(dtype)
 
 
 def available() -> tuple[bool, str]:
@@ -224,7 +225,8 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
         blocks = _schedule_counts(p, lab)
         kern.float_dots(plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), _table(plan, _A),
-                        _table(plan, _B), _masked(t.a, a), _masked(t.b, b), _masked(t.c, c), lab, out)
+                        _table(plan, _B), _masked(t.a, a, np.uint32), _masked(t.b, b, np.uint32), _masked(t.c, c, np.uint32),
+                        lab, out)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
