@@ -240,8 +240,9 @@ def _align(mag, s, align):
 
 
 @njit(cache=True, parallel=True)
-def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
-    """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all).
+def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+    """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all; container bits
+    ``uint64``, masked here as model.py's decoding masks them).
 
     One function body: a helper taking an array would cost reference counting on every row."""
     n, k = a.shape
@@ -276,7 +277,7 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
         order = np.empty(k, np.int64)
         for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
             li = i if lab.shape[0] > 1 else 0
-            cbits = np.int64(c[i])
+            cbits = np.int64(c[i] & c_mask)
             nan = False
             pinf = False
             ninf = False
@@ -286,7 +287,7 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out):
             p_any = False
             p_allneg = True
             for j in range(k):
-                aij, bij = np.int64(a[i, j]), np.int64(b[i, j])
+                aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
                 if a_tab:
                     xe = ta[aij]
                     xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
@@ -480,18 +481,19 @@ def _sext(x, bits, signed):
 def int_dots(a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
     """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
     n, k = a.shape
+    a_mask, b_mask = np.uint64((1 << a_bits) - 1), np.uint64((1 << b_bits) - 1)
     for i in prange(n):
         acc = 0
         for j in range(k):
-            x = _sext(a[i, j], a_bits, a_signed)
-            y = _sext(b[i, j], b_bits, b_signed)
+            x = _sext(np.int64(a[i, j] & a_mask), a_bits, a_signed)
+            y = _sext(np.int64(b[i, j] & b_mask), b_bits, b_signed)
             if bitop == 1:
                 acc += x ^ y
             elif bitop == 2:
                 acc += x & y
             else:
                 acc += x * y
-        acc += _sext(c[i], 32, 1)
+        acc += _sext(np.int64(c[i] & np.uint64(0xFFFFFFFF)), 32, 1)
         if satfinite:
             acc = min(max(acc, -2147483648), 2147483647)
         out[i] = np.uint64(acc & 0xFFFFFFFF)
@@ -522,17 +524,24 @@ def _two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-@njit(cache=True)
-def _bits_of(x):
-    return np.array([x]).view(np.int64)[0]
+@intrinsic
+def _bits_of(typingctx, x):
+    """The bits of a float64 as int64 (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
+
+    return nbtypes.int64(nbtypes.float64), codegen
 
 
-@njit(cache=True)
-def _of_bits(x):
-    return np.array([x]).view(np.float64)[0]
+@intrinsic
+def _of_bits(typingctx, x):
+    """The float64 of int64 bits (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
+
+    return nbtypes.float64(nbtypes.int64), codegen
 
 
-_SIGN = -0x8000000000000000
 _ABS = 0x7FFFFFFFFFFFFFFF
 _INF = 0x7FF0000000000000
 _QUIET = 1 << 51

@@ -189,12 +189,6 @@ def _nan_bits(p, d: str) -> int:
     return int(p.nan_bits.get(d, ptx_type(d).mask >> 1))  # as model.py
 
 
-def _masked(type_name: str, bits, dtype=np.int64) -> np.ndarray:
-    """Container bits masked as model.py's decoding masks them (every container here is 32 bits or less); the float
-    kernel reads them as uint32 (half the memory of int64, and one compiled signature for every float path)."""
-    return (np.asarray(bits, dtype=np.uint64) & np.uint64(ptx_type(type_name).mask)).astype(dtype)
-
-
 def available() -> tuple[bool, str]:
     """(True, numba's version) where numba imports, else (False, why)."""
     try:
@@ -209,9 +203,10 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
 
     ``NotCompiled`` where a parameter value is not compiled.  f64 rows whose exact rounding needs what a float64
     FMA cannot tell (an underflowing product, an overflow) come back in the mask: model.py computes those."""
-    a = np.atleast_2d(np.asarray(a_bits, dtype=np.uint64))
-    b = np.atleast_2d(np.asarray(b_bits, dtype=np.uint64))
-    c = np.atleast_1d(np.asarray(c_bits, dtype=np.uint64))
+    # uint64 containers as they come (one compiled signature); the kernels mask them as model.py's decoding does
+    a = np.ascontiguousarray(np.atleast_2d(np.asarray(a_bits, dtype=np.uint64)))
+    b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
+    c = np.ascontiguousarray(np.atleast_1d(np.asarray(c_bits, dtype=np.uint64)))
     n, k = a.shape
     check(p, t, k)
     kern = _kernels()
@@ -225,18 +220,16 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
         blocks = _schedule_counts(p, lab)
         kern.float_dots(plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), _table(plan, _A),
-                        _table(plan, _B), _masked(t.a, a, np.uint32), _masked(t.b, b, np.uint32), _masked(t.c, c, np.uint32),
-                        lab, out)
+                        _table(plan, _B), a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
         todo = kern.f64_dots(nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")),
-                      np.ascontiguousarray(a).view(np.int64), np.ascontiguousarray(b).view(np.int64),
-                      np.ascontiguousarray(c).view(np.int64), out)
+                      a.view(np.int64), b.view(np.int64), c.view(np.int64), out)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
         kern.int_dots(sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
-                      int(t.satfinite), _masked(t.a, a), _masked(t.b, b), _masked(t.c, c), out)
+                      int(t.satfinite), a, b, c, out)
     return out, todo
 
 
