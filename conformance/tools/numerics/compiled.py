@@ -247,13 +247,16 @@ def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
 # ---------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
+_MISSING: list[str] = []  # why numba did not import, once known (a failed import is not retried on every call)
+
+
 def _kernels():
     """The compiled kernels (numba imported and the kernels compiled, or loaded from numba's cache, on first use)."""
+    if _MISSING:
+        raise Unavailable(_MISSING[0])
     try:
-        import numba  # noqa: F401 - the import is the test
-    except Exception as exc:  # noqa: BLE001 - any import failure means no compiled path here
-        raise Unavailable(f"numba is not importable ({type(exc).__name__}: {exc}); pip install 'ptx-conformance[fast]'") from None
-    from . import _compiled_kernels
-
+        from . import _compiled_kernels
+    except ImportError as exc:
+        _MISSING.append(f"numba is not importable ({type(exc).__name__}: {exc}); pip install 'ptx-conformance[fast]'")
+        raise Unavailable(_MISSING[0]) from None
     return _compiled_kernels
