@@ -24,7 +24,7 @@ _UF_POS, _NANP, _ACC_EMIN, _ACC_EMAX, _TO_D, _PAIRS, _IN_FLUSH, _PLSB = range(12
 _EB, _MB, _BIAS, _FN, _P, _EMIN, _EMAX, _NSB, _NSM, _XEMIN, _TF32, _CONV = range(12)
 _A, _B, _C, _D = 24, 36, 48, 60
 _LOWEXP = -1000000
-_CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task)
+CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task); fewer rows: one thread
 
 
 @njit(cache=True)
@@ -241,13 +241,21 @@ def _align(mag, s, align):
 
 @njit(cache=True, parallel=True)
 def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+    """float_rows over the cores, a chunk of rows per task."""
+    n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        float_rows(t * CHUNK, min(n, (t + 1) * CHUNK), plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask,
+                   b_mask, c_mask)
+
+
+@njit(cache=True)
+def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
     """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all; container bits
     ``uint64``, masked here as model.py's decoding masks them).
 
     One function body: a helper taking an array would cost reference counting on every row."""
-    n, k = a.shape
+    k = a.shape[1]
     nb = np.int64(nan_bits)
-    tasks = (n + _CHUNK - 1) // _CHUNK
     # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
     in_flush, nanp, c_entry, bsz = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY], plan[_BLOCK]
     frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
@@ -269,200 +277,199 @@ def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask
     late, chain = c_entry == 2, c_entry == 3
     nh = 2 if plan[_PAIRS] else 1
     single = nh == 1 and blocks[0] == 1
-    for t in prange(tasks):
-        pneg = np.empty(k, np.int64)
-        pcls = np.empty(k, np.int64)
-        pmag = np.empty(k, np.int64)
-        praw = np.empty(k, np.int64)
-        order = np.empty(k, np.int64)
-        for i in range(t * _CHUNK, min(n, (t + 1) * _CHUNK)):
-            li = i if lab.shape[0] > 1 else 0
-            cbits = np.int64(c[i] & c_mask)
-            nan = False
-            pinf = False
-            ninf = False
-            found = False
-            payload = 0
-            pmax = _LOWEXP  # the products' anchor, sign and infinities, for a dot that is one block
-            p_any = False
-            p_allneg = True
+    pneg = np.empty(k, np.int64)
+    pcls = np.empty(k, np.int64)
+    pmag = np.empty(k, np.int64)
+    praw = np.empty(k, np.int64)
+    order = np.empty(k, np.int64)
+    for i in range(lo, hi):
+        li = i if lab.shape[0] > 1 else 0
+        cbits = np.int64(c[i] & c_mask)
+        nan = False
+        pinf = False
+        ninf = False
+        found = False
+        payload = 0
+        pmax = _LOWEXP  # the products' anchor, sign and infinities, for a dot that is one block
+        p_any = False
+        p_allneg = True
+        for j in range(k):
+            aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
+            if a_tab:
+                xe = ta[aij]
+                xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
+            else:
+                xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, aij), in_flush)
+            if b_tab:
+                ye = tb[bij]
+                yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
+            else:
+                yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, bij), in_flush)
+            if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
+                if xc == 3:
+                    found = True
+                    payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
+                elif yc == 3:
+                    found = True
+                    payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
+            if xc == 3 or yc == 3:
+                cls = 3
+            elif xc == 2 or yc == 2:
+                cls = 3 if (xc == 0 or yc == 0) else 2
+            elif xc == 0 or yc == 0:
+                cls = 0
+            else:
+                cls = 1
+            neg = xn ^ yn
+            pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
+            nan = nan or cls == 3
+            pinf = pinf or (cls == 2 and neg == 0)
+            ninf = ninf or (cls == 2 and neg == 1)
+            if cls == 1:
+                pmax = max(pmax, xr + yr)
+                p_any = True
+            p_allneg = p_allneg and (cls <= 1 and neg == 1)
+        prod_pinf, prod_ninf = pinf, ninf
+        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+        nan = nan or cc == 3
+        pinf = pinf or (cc == 2 and cn == 0)
+        ninf = ninf or (cc == 2 and cn == 1)
+        nan = nan or (pinf and ninf)
+        c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
+        if late:
+            acc = (0, 0, 0, 0)
+            emin = acc_emin
+        else:
+            acc = c0
+            emin = c_emin0
+        if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
+            pinf = (not late) and cc == 2 and cn == 0
+            ninf = (not late) and cc == 2 and cn == 1
+        # the k_order halves as column lists, in column order
+        h0 = 0
+        if nh == 2:
             for j in range(k):
-                aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
-                if a_tab:
-                    xe = ta[aij]
-                    xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
-                else:
-                    xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, aij), in_flush)
-                if b_tab:
-                    ye = tb[bij]
-                    yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
-                else:
-                    yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, bij), in_flush)
-                if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
-                    if xc == 3:
-                        found = True
-                        payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
-                    elif yc == 3:
-                        found = True
-                        payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
-                if xc == 3 or yc == 3:
-                    cls = 3
-                elif xc == 2 or yc == 2:
-                    cls = 3 if (xc == 0 or yc == 0) else 2
-                elif xc == 0 or yc == 0:
-                    cls = 0
-                else:
-                    cls = 1
-                neg = xn ^ yn
-                pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
-                nan = nan or cls == 3
-                pinf = pinf or (cls == 2 and neg == 0)
-                ninf = ninf or (cls == 2 and neg == 1)
-                if cls == 1:
-                    pmax = max(pmax, xr + yr)
-                    p_any = True
-                p_allneg = p_allneg and (cls <= 1 and neg == 1)
-            prod_pinf, prod_ninf = pinf, ninf
-            cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
-            nan = nan or cc == 3
-            pinf = pinf or (cc == 2 and cn == 0)
-            ninf = ninf or (cc == 2 and cn == 1)
-            nan = nan or (pinf and ninf)
-            c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
-            if late:
-                acc = (0, 0, 0, 0)
-                emin = acc_emin
-            else:
-                acc = c0
-                emin = c_emin0
-            if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
-                pinf = (not late) and cc == 2 and cn == 0
-                ninf = (not late) and cc == 2 and cn == 1
-            # the k_order halves as column lists, in column order
-            h0 = 0
-            if nh == 2:
-                for j in range(k):
-                    if lab[li, j] % 4 < 2:
-                        order[h0] = j
-                        h0 += 1
-                h1 = h0
-                for j in range(k):
-                    if lab[li, j] % 4 >= 2:
-                        order[h1] = j
-                        h1 += 1
-            else:
-                h0 = k
-            for h in range(nh):
-                lo = 0 if h == 0 else h0
-                hi = h0 if h == 0 else k
-                for bi in range(blocks[h]):
-                    j0 = min(lo + bi * bsz, hi)
-                    j1 = min(lo + bi * bsz + bsz, hi)
-                    # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
-                    # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
-                    whole = single and not chain  # the one block of the dot: its products read above
-                    if chain:
-                        cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
-                    else:  # a block holding an infinite product gives it (model._carry_inf below)
-                        if whole:
-                            pinf, ninf = pinf or prod_pinf, ninf or prod_ninf
-                        else:
-                            for jj in range(j0, j1):
-                                j = order[jj] if nh == 2 else jj
-                                if pcls[j] == 2:
-                                    pinf = pinf or pneg[j] == 0
-                                    ninf = ninf or pneg[j] == 1
-                        cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
-                        fused, lateb = c_entry != 1, c_entry == 1
-                    anchor, anyp, allneg = pmax, p_any, p_allneg
-                    if not whole:
-                        anchor = _LOWEXP
-                        anyp = False
-                        allneg = True
+                if lab[li, j] % 4 < 2:
+                    order[h0] = j
+                    h0 += 1
+            h1 = h0
+            for j in range(k):
+                if lab[li, j] % 4 >= 2:
+                    order[h1] = j
+                    h1 += 1
+        else:
+            h0 = k
+        for h in range(nh):
+            lo = 0 if h == 0 else h0
+            hi = h0 if h == 0 else k
+            for bi in range(blocks[h]):
+                j0 = min(lo + bi * bsz, hi)
+                j1 = min(lo + bi * bsz + bsz, hi)
+                # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
+                # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
+                whole = single and not chain  # the one block of the dot: its products read above
+                if chain:
+                    cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
+                else:  # a block holding an infinite product gives it (model._carry_inf below)
+                    if whole:
+                        pinf, ninf = pinf or prod_pinf, ninf or prod_ninf
+                    else:
                         for jj in range(j0, j1):
                             j = order[jj] if nh == 2 else jj
-                            if pcls[j] == 1:
-                                anchor = max(anchor, praw[j])
-                                anyp = True
-                            allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
-                    cnz = cmag != 0
-                    if fused and cnz:
-                        anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
-                    if has_floor:
-                        anchor = max(anchor, exp_floor)
-                    if anchor == _LOWEXP:
-                        anchor = 0
-                    total = 0
+                            if pcls[j] == 2:
+                                pinf = pinf or pneg[j] == 0
+                                ninf = ninf or pneg[j] == 1
+                    cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
+                    fused, lateb = c_entry != 1, c_entry == 1
+                anchor, anyp, allneg = pmax, p_any, p_allneg
+                if not whole:
+                    anchor = _LOWEXP
+                    anyp = False
+                    allneg = True
                     for jj in range(j0, j1):
                         j = order[jj] if nh == 2 else jj
                         if pcls[j] == 1:
-                            v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
-                            total += -v if pneg[j] else v
-                    zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
-                    r = (zneg, 0, 0, 0)
-                    if lateb:
-                        sd = _to_double(1 if total < 0 else 0, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
-                        if sd != 0.0:
-                            sn, sm, se = _from_double(sd)
-                            r = _block_round(rp, sn, sm, se)
-                    else:
-                        if cnz:
-                            v = _align(cmag, cexp + frac + extra - anchor, align)
-                            total += -v if cneg else v
-                        if total != 0:
-                            r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
-                    if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
-                        if r[1]:
-                            pinf = pinf or r[0] == 0
-                            ninf = ninf or r[0] == 1
-                            r = (0, 0, 0, 0)
-                        acc = _add_round(rp, negz, acc, r)
-                        if acc[1]:
-                            pinf = pinf or acc[0] == 0
-                            ninf = ninf or acc[0] == 1
-                            acc = (0, 0, 0, 0)
-                    elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
-                        if not (pinf or ninf):
-                            pinf = r[0] == 0
-                            ninf = r[0] == 1
+                            anchor = max(anchor, praw[j])
+                            anyp = True
+                        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+                cnz = cmag != 0
+                if fused and cnz:
+                    anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
+                if has_floor:
+                    anchor = max(anchor, exp_floor)
+                if anchor == _LOWEXP:
+                    anchor = 0
+                total = 0
+                for jj in range(j0, j1):
+                    j = order[jj] if nh == 2 else jj
+                    if pcls[j] == 1:
+                        v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
+                        total += -v if pneg[j] else v
+                zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
+                r = (zneg, 0, 0, 0)
+                if lateb:
+                    sd = _to_double(1 if total < 0 else 0, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
+                    if sd != 0.0:
+                        sn, sm, se = _from_double(sd)
+                        r = _block_round(rp, sn, sm, se)
+                else:
+                    if cnz:
+                        v = _align(cmag, cexp + frac + extra - anchor, align)
+                        total += -v if cneg else v
+                    if total != 0:
+                        r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+                if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
+                    if r[1]:
+                        pinf = pinf or r[0] == 0
+                        ninf = ninf or r[0] == 1
+                        r = (0, 0, 0, 0)
+                    acc = _add_round(rp, negz, acc, r)
+                    if acc[1]:
+                        pinf = pinf or acc[0] == 0
+                        ninf = ninf or acc[0] == 1
                         acc = (0, 0, 0, 0)
-                    else:
-                        acc = r
-                    emin = acc_emin
-            nan = nan or (pinf and ninf)
-            if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
-                acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
-                if acc[1]:
+                elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
                     if not (pinf or ninf):
-                        pinf = acc[0] == 0
-                        ninf = acc[0] == 1
+                        pinf = r[0] == 0
+                        ninf = r[0] == 1
                     acc = (0, 0, 0, 0)
-            if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
-                pinf = pinf or (cc == 2 and cn == 0)
-                ninf = ninf or (cc == 2 and cn == 1)
-                nan = nan or (pinf and ninf)
-                sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
-                if sd == 0.0:
-                    neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
-                    acc = (1 if neg0 else 0, 0, 0, 0)
                 else:
-                    sn, sm, se = _from_double(sd)
-                    acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-            dsign = 1 << (dp[0] + dp[1])
-            dinf = ((1 << dp[0]) - 1) << dp[1]
-            if pinf:
-                d = dinf
-            if ninf:
-                d = dsign | dinf
-            if nan:
-                if nanp == 0:
-                    d = nb
-                elif nanp == 1:
-                    d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
-                else:
-                    d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
-            out[i] = np.uint64(d)
+                    acc = r
+                emin = acc_emin
+        nan = nan or (pinf and ninf)
+        if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+            acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+            if acc[1]:
+                if not (pinf or ninf):
+                    pinf = acc[0] == 0
+                    ninf = acc[0] == 1
+                acc = (0, 0, 0, 0)
+        if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+            pinf = pinf or (cc == 2 and cn == 0)
+            ninf = ninf or (cc == 2 and cn == 1)
+            nan = nan or (pinf and ninf)
+            sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+            if sd == 0.0:
+                neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
+                acc = (1 if neg0 else 0, 0, 0, 0)
+            else:
+                sn, sm, se = _from_double(sd)
+                acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+        dsign = 1 << (dp[0] + dp[1])
+        dinf = ((1 << dp[0]) - 1) << dp[1]
+        if pinf:
+            d = dinf
+        if ninf:
+            d = dsign | dinf
+        if nan:
+            if nanp == 0:
+                d = nb
+            elif nanp == 1:
+                d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+            else:
+                d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+        out[i] = np.uint64(d)
 
 
 # ---------------------------------------------------------------------------
@@ -479,10 +486,18 @@ def _sext(x, bits, signed):
 
 @njit(cache=True, parallel=True)
 def int_dots(a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
+    """int_rows over the cores."""
+    n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        int_rows(t * CHUNK, min(n, (t + 1) * CHUNK), a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out)
+
+
+@njit(cache=True)
+def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
     """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
-    n, k = a.shape
+    k = a.shape[1]
     a_mask, b_mask = np.uint64((1 << a_bits) - 1), np.uint64((1 << b_bits) - 1)
-    for i in prange(n):
+    for i in range(lo, hi):
         acc = 0
         for j in range(k):
             x = _sext(np.int64(a[i, j] & a_mask), a_bits, a_signed)
@@ -629,14 +644,19 @@ def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
 
 
 @njit(cache=True, parallel=True)
-def f64_dots(nanp, mode, reverse, nan_bits, a, b, c, out):
-    """Rows model.py must compute itself (an underflowing product, an overflow, an exact zero) come back flagged:
-    ``out`` holds D bits, the returned mask says which rows are not exact here."""
+def f64_dots(nanp, mode, reverse, nan_bits, a, b, c, out, todo):
+    """f64_rows over the cores."""
     n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        f64_rows(t * CHUNK, min(n, (t + 1) * CHUNK), nanp, mode, reverse, nan_bits, a, b, c, out, todo)
+
+
+@njit(cache=True)
+def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out, todo):
+    """Rows model.py must compute itself (an underflowing product, an overflow under a directed rounding) come back
+    flagged in ``todo``; ``out`` holds the D bits of the others."""
     nb = np.int64(nan_bits)
-    todo = np.zeros(n, np.bool_)
-    for i in prange(n):
+    for i in range(lo, hi):
         d, ok = _dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i])
         out[i] = np.uint64(d)
         todo[i] = not ok
-    return todo

@@ -208,29 +208,54 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
     b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
     c = np.ascontiguousarray(np.atleast_1d(np.asarray(c_bits, dtype=np.uint64)))
     n, k = a.shape
-    check(p, t, k)
+    prepared = _prepared(p, t, k)  # checks p: NotCompiled before numba is asked for
     kern = _kernels()
     out = np.zeros(n, dtype=np.uint64)
     todo = None
     if n == 0:
         return out, todo
     if p.kind == "float":
-        plan = _float_plan(p, t)
+        plan, table_a, table_b = prepared
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
         blocks = _schedule_counts(p, lab)
-        kern.float_dots(plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), _table(plan, _A),
-                        _table(plan, _B), a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
+        args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b,
+                a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
+        if n > kern.CHUNK:  # over the cores
+            kern.float_dots(*args)
+        else:  # one thread: no wake-up of the others for a few rows
+            kern.float_rows(0, n, *args)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
-        todo = kern.f64_dots(nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")),
-                      a.view(np.int64), b.view(np.int64), c.view(np.int64), out)
+        todo = np.zeros(n, dtype=bool)
+        args = (nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")), a.view(np.int64),
+                b.view(np.int64), c.view(np.int64), out, todo)
+        if n > kern.CHUNK:  # over the cores
+            kern.f64_dots(*args)
+        else:  # one thread: no wake-up of the others for a few rows
+            kern.f64_rows(0, n, *args)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
-        kern.int_dots(sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
-                      int(t.satfinite), a, b, c, out)
+        args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
+                int(t.satfinite), a, b, c, out)
+        if n > kern.CHUNK:  # over the cores
+            kern.int_dots(*args)
+        else:  # one thread: no wake-up of the others for a few rows
+            kern.int_rows(0, n, *args)
     return out, todo
+
+
+@functools.lru_cache(maxsize=512)
+def _prepared(p, t, k: int):
+    """``check`` once per (path, types, K), and a float path's plan and decode tables (PathParams and Types are
+    frozen; the plan holds no NaN bits, which ``nan_bits`` (not part of a path's hash) would give)."""
+    check(p, t, k)
+    if p.kind != "float":
+        return None
+    plan = _float_plan(p, t)
+    plan.setflags(write=False)
+    return plan, _table(plan, _A), _table(plan, _B)
 
 
 def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
