@@ -233,7 +233,7 @@ def _timed_call(repeats: int, fn, *args, **kwargs):
     return (wall, cpu), out
 
 
-def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22) -> dict:
+def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22, cpu_dots: int = 100_000) -> dict:
     """Dot products per second of the arithmetic model on each main float path: NumPy here, CuPy on a GPU."""
     from ptxconf.tools.numerics import gpu
     from ptxconf.tools.numerics.harness import k_of, numeric_variants, path_of
@@ -266,7 +266,7 @@ def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22
             gpu.dot_bits_gpu(p, t, a, b, c)
             row["gpu_dots_per_s_with_transfers"] = round(gpu_dots / (time.perf_counter() - t0))
         rows.append(row)
-    return {"paths": rows, "gpu": on_gpu or why, "cpu": numerics_cpu_paths(specs),
+    return {"paths": rows, "gpu": on_gpu or why, "cpu": numerics_cpu_paths(specs, cpu_dots),
             "note": "the model alone; model-vs-hardware on the GPU end to end: ptxconf fuzz numerics --on gpu"}
 
 
@@ -289,7 +289,7 @@ def main(args) -> int:
         result = bench(backend, specs, variants, args.seed, args.baseline_variants)
     finally:
         backend.close()
-    result["numerics"] = numerics_rates(specs)
+    result["numerics"] = numerics_rates(specs, cpu_dots=args.numerics_dots)
     if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
         result["suite"] = suite(backend.name, None, args.seed, args.devices)
     if args.bulk:

@@ -17,13 +17,13 @@ two bit for bit on every path of specs/numerics.yaml.  numba is imported only he
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 from ptxconf.spec.ptxtypes import ptx_type
 
 from .formats import FORMATS, acc_format, f64_rounding
+from .implemented import refusal, unsupported_types
 
 __all__ = ["NotCompiled", "Unavailable", "available", "check", "dot_bits", "IMPLEMENTED"]
 
@@ -72,53 +72,25 @@ IMPLEMENTED: dict[str, object] = {
     "sparse_zeros": ("skip", "multiply"),  # model.sparse_dots gathers the dots before the kernel sees them
     "sparse_order": ("position", "slot"),
 }
-_NOT_ARITHMETIC = {"name", "kind", "a_types", "d_types", "nan_bits", "families", "shapes"}
-
-
-def _field_default(f: dataclasses.Field):
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return dataclasses.MISSING
-
-
 def check(p, t, k: int) -> None:
     """Raise ``NotCompiled`` naming the first parameter value (or type) the kernels would not reproduce exactly."""
     if p.kind not in ("float", "f64", "int", "b1"):
         raise NotCompiled(f"path {p.name}: kind {p.kind!r} is not compiled")
-    for f in dataclasses.fields(p):
-        value = getattr(p, f.name)
-        if f.name in _NOT_ARITHMETIC:
-            continue
-        if f.name not in IMPLEMENTED:  # a parameter model.py gained after these kernels: only its default is known
-            if value != _field_default(f):
-                raise NotCompiled(f"path {p.name}: parameter {f.name}={value!r} is not compiled (only its default "
-                                  f"{_field_default(f)!r} is)")
-            continue
-        ok = IMPLEMENTED[f.name]
-        if not (ok(value) if callable(ok) else value in ok):
-            raise NotCompiled(f"path {p.name}: {f.name}={value!r} is not compiled")
+    why = refusal(p, IMPLEMENTED)
+    if why:
+        raise NotCompiled(f"path {p.name}: {why} in the compiled model")
     if p.kind != "f64" and p.nan_propagation in _NAN_F64_ONLY:
         raise NotCompiled(f"path {p.name}: nan_propagation={p.nan_propagation!r} is an f64 rule (model.py refuses it here too)")
     if p.kind == "float":
         if p.operand_cvt == "f16" and not {t.a, t.b} <= {"e4m3", "e5m2", "f16"}:
             raise NotCompiled(f"path {p.name}: operand_cvt f16 takes .e4m3/.e5m2/.f16 operands")
-        bad = [x for x in (t.a, t.b) if x not in _FLOAT_IN] + [x for x in (t.c, t.d) if x not in _FLOAT_ACC]
         # model.py sums the aligned integers of a block in float64: exact only below 2^53
         extra = 1 if p.align == "sticky" else 0
-        width = p.frac_bits + extra + 2 + max(1, int(p.block + 1).bit_length())
-        if width > 53:
+        if p.frac_bits + extra + 2 + max(1, int(p.block + 1).bit_length()) > 53:
             raise NotCompiled(f"path {p.name}: a block of {p.block} terms on {p.frac_bits} bits may sum past 2^53")
-    elif p.kind == "int":
-        bad = [x for x in (t.a, t.b) if x not in _INT_IN] + [x for x in (t.c, t.d) if x != "s32"]
-    elif p.kind == "b1":
-        bad = [x for x in (t.a, t.b) if x != "b1"] + [x for x in (t.c, t.d) if x != "s32"]
-        bad += [] if t.bitop in ("xor", "and") else [f"bitop {t.bitop}"]
-    else:
-        bad = [x for x in (t.a, t.b, t.c, t.d) if x != "f64"]
-        if p.f64_mode == "sequential_fma" or p.f64_mode == "reverse_fma":
-            f64_rounding(p, t.rnd)
+    if p.kind == "f64":
+        f64_rounding(p, t.rnd)
+    bad = unsupported_types(p, t, _FLOAT_IN, _FLOAT_ACC, _INT_IN)
     if bad:
         raise NotCompiled(f"path {p.name}: type(s) {', '.join(map(str, bad))} not compiled")
     if not 1 <= k <= 4096:
