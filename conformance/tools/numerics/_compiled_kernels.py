@@ -239,6 +239,26 @@ def _align(mag, s, align):
     return q
 
 
+@njit(cache=True)
+def _halves(lab, li, k, nh, order):
+    """The k_order halves of row ``li`` as one column list in ``order`` (in column order); returns the first's length."""
+    if nh == 1:
+        for j in range(k):
+            order[j] = j
+        return k
+    h0 = 0
+    for j in range(k):
+        if lab[li, j] % 4 < 2:
+            order[h0] = j
+            h0 += 1
+    h1 = h0
+    for j in range(k):
+        if lab[li, j] % 4 >= 2:
+            order[h1] = j
+            h1 += 1
+    return h0
+
+
 @njit(cache=True, parallel=True)
 def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
     """float_rows over the cores, a chunk of rows per task."""
@@ -276,12 +296,13 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     b_tab = b_eb + b_mb < 8 or plan[_B + _XEMIN] != plan[_B + _EMIN]
     late, chain = c_entry == 2, c_entry == 3
     nh = 2 if plan[_PAIRS] else 1
-    single = nh == 1 and blocks[0] == 1
+    dense = lab.shape[0] == 1  # one order of the columns for every row: the halves listed once
     pneg = np.empty(k, np.int64)
     pcls = np.empty(k, np.int64)
     pmag = np.empty(k, np.int64)
     praw = np.empty(k, np.int64)
     order = np.empty(k, np.int64)
+    h0 = _halves(lab, 0, k, nh, order) if dense else 0
     for i in range(lo, hi):
         li = i if lab.shape[0] > 1 else 0
         cbits = np.int64(c[i] & c_mask)
@@ -290,9 +311,11 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
         ninf = False
         found = False
         payload = 0
-        pmax = _LOWEXP  # the products' anchor, sign and infinities, for a dot that is one block
-        p_any = False
-        p_allneg = True
+        # each half's anchor, signs and infinities, for a half that is one block (most paths: read here, not again)
+        pmax0 = pmax1 = _LOWEXP
+        p_any0 = p_any1 = False
+        p_allneg0 = p_allneg1 = True
+        p_pinf0 = p_pinf1 = p_ninf0 = p_ninf1 = False
         for j in range(k):
             aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
             if a_tab:
@@ -325,11 +348,20 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
             nan = nan or cls == 3
             pinf = pinf or (cls == 2 and neg == 0)
             ninf = ninf or (cls == 2 and neg == 1)
-            if cls == 1:
-                pmax = max(pmax, xr + yr)
-                p_any = True
-            p_allneg = p_allneg and (cls <= 1 and neg == 1)
-        prod_pinf, prod_ninf = pinf, ninf
+            if nh == 2 and lab[li, j] % 4 >= 2:
+                if cls == 1:
+                    pmax1 = max(pmax1, xr + yr)
+                    p_any1 = True
+                p_allneg1 = p_allneg1 and (cls <= 1 and neg == 1)
+                p_pinf1 = p_pinf1 or (cls == 2 and neg == 0)
+                p_ninf1 = p_ninf1 or (cls == 2 and neg == 1)
+            else:
+                if cls == 1:
+                    pmax0 = max(pmax0, xr + yr)
+                    p_any0 = True
+                p_allneg0 = p_allneg0 and (cls <= 1 and neg == 1)
+                p_pinf0 = p_pinf0 or (cls == 2 and neg == 0)
+                p_ninf0 = p_ninf0 or (cls == 2 and neg == 1)
         cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
         nan = nan or cc == 3
         pinf = pinf or (cc == 2 and cn == 0)
@@ -345,49 +377,41 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
         if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
             pinf = (not late) and cc == 2 and cn == 0
             ninf = (not late) and cc == 2 and cn == 1
-        # the k_order halves as column lists, in column order
-        h0 = 0
-        if nh == 2:
-            for j in range(k):
-                if lab[li, j] % 4 < 2:
-                    order[h0] = j
-                    h0 += 1
-            h1 = h0
-            for j in range(k):
-                if lab[li, j] % 4 >= 2:
-                    order[h1] = j
-                    h1 += 1
-        else:
-            h0 = k
+        if not dense:
+            h0 = _halves(lab, li, k, nh, order)
         for h in range(nh):
-            lo = 0 if h == 0 else h0
-            hi = h0 if h == 0 else k
+            hlo = 0 if h == 0 else h0
+            hhi = h0 if h == 0 else k
             for bi in range(blocks[h]):
-                j0 = min(lo + bi * bsz, hi)
-                j1 = min(lo + bi * bsz + bsz, hi)
+                j0 = min(hlo + bi * bsz, hhi)
+                j1 = min(hlo + bi * bsz + bsz, hhi)
                 # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
                 # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
-                whole = single and not chain  # the one block of the dot: its products read above
+                whole = blocks[h] == 1 and not chain  # the one block of its half: its products read above
                 if chain:
                     cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
                 else:  # a block holding an infinite product gives it (model._carry_inf below)
                     if whole:
-                        pinf, ninf = pinf or prod_pinf, ninf or prod_ninf
+                        pinf = pinf or (p_pinf1 if h == 1 else p_pinf0)
+                        ninf = ninf or (p_ninf1 if h == 1 else p_ninf0)
                     else:
                         for jj in range(j0, j1):
-                            j = order[jj] if nh == 2 else jj
+                            j = order[jj]
                             if pcls[j] == 2:
                                 pinf = pinf or pneg[j] == 0
                                 ninf = ninf or pneg[j] == 1
                     cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
                     fused, lateb = c_entry != 1, c_entry == 1
-                anchor, anyp, allneg = pmax, p_any, p_allneg
+                if h == 1:
+                    anchor, anyp, allneg = pmax1, p_any1, p_allneg1
+                else:
+                    anchor, anyp, allneg = pmax0, p_any0, p_allneg0
                 if not whole:
                     anchor = _LOWEXP
                     anyp = False
                     allneg = True
                     for jj in range(j0, j1):
-                        j = order[jj] if nh == 2 else jj
+                        j = order[jj]
                         if pcls[j] == 1:
                             anchor = max(anchor, praw[j])
                             anyp = True
@@ -401,7 +425,7 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                     anchor = 0
                 total = 0
                 for jj in range(j0, j1):
-                    j = order[jj] if nh == 2 else jj
+                    j = order[jj]
                     if pcls[j] == 1:
                         v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
                         total += -v if pneg[j] else v
