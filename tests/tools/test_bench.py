@@ -63,3 +63,21 @@ def test_scaling_bound_reads_a_recorded_two_gpu_run():
     assert b["host_cpu_total_s"] == round(sum(summary["stages_s"][k] for k in HOST_STAGES), 1)
     steps = summary["backend_stats"]["launch_steps_s"]
     assert b["gpu_worker_s"] == round(sum(steps.values()), 3) and b["host_cpu_total_s"] > 10 * b["gpu_worker_s"]
+
+
+def test_bench_numerics_only_times_the_model_per_path_without_a_backend(tmp_path, capsys):
+    """`--numerics-only`: the per-path CPU table alone (no backend, no GPU), NumPy and, where numba is, compiled."""
+    from ptxconf.tools.bench import CPU_PATH_VARIANTS
+    from ptxconf.tools.numerics import compiled
+
+    out = tmp_path / "numerics.json"
+    assert main(["bench", "--numerics-only", "--numerics-dots", "300", "-o", str(out)]) == 0
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert [r["variant"] for r in doc["paths"]] == list(CPU_PATH_VARIANTS)
+    for r in doc["paths"]:
+        assert r["numpy_dots"] == 300 and r["numpy_dots_per_s"] > 0 and r["numpy_dots_per_cpu_s"] > 0
+        if compiled.available()[0]:
+            assert r["equal_bit_for_bit"] and r["compiled_dots"] == 300 and r["compiled_dots_per_s"] > 0
+        else:
+            assert "compiled_dots_per_s" not in r
