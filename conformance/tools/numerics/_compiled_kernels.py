@@ -597,14 +597,27 @@ def _fma_dir(x, y, v, mode):
     if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
         return r, True
     p = x * y
-    if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000:
+    if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000 or (r != 0.0 and abs(r) < 2.0 ** -960):
         return r, False
-    if (x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960) or (r != 0.0 and abs(r) < 2.0 ** -960):
-        return r, False
-    u2 = _fma(x, y, -p)
-    a1, a2 = _two_sum(v, u2)
+    xs, ys, vs, rs = x, y, v, r
+    if x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960:
+        # a tiny product beside a result far above the subnormals: scaled by 2^200 (exact, as is the rounding of
+        # the scaled sum), the error has the same sign and its parts no longer underflow
+        if r == 0.0 or abs(v) > 2.0 ** 700:
+            return r, False
+        if abs(x) < abs(y):
+            xs = x * 2.0 ** 200
+        else:
+            ys = y * 2.0 ** 200
+        vs = v * 2.0 ** 200
+        rs = _fma(xs, ys, vs)
+        p = xs * ys
+        if rs != r * 2.0 ** 200 or abs(p) < 2.0 ** -960:
+            return r, False
+    u2 = _fma(xs, ys, -p)
+    a1, a2 = _two_sum(vs, u2)
     b1, b2 = _two_sum(p, a1)
-    g = (b1 - r) + b2
+    g = (b1 - rs) + b2
     r2 = g + a2  # Fast2Sum's sum: RN of the exact error, so its sign is the error's
     if r2 == 0.0:
         if r == 0.0 and mode == 4:  # an exact zero sum under rd (model._zero_sum): -0 unless two +0 terms
