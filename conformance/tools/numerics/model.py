@@ -42,6 +42,10 @@ stored slot in the compressed A (``slot``: halves by slot mod 4, as A's register
 (``f64_rnd: ignored``: always to nearest); a NaN operand of a step wins in the order ``nan_propagation`` names
 (``payload_c_b_a``: the running value, then B's element, then A's); integer and ``.b1`` paths are exact.
 A path may override parameters per shape (``PathParams.for_shape``).  Everything returns D container bits.
+
+This NumPy arithmetic is the reference.  Where numba is installed (the extra ``fast``), ``dot_bits`` computes through
+compiled.py's kernels, the same model bit for bit (tests/tools/test_numerics_compiled.py), and back here for any
+parameter value they do not compile, a ``trace``, or ``PTXCONF_MODEL=numpy``.
 """
 
 from __future__ import annotations
