@@ -9,9 +9,11 @@ like with like:
   module, launch, compare, report; compile seconds from the backend) from each summary.json.
 * ``batched_*`` / ``baseline_*``: the same plans (same seed, same variants, modules already built by a warm-up
   pass) in this process, batched and one case per launch; "verified" means run *and* compared.
-* ``numerics``: the bit-exact arithmetic model, NumPy on the host and (with CuPy and a GPU) on the GPU.
+* ``numerics``: the bit-exact arithmetic model, NumPy on the host and (with CuPy and a GPU) on the GPU; ``cpu``:
+  per path kind, NumPy against the compiled kernels (numba) on the fuzzer's random batches.
 
     ptxconf bench --backend pycuda [--suite [--suite-select GLOB]] [--select GLOB] [--baseline-variants 8] [-o bench.json]
+    ptxconf bench --numerics-only [--numerics-dots 100000]   # the CPU model alone, no GPU
 """
 
 from __future__ import annotations
@@ -165,7 +167,87 @@ def bulk_rate(backend_name: str, budget_s: float, seed: int) -> dict:
     return doc
 
 
-def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22) -> dict:
+# One variant per path kind the model computes differently (block FMA of each input type, the fp8 halves, the m8n8k4
+# pair sums and FMA chain, f64 FMAs, integer, .b1): the rows of the per-path CPU table.
+CPU_PATH_VARIANTS = (
+    "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32",
+    "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16",
+    "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3/ss",
+    "mma.sync.aligned.m8n8k4.row.row.f16.f16.f16.f16",
+    "mma.sync.aligned.m8n8k4.row.row.f32.f16.f16.f32",
+    "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64",
+    "mma.sync.aligned.m16n8k8.row.col.rz.f64.f64.f64.f64",
+    "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor.popc",
+)
+
+
+def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 100_000, seed: int = 0,
+                       repeats: int = 3) -> dict:
+    """Dot products per second of the model on this host, per path kind: model.py's NumPy arithmetic (the reference)
+    and the compiled kernels (tools/numerics/compiled.py, numba, warm), on the fuzzer's random batches (spread
+    exponents, cancellation, subnormals and a few specials), and whether the two agree bit for bit on them.
+
+    Each rate is wall-clock (the compiled kernels: the best of ``repeats`` calls) and per CPU-second of this
+    process (all its threads): on a host shared with other work the second says what the code costs, the first what
+    it got.  The f64 reference runs in Python, a dot at a time: it is timed on at most 5000 dots."""
+    from ptxconf.tools.numerics import compiled
+    from ptxconf.tools.numerics.fuzz import batch
+    from ptxconf.tools.numerics.harness import k_of, path_of, variant_of
+    from ptxconf.tools.numerics.model import Types, dot_bits
+    from ptxconf.tools.numerics.spec import numerics_spec
+
+    spec = numerics_spec(specs)
+    ok, why = compiled.available()
+    rows = []
+    for vid in CPU_PATH_VARIANTS:
+        v = variant_of(specs, vid)
+        p, t, k = path_of(spec, v), Types.of(v), k_of(v)
+        with np.errstate(invalid="ignore", over="ignore"):
+            bits = batch(v, seed, -(-dots // 64) + 1, sub_rate=0.02, special_rate=0.001)
+        a, b, c = bits["A"], bits["B"], bits["C"]
+        cs, mats, m, _ = a.shape
+        n = b.shape[-1]
+        ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, k)).reshape(-1, k)[:dots]
+        bd = np.broadcast_to(np.swapaxes(b, -1, -2)[:, :, None], (cs, mats, m, n, k)).reshape(-1, k)[:dots]
+        cd = c.reshape(-1)[:dots]
+        nref = min(reference_dots, len(cd), 5000 if p.kind == "f64" else len(cd))
+        (wall, cpu), want = _timed_call(1, dot_bits, p, t, ad[:nref], bd[:nref], cd[:nref], compiled=False)
+        row = {"path": p.name, "kind": p.kind, "variant": vid, "k": k, "numpy_dots": nref,
+               "numpy_dots_per_s": round(nref / wall), "numpy_dots_per_cpu_s": round(nref / cpu)}
+        if ok:
+            dot_bits(p, t, ad[:64], bd[:64], cd[:64], compiled=True)  # compiled (or loaded from numba's cache) once
+            (wall, cpu), got = _timed_call(repeats, dot_bits, p, t, ad, bd, cd, compiled=True)
+            row.update({"compiled_dots": len(cd), "compiled_dots_per_s": round(len(cd) / wall),
+                        "compiled_dots_per_cpu_s": round(len(cd) / cpu),
+                        "equal_bit_for_bit": bool(np.array_equal(got[:nref], want))})
+            row["speedup"] = round(row["compiled_dots_per_s"] / row["numpy_dots_per_s"], 1)
+        rows.append(row)
+    threads = None
+    if ok:
+        import numba
+
+        threads = numba.get_num_threads()
+    return {"paths": rows, "compiled": why, "threads": threads, "cores": os.cpu_count(),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+            "note": "model.dot_bits uses the compiled kernels where numba is installed (the extra `fast`)"}
+
+
+def _timed_call(repeats: int, fn, *args, **kwargs):
+    """((best wall seconds, best CPU seconds of this process), the last result) of ``repeats`` calls."""
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = fn(*args, **kwargs)
+        wall, cpu = min(wall, time.perf_counter() - w0), min(cpu, max(time.process_time() - c0, 1e-9))
+    return (wall, cpu), out
+
+
+def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22, cpu_dots: int = 100_000) -> dict:
     """Dot products per second of the arithmetic model on each main float path: NumPy here, CuPy on a GPU."""
     from ptxconf.tools.numerics import gpu
     from ptxconf.tools.numerics.harness import k_of, numeric_variants, path_of
@@ -198,7 +280,7 @@ def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22
             gpu.dot_bits_gpu(p, t, a, b, c)
             row["gpu_dots_per_s_with_transfers"] = round(gpu_dots / (time.perf_counter() - t0))
         rows.append(row)
-    return {"paths": rows, "gpu": on_gpu or why,
+    return {"paths": rows, "gpu": on_gpu or why, "cpu": numerics_cpu_paths(specs, cpu_dots),
             "note": "the model alone; model-vs-hardware on the GPU end to end: ptxconf fuzz numerics --on gpu"}
 
 
@@ -208,13 +290,20 @@ def main(args) -> int:
     from ptxconf.oracle import mma
 
     specs = load_specs(args.specs)
+    if args.numerics_only:  # the CPU model alone: no backend, no GPU
+        text = json.dumps(numerics_cpu_paths(specs, args.numerics_dots), indent=2)
+        print(text)
+        if args.output:
+            with open(args.output, "w") as fh:
+                fh.write(text + "\n")
+        return 0
     variants = specs.select(args.select) if args.select else list(specs.variants.values())
     backend = get_backend(args.backend, semantics=mma)
     try:
         result = bench(backend, specs, variants, args.seed, args.baseline_variants)
     finally:
         backend.close()
-    result["numerics"] = numerics_rates(specs)
+    result["numerics"] = numerics_rates(specs, cpu_dots=args.numerics_dots)
     if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
         result["suite"] = suite(backend.name, args.suite_select, args.seed, args.devices)
     if args.bulk:
@@ -246,5 +335,10 @@ def add_parser(sub) -> None:
                         "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")
     b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
                    help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
+    b.add_argument("--numerics-only", action="store_true",
+                   help="only the arithmetic model's dot products per second on this host, per path kind: NumPy "
+                        "and compiled (numba, the extra `fast`); needs no GPU")
+    b.add_argument("--numerics-dots", type=int, default=100_000, metavar="N",
+                   help="dot products per path in the per-path numerics table (default 100000)")
     b.add_argument("-o", "--output", metavar="FILE", help="also write the JSON here")
     b.set_defaults(func=main)

@@ -18,7 +18,8 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     real = bench.suite
     monkeypatch.setattr(bench, "suite", lambda name, select, seed, devices=None: real(name, [M16], seed, devices))  # the whole suite: minutes
     out = tmp_path / "bench.json"
-    rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1", "-o", str(out)])
+    rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1",
+               "--numerics-dots", "2000", "-o", str(out)])
     capsys.readouterr()
     assert rc == 0
     b = json.loads(out.read_text())
@@ -35,12 +36,15 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}
     assert M16 in paths and paths[M16]["host_dots_per_s"] > 0
     assert isinstance(b["numerics"]["gpu"], str)  # the device's name, or why there is no GPU model here
+    cpu = b["numerics"]["cpu"]["paths"]  # per path kind: the NumPy model, and the compiled one where numba is
+    assert {r["kind"] for r in cpu} == {"float", "f64", "int", "b1"} and all(r["numpy_dots_per_s"] > 0 for r in cpu)
+    assert all(r.get("equal_bit_for_bit", True) for r in cpu)
 
 
 def test_bench_records_the_bulk_fuzzer_rate_from_its_own_process(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--select", M16, "--baseline-variants", "1", "--bulk", "2",
-               "-o", str(out)])
+               "--numerics-dots", "2000", "-o", str(out)])
     capsys.readouterr()
     assert rc == 0
     bulk = json.loads(out.read_text())["bulk_fuzz"]
@@ -62,3 +66,21 @@ def test_scaling_bound_reads_a_recorded_two_gpu_run():
     assert b["host_cpu_total_s"] == round(sum(summary["stages_s"][k] for k in HOST_STAGES), 1)
     steps = summary["backend_stats"]["launch_steps_s"]
     assert b["gpu_worker_s"] == round(sum(steps.values()), 3) and b["host_cpu_total_s"] > 10 * b["gpu_worker_s"]
+
+
+def test_bench_numerics_only_times_the_model_per_path_without_a_backend(tmp_path, capsys):
+    """`--numerics-only`: the per-path CPU table alone (no backend, no GPU), NumPy and, where numba is, compiled."""
+    from ptxconf.tools.bench import CPU_PATH_VARIANTS
+    from ptxconf.tools.numerics import compiled
+
+    out = tmp_path / "numerics.json"
+    assert main(["bench", "--numerics-only", "--numerics-dots", "300", "-o", str(out)]) == 0
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert [r["variant"] for r in doc["paths"]] == list(CPU_PATH_VARIANTS)
+    for r in doc["paths"]:
+        assert r["numpy_dots"] == 300 and r["numpy_dots_per_s"] > 0 and r["numpy_dots_per_cpu_s"] > 0
+        if compiled.available()[0]:
+            assert r["equal_bit_for_bit"] and r["compiled_dots"] == 300 and r["compiled_dots_per_s"] > 0
+        else:
+            assert "compiled_dots_per_s" not in r

@@ -217,10 +217,13 @@ def test_recorded_h100_open_findings_document(recorded, spec):
     assert len(recorded.replays) == sum(e["recorded"]["replay"] for e in doc["paths"].values())
 
 
-def test_fuzz_budget_holds_on_the_emulator(spec, specs, tmp_path, capsys):
-    """Launches start small and grow only while they fit what is left (f64 on the emulator is the slow case), and the
-    command labels the emulator's run as no evidence of hardware."""
+def test_fuzz_budget_holds_on_the_emulator(spec, specs, tmp_path, capsys, monkeypatch):
+    """Launches start small and grow only while they fit what is left (f64 on the emulator through the NumPy model,
+    a dot at a time in Python, is the slow case), and the command labels the emulator's run as no evidence of
+    hardware."""
     from ptxconf.cli.main import main
+
+    monkeypatch.setenv("PTXCONF_MODEL", "numpy")  # the compiled model (extra fast) is too quick to test the budget
 
     v = specs.get("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64")
     st = fuzz_variant(EmulatorBackend(semantics=mma_semantics(lambda x: path_of(spec, x)), cc=(9, 0)), path_of(spec, v), v,

@@ -42,38 +42,25 @@ stored slot in the compressed A (``slot``: halves by slot mod 4, as A's register
 (``f64_rnd: ignored``: always to nearest); a NaN operand of a step wins in the order ``nan_propagation`` names
 (``payload_c_b_a``: the running value, then B's element, then A's); integer and ``.b1`` paths are exact.
 A path may override parameters per shape (``PathParams.for_shape``).  Everything returns D container bits.
+
+This NumPy arithmetic is the reference.  Where numba is installed (the extra ``fast``), ``dot_bits`` computes through
+compiled.py's kernels, the same model bit for bit (tests/tools/test_numerics_compiled.py), and back here for any
+parameter value they do not compile, a ``trace``, or ``PTXCONF_MODEL=numpy``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
-__all__ = ["PathParams", "Types", "FORMATS", "dot_bits", "explain", "round_to_format", "mma_semantics", "sparse_dots",
+from .formats import FORMATS, ROUNDING_MODIFIERS, Fmt, acc_format, f64_rounding
+
+__all__ = ["PathParams", "Types", "Fmt", "FORMATS", "ROUNDING_MODIFIERS", "acc_format", "dot_bits", "explain", "round_to_format", "mma_semantics", "sparse_dots",
            "stored_positions", "f64_round", "nan_convert"]
-
-
-@dataclass(frozen=True)
-class Fmt:
-    p: int  # significand bits, implicit bit included
-    emin: int
-    emax: int
-
-
-FORMATS = {
-    "f16": Fmt(11, -14, 15),
-    "bf16": Fmt(8, -126, 127),
-    "tf32": Fmt(11, -126, 127),
-    "f32": Fmt(24, -126, 127),
-    "f64": Fmt(53, -1022, 1023),
-    "e4m3": Fmt(4, -6, 8),
-    "e5m2": Fmt(3, -14, 15),
-}
-
-ROUNDING_MODIFIERS = {"rn": "rne", "rz": "rz", "rm": "rd", "rp": "ru"}  # PTX .rnd -> the model's rounding names
 
 
 @dataclass(frozen=True)
@@ -221,13 +208,6 @@ def underflow_zero(p: PathParams, rounded: np.ndarray) -> np.ndarray:
 
 def _encode(d_type: str, vals: np.ndarray) -> np.ndarray:
     return ptx_type(d_type).encode(vals, exact=False)
-
-
-def acc_format(p: PathParams, d_fmt: Fmt) -> Fmt:
-    """The format whose exponent range the blocks' results are rounded within (``acc_type``)."""
-    if p.acc_type not in ("d", "f32"):
-        raise ValueError(f"unknown acc_type {p.acc_type!r}")
-    return FORMATS["f32"] if p.acc_type == "f32" else d_fmt
 
 
 def _to_d(p: PathParams, acc: np.ndarray, d_fmt: Fmt) -> np.ndarray:
@@ -513,9 +493,7 @@ def _f64_dot(p: PathParams, t: Types, a_bits, b_bits, c_bits) -> np.ndarray:
     a = ptx_type("f64").decode(a_bits)
     b = ptx_type("f64").decode(b_bits)
     c = ptx_type("f64").decode(c_bits)
-    mode = ROUNDING_MODIFIERS.get(t.rnd or "rn", "rne") if p.f64_rnd == "each_fma" else "rne"
-    if p.f64_rnd not in ("each_fma", "ignored"):
-        raise ValueError(f"unknown f64_rnd {p.f64_rnd!r}")
+    mode = f64_rounding(p, t.rnd)
     default_nan = int(p.nan_bits.get("f64", 0x7FFFFFFFFFFFFFFF))
     quiet = 1 << 51
     out = np.zeros(len(c), dtype=np.uint64)
@@ -651,17 +629,40 @@ def sparse_dots(p: PathParams, a_bits, b_bits, positions) -> tuple[np.ndarray, n
     return np.take_along_axis(a_bits, order, axis=-1), b_bits[rows, pos], labels
 
 
-def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, sparse_pos=None) -> np.ndarray:
+def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, sparse_pos=None,
+             compiled: bool | None = None) -> np.ndarray:
     """D bits ``uint64[N]`` of N dot products: ``a_bits, b_bits [N, K]``, ``c_bits [N]``.
 
     ``sparse_pos [N, S]`` (mma.sp): ``a_bits [N, S]`` are the stored A elements at those dense
-    positions and ``b_bits [N, K]`` the whole B column."""
+    positions and ``b_bits [N, K]`` the whole B column.
+
+    ``compiled``: None (the default) computes through compiled.py's kernels where numba is installed and every
+    parameter value is compiled (bit for bit this function's NumPy arithmetic), else here; False always here (the
+    reference; so does ``PTXCONF_MODEL=numpy`` in the environment, or a ``trace``); True insists on the kernels."""
     a_bits = np.atleast_2d(np.asarray(a_bits, dtype=np.uint64))
     b_bits = np.atleast_2d(np.asarray(b_bits, dtype=np.uint64))
     c_bits = np.atleast_1d(np.asarray(c_bits, dtype=np.uint64))
     labels = None
     if sparse_pos is not None:
         a_bits, b_bits, labels = sparse_dots(p, a_bits, b_bits, np.atleast_2d(sparse_pos))
+    if compiled or (compiled is None and trace is None and os.environ.get("PTXCONF_MODEL", "") != "numpy"):
+        from . import compiled as fast
+
+        try:
+            out, todo = fast.dot_bits(p, t, a_bits, b_bits, c_bits, labels)
+        except (fast.NotCompiled, fast.Unavailable):
+            if compiled:
+                raise
+        else:
+            if todo is not None and todo.any():  # rows the kernel leaves to the reference
+                out[todo] = _dot_bits(p, t, a_bits[todo], b_bits[todo], c_bits[todo], None,
+                                      None if labels is None else labels[todo])
+            return out
+    return _dot_bits(p, t, a_bits, b_bits, c_bits, trace, labels)
+
+
+def _dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace, labels) -> np.ndarray:
+    """The NumPy model (the reference) of dots already gathered (``labels``: the k of each column, mma.sp)."""
     if p.kind == "float":
         return _float_dot(p, t.a, t.b, t.c, t.d, a_bits, b_bits, c_bits, trace, labels)
     if p.kind == "f64":

@@ -474,7 +474,7 @@ def test_all_cases_read_at_once_as_one_by_one(specs, vid):
     case by case, under the spec's model and under fault hypotheses that move the layout."""
     v = specs.variants[vid]
     model = wg.model_of(v)
-    sets = wg.make_cases(v, 3, ("value", "map.A", "map.B"))
+    sets = wgc.make_cases(v, 3, ("value", "map.A", "map.B"))
     for m in (model, replace(model, swap_lbo_sbo=True), replace(model, core_transpose=True, major_flip=("B",))):
         for cs in sets:
             words, trans = cs.words, cs.params["imm"]

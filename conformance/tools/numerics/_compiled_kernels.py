@@ -1,0 +1,699 @@
+"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows over the cores.
+
+Every function mirrors a step of model.py (named in its docstring); ``plan`` is compiled._float_plan's vector.
+Everything is int64 (NumPy's promotion of uint64 with int64 would give float64).  Imported only by compiled.py, and
+only where numba is installed."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange
+from numba.core import types as nbtypes
+from numba.core.extending import intrinsic
+from numba.cpython.unsafe.numbers import leading_zeros
+
+version = numba.__version__
+
+# plan slots (compiled._float_plan)
+_BLOCK, _FRAC, _EXTRA, _OUT_P, _FMODE, _ALIGN, _C_ENTRY, _HAS_FLOOR, _EXP_FLOOR, _OUT_FLUSH, _OVF, _NEGZ = range(12)
+_UF_POS, _NANP, _ACC_EMIN, _ACC_EMAX, _TO_D, _PAIRS, _IN_FLUSH, _PLSB = range(12, 20)
+_EB, _MB, _BIAS, _FN, _P, _EMIN, _EMAX, _NSB, _NSM, _XEMIN, _TF32, _CONV = range(12)
+_A, _B, _C, _D = 24, 36, 48, 60
+_LOWEXP = -1000000
+CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task); fewer rows: one thread
+
+
+@njit(cache=True)
+def _bitlen(x):
+    return 64 - leading_zeros(np.uint64(x))
+
+
+@njit(cache=True, inline="always")
+def _dec(plan, at, bits, in_flush):
+    """(neg, cls, mag, raw) of a float element: cls 0 zero, 1 finite non-zero, 2 inf, 3 NaN (model.decode with
+    ``in_subnormals``, ``input_conversion`` for .tf32, and the raw exponent of model.raw_exponent)."""
+    bits = _index(plan[at + _TF32], plan[at + _CONV], bits)
+    return _decf(plan[at + _EB], plan[at + _MB], plan[at + _BIAS], plan[at + _FN], bits, in_flush)
+
+
+@njit(cache=True, inline="always")
+def _decf(eb, mb, bias, fn, bits, in_flush):
+    """_dec of bits already converted: ``eb`` exponent and ``mb`` significand bits, ``fn``: no infinities."""
+    emask = (1 << eb) - 1
+    mmask = (1 << mb) - 1
+    ef = (bits >> mb) & emask
+    m = bits & mmask
+    neg = (bits >> (eb + mb)) & 1
+    if ef == emask and (fn == 0 or m == mmask):
+        return neg, 2 if (fn == 0 and m == 0) else 3, 0, 0
+    if ef == 0:
+        if m == 0 or in_flush:
+            return neg, 0, 0, 0  # a flushed subnormal reads as a signed zero
+        return neg, 1, m, 1 - bias
+    return neg, 1, m | (1 << mb), ef - bias
+
+
+@njit(cache=True)
+def _dec_operand(plan, at, bits, in_flush):
+    """An A/B element; ``operand_cvt f16`` (model.operand_format): a subnormal of a narrower exponent range is a
+    normal f16 with its own raw exponent (down to XEMIN), the significand shifted to keep the value."""
+    neg, cls, mag, raw = _dec(plan, at, bits, in_flush)
+    mb = plan[at + _MB]
+    if cls == 1 and mag < (1 << mb):
+        s = min(mb - (_bitlen(mag) - 1), plan[at + _EMIN] - plan[at + _XEMIN])
+        mag <<= s
+        raw -= s
+    return neg, cls, mag, raw
+
+
+@njit(cache=True)
+def decode_table(plan, at, in_flush):
+    """Every element of an operand format decoded (``_dec_operand``), packed: cls | neg << 2 | (raw + 4096) << 3 |
+    mag << 16, indexed by its bits (float_dots reads it for 8-bit and widened formats, which never are .tf32)."""
+    width = plan[at + _EB] + plan[at + _MB] + 1
+    out = np.empty(1 << width, np.int64)
+    plan2 = plan.copy()
+    plan2[at + _TF32] = 0  # the table is indexed by the converted bits already
+    for x in range(1 << width):
+        neg, cls, mag, raw = _dec_operand(plan2, at, x, in_flush)
+        out[x] = cls | (neg << 2) | ((raw + 4096) << 3) | (mag << 16)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _index(tf32, conv, bits):
+    """The decode table's index of an operand's container bits (.tf32: converted, then its top 19 bits)."""
+    if tf32:
+        if (bits & 0x7F800000) != 0x7F800000:
+            if conv == 1:
+                bits = (bits + 0x1000) & 0xFFFFFFFF
+            elif conv == 2:
+                bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFFFFF
+        return bits >> 13
+    return bits
+
+
+@njit(cache=True)
+def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
+    """(neg, inf, mag, exp): the exact ``(-1)^neg mag 2^exp`` to ``p`` bits within [emin, emax] (model.round_to_format)."""
+    if mag == 0:
+        return neg, 0, 0, 0
+    e = exp + _bitlen(mag) - 1
+    q = max(e - (p - 1), emin - (p - 1))
+    if q <= exp:
+        v = mag << (exp - q)
+    else:
+        s = q - exp
+        if s > 63:
+            v, half, sticky = 0, 0, 1
+        else:
+            v = mag >> s
+            half = (mag >> (s - 1)) & 1
+            sticky = 1 if (mag & ((1 << (s - 1)) - 1)) != 0 else 0
+        up = 0
+        if mode == 1:
+            up = 1 if half and (sticky or (v & 1)) else 0
+        elif mode == 2:
+            up = half
+        elif mode == 3:
+            up = 1 if (not neg) and (half or sticky) else 0
+        elif mode == 4:
+            up = 1 if neg and (half or sticky) else 0
+        v += up
+    if v == 0:
+        return neg, 0, 0, 0
+    top = q + _bitlen(v) - 1
+    if flush and top < emin:
+        return neg, 0, 0, 0
+    if top >= emax + 1:
+        to_max = mode == 0 or (mode == 3 and neg) or (mode == 4 and not neg)
+        if ovf == 1 or (ovf == 2 and to_max):
+            return neg, 0, (1 << p) - 1, emax - p + 1
+        return neg, 1, 0, 0
+    return neg, 0, v, q
+
+
+@njit(cache=True, inline="always")
+def _uf(uf_pos, r):
+    """model.underflow_zero: with ``underflow_sign: positive`` a zero rounded from a non-zero sum is +0."""
+    neg, inf, mag, exp = r
+    if uf_pos and inf == 0 and mag == 0:
+        return 0, 0, 0, 0
+    return r
+
+
+@njit(cache=True, inline="always")
+def _block_round(rp, neg, mag, exp):
+    """A block's exact sum to out_precision bits by final_rounding in acc_type's range (``rp``: those parameters)."""
+    out_p, emin, emax, fmode, flush, ovf, uf_pos = rp
+    return _uf(uf_pos, _round_p(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
+
+
+@njit(cache=True)
+def _to_double(neg, mag, exp):
+    v = math.ldexp(float(mag), exp)  # exact: mag < 2^53, far inside float64's range
+    return -v if neg else v
+
+
+@njit(cache=True)
+def _from_double(x):
+    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp)."""
+    m, e = math.frexp(abs(x))
+    return (1 if x < 0 else 0), np.int64(m * 9007199254740992.0), e - 53
+
+
+@njit(cache=True, inline="always")
+def _add_round(rp, negz, x, y):
+    """model._add (``block_add``): x + y rounded once as a block's sum; float64's sum made round-to-odd by TwoSum's
+    error (a 54-bit odd value strictly between the sum and its neighbour toward the error rounds as the exact sum)."""
+    a = _to_double(x[0], x[2], x[3])
+    b = _to_double(y[0], y[2], y[3])
+    s = a + b
+    if s == 0.0:
+        return (1 if negz and x[0] and y[0] else 0), 0, 0, 0
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)
+    neg, mag, exp = _from_double(s)
+    if err != 0.0 and (mag & 1) == 0:
+        away = (err > 0.0) == (s > 0.0)  # toward the error: away from zero when it has the sum's sign
+        mag = 2 * mag + (1 if away else -1)
+        exp -= 1
+    return _block_round(rp, neg, mag, exp)
+
+
+@njit(cache=True, inline="always")
+def _encode_d(dp, neg, inf, mag, exp):
+    """D's container bits: round to nearest even into D (model._encode, NumPy's cast); ``dp``: D's layout."""
+    eb, mb, bias, emin, emax = dp
+    sign = neg << (eb + mb)
+    infb = sign | (((1 << eb) - 1) << mb)
+    if inf:
+        return infb
+    rn, rinf, rm, re = _round_p(neg, mag, exp, mb + 1, emin, emax, 1, 0, 0)
+    if rinf:
+        return infb
+    if rm == 0:
+        return sign
+    ln = _bitlen(rm)
+    e = re + ln - 1
+    if e >= emin:
+        m = (rm << (mb - (ln - 1))) if ln - 1 <= mb else (rm >> ((ln - 1) - mb))
+        return sign | ((e + bias) << mb) | (m & ((1 << mb) - 1))
+    return sign | (rm << (re - (emin - mb)))
+
+
+@njit(cache=True, inline="always")
+def _nan_conv(sb, sm, deb, dmb, bits):
+    """A NaN operand (``sb`` container bits, ``sm`` significand bits) as D's quiet NaN with its sign and payload
+    (model.nan_convert)."""
+    mant = bits & ((1 << sm) - 1)
+    mant = (mant << (dmb - sm)) if dmb >= sm else (mant >> (sm - dmb))
+    return (((bits >> (sb - 1)) & 1) << (deb + dmb)) | (((1 << deb) - 1) << dmb) | mant | (1 << (dmb - 1))
+
+
+@njit(cache=True)
+def _align(mag, s, align):
+    """A term ``mag 2^lsb`` on the grid, ``s = lsb + frac + extra - anchor`` (model._block's ``align``)."""
+    if align == 0:  # truncate, without a branch (random exponents put s on either side of 0): mag < 2^62
+        return (mag << max(s, 0)) >> min(max(-s, 0), 63)
+    if s >= 0:
+        return mag << s
+    r = -s
+    if align == 2:  # sticky: cut at the grid, then one more bit, set where anything below it was cut
+        r += 1
+        if r >= 63:
+            return 1 if mag != 0 else 0
+        return ((mag >> r) << 1) | (1 if (mag & ((1 << r) - 1)) != 0 else 0)
+    if r >= 63:
+        return 0
+    q = mag >> r
+    if align == 1:
+        rem = mag & ((1 << r) - 1)
+        half = 1 << (r - 1)
+        if rem > half or (rem == half and (q & 1)):
+            q += 1
+    return q
+
+
+@njit(cache=True)
+def _halves(lab, li, k, nh, order):
+    """The k_order halves of row ``li`` as one column list in ``order`` (in column order); returns the first's length."""
+    if nh == 1:
+        for j in range(k):
+            order[j] = j
+        return k
+    h0 = 0
+    for j in range(k):
+        if lab[li, j] % 4 < 2:
+            order[h0] = j
+            h0 += 1
+    h1 = h0
+    for j in range(k):
+        if lab[li, j] % 4 >= 2:
+            order[h1] = j
+            h1 += 1
+    return h0
+
+
+@njit(cache=True, parallel=True)
+def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+    """float_rows over the cores, a chunk of rows per task."""
+    n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        float_rows(t * CHUNK, min(n, (t + 1) * CHUNK), plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask,
+                   b_mask, c_mask)
+
+
+@njit(cache=True)
+def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+    """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all; container bits
+    ``uint64``, masked here as model.py's decoding masks them).
+
+    One function body: a helper taking an array would cost reference counting on every row."""
+    k = a.shape[1]
+    nb = np.int64(nan_bits)
+    # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
+    in_flush, nanp, c_entry, bsz = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY], plan[_BLOCK]
+    frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
+    has_floor, exp_floor, negz, uf_pos = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_UF_POS]
+    acc_emin, out_flush, ovf, to_d = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF], plan[_TO_D]
+    rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], out_flush, ovf, uf_pos)
+    dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
+    d_p = plan[_D + _P]
+    a_tf32, a_conv, b_tf32, b_conv = plan[_A + _TF32], plan[_A + _CONV], plan[_B + _TF32], plan[_B + _CONV]
+    a_nsb, a_nsm, b_nsb, b_nsm = plan[_A + _NSB], plan[_A + _NSM], plan[_B + _NSB], plan[_B + _NSM]
+    c_nsb, c_nsm, c_p, c_emin0 = plan[_C + _NSB], plan[_C + _NSM], plan[_C + _P], plan[_C + _EMIN]
+    c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
+    a_eb, a_mb, a_bias, a_fn = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS], plan[_A + _FN]
+    b_eb, b_mb, b_bias, b_fn = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS], plan[_B + _FN]
+    # 8-bit formats and widened ones (operand_cvt) decode by table (it stays in L1); wider ones by arithmetic (a
+    # 64K-entry table misses the caches on random bits)
+    a_tab = a_eb + a_mb < 8 or plan[_A + _XEMIN] != plan[_A + _EMIN]
+    b_tab = b_eb + b_mb < 8 or plan[_B + _XEMIN] != plan[_B + _EMIN]
+    late, chain = c_entry == 2, c_entry == 3
+    nh = 2 if plan[_PAIRS] else 1
+    dense = lab.shape[0] == 1  # one order of the columns for every row: the halves listed once
+    pneg = np.empty(k, np.int64)
+    pcls = np.empty(k, np.int64)
+    pmag = np.empty(k, np.int64)
+    praw = np.empty(k, np.int64)
+    order = np.empty(k, np.int64)
+    h0 = _halves(lab, 0, k, nh, order) if dense else 0
+    for i in range(lo, hi):
+        li = i if lab.shape[0] > 1 else 0
+        cbits = np.int64(c[i] & c_mask)
+        nan = False
+        pinf = False
+        ninf = False
+        found = False
+        payload = 0
+        # each half's anchor, signs and infinities, for a half that is one block (most paths: read here, not again)
+        pmax0 = pmax1 = _LOWEXP
+        p_any0 = p_any1 = False
+        p_allneg0 = p_allneg1 = True
+        p_pinf0 = p_pinf1 = p_ninf0 = p_ninf1 = False
+        for j in range(k):
+            aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
+            if a_tab:
+                xe = ta[aij]
+                xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
+            else:
+                xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, aij), in_flush)
+            if b_tab:
+                ye = tb[bij]
+                yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
+            else:
+                yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, bij), in_flush)
+            if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
+                if xc == 3:
+                    found = True
+                    payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
+                elif yc == 3:
+                    found = True
+                    payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
+            if xc == 3 or yc == 3:
+                cls = 3
+            elif xc == 2 or yc == 2:
+                cls = 3 if (xc == 0 or yc == 0) else 2
+            elif xc == 0 or yc == 0:
+                cls = 0
+            else:
+                cls = 1
+            neg = xn ^ yn
+            pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
+            nan = nan or cls == 3
+            pinf = pinf or (cls == 2 and neg == 0)
+            ninf = ninf or (cls == 2 and neg == 1)
+            if nh == 2 and lab[li, j] % 4 >= 2:
+                if cls == 1:
+                    pmax1 = max(pmax1, xr + yr)
+                    p_any1 = True
+                p_allneg1 = p_allneg1 and (cls <= 1 and neg == 1)
+                p_pinf1 = p_pinf1 or (cls == 2 and neg == 0)
+                p_ninf1 = p_ninf1 or (cls == 2 and neg == 1)
+            else:
+                if cls == 1:
+                    pmax0 = max(pmax0, xr + yr)
+                    p_any0 = True
+                p_allneg0 = p_allneg0 and (cls <= 1 and neg == 1)
+                p_pinf0 = p_pinf0 or (cls == 2 and neg == 0)
+                p_ninf0 = p_ninf0 or (cls == 2 and neg == 1)
+        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+        nan = nan or cc == 3
+        pinf = pinf or (cc == 2 and cn == 0)
+        ninf = ninf or (cc == 2 and cn == 1)
+        nan = nan or (pinf and ninf)
+        c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
+        if late:
+            acc = (0, 0, 0, 0)
+            emin = acc_emin
+        else:
+            acc = c0
+            emin = c_emin0
+        if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
+            pinf = (not late) and cc == 2 and cn == 0
+            ninf = (not late) and cc == 2 and cn == 1
+        if not dense:
+            h0 = _halves(lab, li, k, nh, order)
+        for h in range(nh):
+            hlo = 0 if h == 0 else h0
+            hhi = h0 if h == 0 else k
+            for bi in range(blocks[h]):
+                j0 = min(hlo + bi * bsz, hhi)
+                j1 = min(hlo + bi * bsz + bsz, hhi)
+                # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
+                # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
+                whole = blocks[h] == 1 and not chain  # the one block of its half: its products read above
+                if chain:
+                    cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
+                else:  # a block holding an infinite product gives it (model._carry_inf below)
+                    if whole:
+                        pinf = pinf or (p_pinf1 if h == 1 else p_pinf0)
+                        ninf = ninf or (p_ninf1 if h == 1 else p_ninf0)
+                    else:
+                        for jj in range(j0, j1):
+                            j = order[jj]
+                            if pcls[j] == 2:
+                                pinf = pinf or pneg[j] == 0
+                                ninf = ninf or pneg[j] == 1
+                    cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
+                    fused, lateb = c_entry != 1, c_entry == 1
+                if h == 1:
+                    anchor, anyp, allneg = pmax1, p_any1, p_allneg1
+                else:
+                    anchor, anyp, allneg = pmax0, p_any0, p_allneg0
+                if not whole:
+                    anchor = _LOWEXP
+                    anyp = False
+                    allneg = True
+                    for jj in range(j0, j1):
+                        j = order[jj]
+                        if pcls[j] == 1:
+                            anchor = max(anchor, praw[j])
+                            anyp = True
+                        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+                cnz = cmag != 0
+                if fused and cnz:
+                    anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
+                if has_floor:
+                    anchor = max(anchor, exp_floor)
+                if anchor == _LOWEXP:
+                    anchor = 0
+                total = 0
+                for jj in range(j0, j1):
+                    j = order[jj]
+                    if pcls[j] == 1:
+                        v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
+                        total += -v if pneg[j] else v
+                zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
+                r = (zneg, 0, 0, 0)
+                if lateb:
+                    sd = _to_double(1 if total < 0 else 0, abs(total), anchor - frac - extra) + _to_double(cneg, cmag, cexp)
+                    if sd != 0.0:
+                        sn, sm, se = _from_double(sd)
+                        r = _block_round(rp, sn, sm, se)
+                else:
+                    if cnz:
+                        v = _align(cmag, cexp + frac + extra - anchor, align)
+                        total += -v if cneg else v
+                    if total != 0:
+                        r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+                if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
+                    if r[1]:
+                        pinf = pinf or r[0] == 0
+                        ninf = ninf or r[0] == 1
+                        r = (0, 0, 0, 0)
+                    acc = _add_round(rp, negz, acc, r)
+                    if acc[1]:
+                        pinf = pinf or acc[0] == 0
+                        ninf = ninf or acc[0] == 1
+                        acc = (0, 0, 0, 0)
+                elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
+                    if not (pinf or ninf):
+                        pinf = r[0] == 0
+                        ninf = r[0] == 1
+                    acc = (0, 0, 0, 0)
+                else:
+                    acc = r
+                emin = acc_emin
+        nan = nan or (pinf and ninf)
+        if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+            acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+            if acc[1]:
+                if not (pinf or ninf):
+                    pinf = acc[0] == 0
+                    ninf = acc[0] == 1
+                acc = (0, 0, 0, 0)
+        if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+            pinf = pinf or (cc == 2 and cn == 0)
+            ninf = ninf or (cc == 2 and cn == 1)
+            nan = nan or (pinf and ninf)
+            sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+            if sd == 0.0:
+                neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
+                acc = (1 if neg0 else 0, 0, 0, 0)
+            else:
+                sn, sm, se = _from_double(sd)
+                acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+        dsign = 1 << (dp[0] + dp[1])
+        dinf = ((1 << dp[0]) - 1) << dp[1]
+        if pinf:
+            d = dinf
+        if ninf:
+            d = dsign | dinf
+        if nan:
+            if nanp == 0:
+                d = nb
+            elif nanp == 1:
+                d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+            else:
+                d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+        out[i] = np.uint64(d)
+
+
+# ---------------------------------------------------------------------------
+# integer and .b1
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _sext(x, bits, signed):
+    if signed and (x >> (bits - 1)) & 1:
+        return x - (1 << bits)
+    return x
+
+
+@njit(cache=True, parallel=True)
+def int_dots(a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
+    """int_rows over the cores."""
+    n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        int_rows(t * CHUNK, min(n, (t + 1) * CHUNK), a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out)
+
+
+@njit(cache=True)
+def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
+    """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
+    k = a.shape[1]
+    a_mask, b_mask = np.uint64((1 << a_bits) - 1), np.uint64((1 << b_bits) - 1)
+    for i in range(lo, hi):
+        acc = 0
+        for j in range(k):
+            x = _sext(np.int64(a[i, j] & a_mask), a_bits, a_signed)
+            y = _sext(np.int64(b[i, j] & b_mask), b_bits, b_signed)
+            if bitop == 1:
+                acc += x ^ y
+            elif bitop == 2:
+                acc += x & y
+            else:
+                acc += x * y
+        acc += _sext(np.int64(c[i] & np.uint64(0xFFFFFFFF)), 32, 1)
+        if satfinite:
+            acc = min(max(acc, -2147483648), 2147483647)
+        out[i] = np.uint64(acc & 0xFFFFFFFF)
+
+
+# ---------------------------------------------------------------------------
+# f64
+# ---------------------------------------------------------------------------
+
+
+@intrinsic
+def _fma(typingctx, x, y, z):
+    """IEEE fused multiply-add rounded to nearest even (LLVM's llvm.fma.f64)."""
+    sig = nbtypes.float64(nbtypes.float64, nbtypes.float64, nbtypes.float64)
+
+    def codegen(context, builder, signature, args):
+        dbl = context.get_value_type(nbtypes.float64)
+        fn = builder.module.declare_intrinsic("llvm.fma", [dbl], ir.FunctionType(dbl, [dbl, dbl, dbl]))
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@intrinsic
+def _bits_of(typingctx, x):
+    """The bits of a float64 as int64 (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
+
+    return nbtypes.int64(nbtypes.float64), codegen
+
+
+@intrinsic
+def _of_bits(typingctx, x):
+    """The float64 of int64 bits (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
+
+    return nbtypes.float64(nbtypes.int64), codegen
+
+
+_ABS = 0x7FFFFFFFFFFFFFFF
+_INF = 0x7FF0000000000000
+_QUIET = 1 << 51
+
+
+@njit(cache=True)
+def _fma_dir(x, y, v, mode):
+    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd): (value, exact here?).
+
+    The RNE FMA, then the sign of its exact error from ErrFma (Boldo and Muller: r1 + r2 + r3 = x*y + v exactly,
+    r2 = RN(r2 + r3)), which holds where nothing underflows or overflows; elsewhere ``ok`` is False and model.py
+    computes that dot."""
+    r = _fma(x, y, v)
+    if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
+        return r, True
+    p = x * y
+    if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000 or (r != 0.0 and abs(r) < 2.0 ** -960):
+        return r, False
+    xs, ys, vs, rs = x, y, v, r
+    if x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960:
+        # a tiny product beside a result far above the subnormals: scaled by 2^200 (exact, as is the rounding of
+        # the scaled sum), the error has the same sign and its parts no longer underflow
+        if r == 0.0 or abs(v) > 2.0 ** 700:
+            return r, False
+        if abs(x) < abs(y):
+            xs = x * 2.0 ** 200
+        else:
+            ys = y * 2.0 ** 200
+        vs = v * 2.0 ** 200
+        rs = _fma(xs, ys, vs)
+        p = xs * ys
+        if rs != r * 2.0 ** 200 or abs(p) < 2.0 ** -960:
+            return r, False
+    u2 = _fma(xs, ys, -p)
+    a1, a2 = _two_sum(vs, u2)
+    b1, b2 = _two_sum(p, a1)
+    g = (b1 - rs) + b2
+    r2 = g + a2  # Fast2Sum's sum: RN of the exact error, so its sign is the error's
+    if r2 == 0.0:
+        if r == 0.0 and mode == 4:  # an exact zero sum under rd (model._zero_sum): -0 unless two +0 terms
+            zeros_only = (x == 0.0 or y == 0.0) and v == 0.0
+            if not (zeros_only and (_bits_of(x) ^ _bits_of(y)) >= 0 and _bits_of(v) >= 0):
+                return -0.0, True
+        return r, True
+    if r == 0.0:
+        return r, False
+    if mode == 0:
+        return (np.nextafter(r, 0.0) if (r2 < 0.0) == (r > 0.0) else r), True
+    if mode == 3:
+        return (np.nextafter(r, np.inf) if r2 > 0.0 else r), True
+    return (np.nextafter(r, -np.inf) if r2 < 0.0 else r), True
+
+
+@njit(cache=True)
+def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
+    """model._f64_dot of one row: (D bits, exact here?)."""
+    k = a.shape[0]
+    v = _of_bits(cbits)
+    has_nan = (cbits & _ABS) > _INF
+    vnan = cbits
+    for jj in range(k):
+        j = k - 1 - jj if reverse else jj
+        xb, yb = a[j], b[j]
+        xn = (xb & _ABS) > _INF
+        yn = (yb & _ABS) > _INF
+        if has_nan or xn or yn:
+            if nanp == 0:
+                vnan = nan_bits
+            elif nanp == 1:
+                vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
+            elif nanp == 2:
+                vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
+            elif nanp == 3:
+                vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
+            else:
+                vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
+            has_nan = True
+            continue
+        x, y = _of_bits(xb), _of_bits(yb)
+        prod_inf = math.isinf(x) or math.isinf(y)
+        vinf = math.isinf(v)
+        psign = ((xb ^ yb) >> 63) & 1
+        if (prod_inf and (x == 0.0 or y == 0.0)) or (prod_inf and vinf and psign != (1 if v < 0 else 0)):
+            vnan = nan_bits
+            has_nan = True
+            continue
+        if prod_inf or vinf:
+            if prod_inf:
+                v = -np.inf if psign else np.inf
+            continue
+        r, ok = _fma_dir(x, y, v, mode)
+        if not ok:
+            return 0, False
+        v = r
+    if has_nan:
+        return vnan, True
+    return _bits_of(v), True
+
+
+@njit(cache=True, parallel=True)
+def f64_dots(nanp, mode, reverse, nan_bits, a, b, c, out, todo):
+    """f64_rows over the cores."""
+    n = a.shape[0]
+    for t in prange((n + CHUNK - 1) // CHUNK):
+        f64_rows(t * CHUNK, min(n, (t + 1) * CHUNK), nanp, mode, reverse, nan_bits, a, b, c, out, todo)
+
+
+@njit(cache=True)
+def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out, todo):
+    """Rows model.py must compute itself (an underflowing product, an overflow under a directed rounding) come back
+    flagged in ``todo``; ``out`` holds the D bits of the others."""
+    nb = np.int64(nan_bits)
+    for i in range(lo, hi):
+        d, ok = _dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i])
+        out[i] = np.uint64(d)
+        todo[i] = not ok

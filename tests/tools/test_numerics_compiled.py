@@ -1,0 +1,119 @@
+"""The compiled model (tools/numerics/compiled.py, numba) against model.py's NumPy arithmetic, bit for bit.
+
+Every path of specs/numerics.yaml, with every type combination and K its variants have (mma.sync, mma.sp on drawn
+sparse positions in both metadata orders, wgmma, the f64 forms with each rounding modifier), on random batches of
+the fuzzer's recipes: exponents spread and clustered, cancellation, subnormals, specials (raw bit patterns: NaN
+payloads, infinities), C far above and below the products.  Skipped where numba is not installed (the extra ``fast``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from ptxconf.isa import load_specs
+from ptxconf.isa.sparse import is_sparse, sparsity
+from ptxconf.tools.numerics import compiled
+from ptxconf.tools.numerics.fuzz import batch
+from ptxconf.tools.numerics.harness import k_of, numeric_variants, path_of, rounding_variants
+from ptxconf.tools.numerics.model import PathParams, Types, dot_bits
+from ptxconf.tools.numerics.spec import numerics_spec
+
+pytest.importorskip("numba", reason="the compiled model needs numba (pip install 'ptx-conformance[fast]')")
+
+# (spread, cancel, c_scale, sub_rate, special_rate, center): fuzz.batch recipes, the GPU fuzzer's kinds of batch
+RECIPES = [
+    (20, 0.3, 0, 0.02, 0.0, 0),
+    (3, 0.9, 12, 0.1, 0.02, 0),  # clustered exponents, heavy cancellation, C above the products, specials
+    (40, 0.5, -30, 0.3, 0.001, -30),  # subnormal-heavy, tiny products
+    (8, 0.2, 40, 0.0, 0.05, 40),  # near the top of the range: overflow, Inf and NaN operands
+]
+DOTS = 128  # per recipe and combination: the reference's NumPy time, not the kernel's, sets the test's time
+
+
+def _combos():
+    """One variant per distinct (path parameters, types, K, family): every path of the spec and shape override."""
+    specs = load_specs()
+    spec = numerics_spec(specs)
+    out = {}
+    for v in numeric_variants(specs, families=("mma.sync", "mma.sp", "wgmma")) + rounding_variants(specs):
+        p = path_of(spec, v)
+        out.setdefault((p, Types.of(v), k_of(v), v.family), v)
+    return spec, list(out.values())
+
+
+SPEC, VARIANTS = _combos()
+
+
+def _dots(v, seed: int, recipe) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``DOTS`` rows of a fuzz batch of ``v``; mma.sp: the stored half of each A row at drawn dense positions."""
+    spread, cancel, c_scale, sub, special, center = recipe
+    with np.errstate(invalid="ignore", over="ignore"):  # C scaled past its range is an Inf or NaN: a case too
+        bits = batch(v, seed, 4, spread, cancel, c_scale, sub, special, center)
+    a, b, c = bits["A"], bits["B"], bits["C"]
+    cs, mats, m, k = a.shape
+    n = b.shape[-1]
+    ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, k)).reshape(-1, k)
+    bd = np.broadcast_to(np.swapaxes(b, -1, -2)[:, :, None], (cs, mats, m, n, k)).reshape(-1, k)
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(len(ad))[:DOTS]
+    ad, bd, cd = ad[rows], bd[rows], c.reshape(-1)[rows]
+    if not is_sparse(v):
+        return ad, bd, cd, None
+    sp = sparsity(v)
+    # each chunk keeps nz of its width positions, in a random slot order (the metadata need not be sorted)
+    pick = np.argsort(rng.random((len(ad), sp.chunks, sp.width)), axis=-1)[..., : sp.nz]
+    pos = (pick + (np.arange(sp.chunks) * sp.width)[:, None]).reshape(len(ad), -1)
+    return ad[:, : pos.shape[1]], bd, cd, pos
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: f"{path_of(SPEC, v).name}:{v.id}")
+def test_compiled_model_is_the_model_bit_for_bit(v):
+    p, t = path_of(SPEC, v), Types.of(v)
+    for i, recipe in enumerate(RECIPES):
+        a, b, c, pos = _dots(v, 1000 + i, recipe)
+        want = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=False)
+        got = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=True)
+        bad = np.flatnonzero(got != want)
+        if len(bad):
+            j = bad[0]
+            pytest.fail(f"{v.id} path {p.name}, recipe {recipe} (seed {1000 + i}): {len(bad)} of {len(c)} dots differ; "
+                        f"first a={[hex(x) for x in a[j]]} b={[hex(x) for x in b[j]]} c={c[j]:#x}"
+                        f"{'' if pos is None else f' pos={pos[j].tolist()}'}: compiled {got[j]:#x}, model {want[j]:#x}")
+
+
+def test_every_path_of_the_spec_is_covered():
+    """The combinations above reach every path (and so every parameter set) the spec names."""
+    assert {path_of(SPEC, v).name for v in VARIANTS} == set(SPEC.paths)
+
+
+def _float_path() -> tuple[PathParams, Types]:
+    v = next(v for v in VARIANTS if v.id == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+    return path_of(SPEC, v), Types.of(v)
+
+
+def test_a_parameter_value_not_compiled_is_refused_never_approximated():
+    p, t = _float_path()
+    a = np.full((2, 16), 0x3C00, dtype=np.uint64)
+    c = np.zeros(2, dtype=np.uint64)
+    for change in ({"frac_bits": 60}, {"c_entry": "fused_twice"}, {"kind": "complex"}):
+        q = dataclasses.replace(p, **change)
+        with pytest.raises(compiled.NotCompiled, match=next(iter(change))):
+            compiled.check(q, t, 16)
+        with pytest.raises(compiled.NotCompiled):
+            dot_bits(q, t, a, a, c, compiled=True)
+    q = dataclasses.replace(p, frac_bits=60)  # beyond the kernel: the default computes it in NumPy instead
+    assert np.array_equal(dot_bits(q, t, a, a, c), dot_bits(q, t, a, a, c, compiled=False))
+    exact = dataclasses.replace(SPEC.paths["f64"], f64_mode="exact_dot")
+    with pytest.raises(compiled.NotCompiled, match="f64_mode"):
+        compiled.check(exact, Types("f64", "f64", "f64", "f64"), 4)
+
+
+def test_the_reference_is_chosen_by_the_environment(monkeypatch):
+    """``PTXCONF_MODEL=numpy`` keeps every caller on model.py's NumPy arithmetic (a kernel that raised would show)."""
+    p, t = _float_path()
+    monkeypatch.setenv("PTXCONF_MODEL", "numpy")
+    monkeypatch.setattr(compiled, "dot_bits", lambda *a, **k: (_ for _ in ()).throw(AssertionError("kernel called")))
+    d = dot_bits(p, t, np.full((1, 16), 0x3C00), np.full((1, 16), 0x3C00), [0])
+    assert int(d[0]) == 0x41800000  # 16 * 1.0
