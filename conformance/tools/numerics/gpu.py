@@ -17,12 +17,12 @@ CuPy is imported only when a kernel is built or run.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
+from .implemented import NOT_ARITHMETIC, refusal, unsupported_types
 from .model import FORMATS, ROUNDING_MODIFIERS, PathParams, Types, acc_format
 
 __all__ = ["GpuUnavailable", "NotOnGpu", "available", "check", "container", "ctype", "cupy", "dot_bits_gpu",
@@ -71,46 +71,21 @@ IMPLEMENTED: dict[str, object] = {
     "integer": ("exact",),
 }
 # naming and selection, not arithmetic; the sparse parameters are moot for the dense dot products computed here
-_NOT_ARITHMETIC = {"name", "kind", "a_types", "d_types", "nan_bits", "families", "shapes", "sparse_zeros", "sparse_order"}
-
-
-def _field_default(f: dataclasses.Field):
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return dataclasses.MISSING
+_NOT_ARITHMETIC = NOT_ARITHMETIC | {"sparse_zeros", "sparse_order"}
 
 
 def check(p: PathParams, t: Types, k: int) -> None:
     """Raise ``NotOnGpu`` naming the first parameter value (or type) the kernel would not reproduce exactly."""
     if p.kind not in ("float", "f64", "int", "b1"):
         raise NotOnGpu(f"path {p.name}: kind {p.kind!r} is not implemented on the GPU")
-    for f in dataclasses.fields(p):
-        value = getattr(p, f.name)
-        if f.name in _NOT_ARITHMETIC:
-            continue
-        if f.name not in IMPLEMENTED:  # a parameter model.py gained after this kernel: only its default is known
-            if value != _field_default(f):
-                raise NotOnGpu(f"path {p.name}: parameter {f.name}={value!r} is not implemented on the GPU "
-                               f"(only its default {_field_default(f)!r} is)")
-            continue
-        ok = IMPLEMENTED[f.name]
-        if not (ok(value) if callable(ok) else value in ok):
-            raise NotOnGpu(f"path {p.name}: {f.name}={value!r} is not implemented on the GPU")
+    why = refusal(p, IMPLEMENTED, _NOT_ARITHMETIC)
+    if why:
+        raise NotOnGpu(f"path {p.name}: {why} on the GPU")
     if p.kind != "f64" and p.nan_propagation in _NAN_F64_ONLY:
         raise NotOnGpu(f"path {p.name}: nan_propagation={p.nan_propagation!r} is an f64 rule (model.py refuses it here too)")
     if p.kind == "float" and p.operand_cvt == "f16" and not {t.a, t.b} <= {"e4m3", "e5m2", "f16"}:
         raise NotOnGpu(f"path {p.name}: operand_cvt f16 takes .e4m3/.e5m2/.f16 operands (model.py refuses the others too)")
-    if p.kind == "float":
-        bad = [x for x in (t.a, t.b) if x not in _FLOAT_IN] + [x for x in (t.c, t.d) if x not in _FLOAT_ACC]
-    elif p.kind == "int":
-        bad = [x for x in (t.a, t.b) if x not in _INT_IN] + [x for x in (t.c, t.d) if x != "s32"]
-    elif p.kind == "b1":
-        bad = [x for x in (t.a, t.b) if x != "b1"] + [x for x in (t.c, t.d) if x != "s32"]
-        bad += [] if t.bitop in ("xor", "and") else [f"bitop {t.bitop}"]
-    else:
-        bad = [x for x in (t.a, t.b, t.c, t.d) if x != "f64"]
+    bad = unsupported_types(p, t, _FLOAT_IN, _FLOAT_ACC, _INT_IN)
     if bad:
         raise NotOnGpu(f"path {p.name}: type(s) {', '.join(map(str, bad))} not implemented on the GPU")
     if not 1 <= k <= 4096:
