@@ -25,7 +25,17 @@ import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
 from .formats import FORMATS, acc_format, f64_rounding
-from .implemented import refusal, unsupported_types
+from .implemented import (
+    FLOAT_ACC,
+    FLOAT_IN,
+    INT_IN,
+    NAN_F64_ONLY,
+    NAN_ORDERS,
+    ROUNDING,
+    datapath_values,
+    refusal,
+    unsupported_types,
+)
 
 __all__ = ["NotCompiled", "Unavailable", "available", "check", "dot_bits", "IMPLEMENTED"]
 
@@ -38,39 +48,16 @@ class NotCompiled(ValueError):
     """A parameter value (or type) the compiled kernels do not implement."""
 
 
-_ROUNDING = ("rz", "rne", "rna", "ru", "rd")  # the MODE codes of _round_p, in order
-_NAN = ("canonical", "payload_c_first", "payload_a_first", "payload_c_b_a", "payload_b_c_a")
-_NAN_F64_ONLY = ("payload_c_b_a", "payload_b_c_a")
+_ROUNDING, _NAN, _NAN_F64_ONLY = ROUNDING, NAN_ORDERS, NAN_F64_ONLY  # the MODE codes of _round_p: their order
 _C_ENTRY = ("fused", "late", "add_rne", "block_add")
 _ALIGN = ("truncate", "rne", "sticky")
 _CONV = ("truncate", "rna", "rne")
-_FLOAT_IN = ("f16", "bf16", "tf32", "e4m3", "e5m2")
-_FLOAT_ACC = ("f16", "f32")
-_INT_IN = ("s8", "u8", "s4", "u4")
+_FLOAT_IN, _FLOAT_ACC, _INT_IN = FLOAT_IN, FLOAT_ACC, INT_IN
 MAX_SUM_BITS = 62  # an aligned block sum (and C) stays below 2^62 in int64; model.py's float64 needs < 2^53 (checked too)
 MAX_OUT_PRECISION = 50  # a rounded accumulator converts to float64 exactly (the float64 additions above)
 
 IMPLEMENTED: dict[str, object] = {
-    "block": lambda x: isinstance(x, int) and x >= 1,
-    "frac_bits": lambda x: isinstance(x, int) and 0 <= x <= 48,
-    "out_precision": lambda x: isinstance(x, int) and 2 <= x <= MAX_OUT_PRECISION,
-    "final_rounding": _ROUNDING,
-    "input_conversion": _CONV,
-    "align": _ALIGN,
-    "c_entry": _C_ENTRY,
-    "acc_type": ("d", "f32"),
-    "k_order": ("natural", "pairs"),
-    "exp_floor": lambda x: x is None or (isinstance(x, int) and -900 <= x <= 900),
-    "in_subnormals": ("keep", "flush"),
-    "out_subnormals": ("keep", "flush"),
-    "overflow": ("inf", "saturate", "ieee"),
-    "neg_zero": ("ieee", "positive"),
-    "underflow_sign": ("keep", "positive"),
-    "operand_cvt": ("none", "f16"),
-    "nan_propagation": _NAN,
-    "f64_mode": ("sequential_fma", "reverse_fma"),
-    "f64_rnd": ("each_fma", "ignored"),
-    "integer": ("exact",),
+    **datapath_values(48, MAX_OUT_PRECISION),
     "sparse_zeros": ("skip", "multiply"),  # model.sparse_dots gathers the dots before the kernel sees them
     "sparse_order": ("position", "slot"),
 }

@@ -22,7 +22,18 @@ import functools
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
-from .implemented import NOT_ARITHMETIC, refusal, unsupported_types
+from .implemented import (
+    FLOAT_ACC,
+    FLOAT_IN,
+    INT_IN,
+    NAN_F64_ONLY,
+    NAN_ORDERS,
+    NOT_ARITHMETIC,
+    ROUNDING,
+    datapath_values,
+    refusal,
+    unsupported_types,
+)
 from .model import FORMATS, ROUNDING_MODIFIERS, PathParams, Types, acc_format
 
 __all__ = ["GpuUnavailable", "NotOnGpu", "available", "check", "container", "ctype", "cupy", "dot_bits_gpu",
@@ -37,39 +48,14 @@ class NotOnGpu(ValueError):
     """A path parameter value (or type) the GPU kernel does not implement."""
 
 
-_ROUNDING = ("rz", "rne", "rna", "ru", "rd")  # the codes of the MODE argument of round_p below, in order
-_NAN = ("canonical", "payload_c_first", "payload_a_first", "payload_c_b_a", "payload_b_c_a")
-_NAN_F64_ONLY = ("payload_c_b_a", "payload_b_c_a")  # model.py takes these orders on the f64 chain only
+_ROUNDING, _NAN, _NAN_F64_ONLY = ROUNDING, NAN_ORDERS, NAN_F64_ONLY  # the kernel's codes: its MODE argument's order
+_FLOAT_IN, _FLOAT_ACC, _INT_IN = FLOAT_IN, FLOAT_ACC, INT_IN
 _F64_MODES = ("sequential_fma", "reverse_fma")
-_FLOAT_IN = ("f16", "bf16", "tf32", "e4m3", "e5m2")
-_FLOAT_ACC = ("f16", "f32")
-_INT_IN = ("s8", "u8", "s4", "u4")
 MAX_FRAC_BITS = 40  # aligned sums stay below 2^53: exact in model.py's float64 and in the kernel's int64
 MAX_OUT_PRECISION = 50  # a rounded accumulator converts to float64 exactly
 
 # The parameters the kernel implements, with the values it accepts (a callable: a predicate); anything else is refused.
-IMPLEMENTED: dict[str, object] = {
-    "block": lambda x: isinstance(x, int) and x >= 1,
-    "frac_bits": lambda x: isinstance(x, int) and 0 <= x <= MAX_FRAC_BITS,
-    "out_precision": lambda x: isinstance(x, int) and 2 <= x <= MAX_OUT_PRECISION,
-    "final_rounding": _ROUNDING,
-    "input_conversion": ("truncate", "rna", "rne"),
-    "align": ("truncate", "rne", "sticky"),
-    "c_entry": ("fused", "late", "add_rne", "block_add"),
-    "acc_type": ("d", "f32"),
-    "k_order": ("natural", "pairs"),
-    "exp_floor": lambda x: x is None or (isinstance(x, int) and -900 <= x <= 900),
-    "in_subnormals": ("keep", "flush"),
-    "out_subnormals": ("keep", "flush"),
-    "overflow": ("inf", "saturate", "ieee"),
-    "neg_zero": ("ieee", "positive"),
-    "underflow_sign": ("keep", "positive"),
-    "operand_cvt": ("none", "f16"),
-    "nan_propagation": _NAN,
-    "f64_mode": _F64_MODES,
-    "f64_rnd": ("each_fma", "ignored"),
-    "integer": ("exact",),
-}
+IMPLEMENTED: dict[str, object] = datapath_values(MAX_FRAC_BITS, MAX_OUT_PRECISION)
 # naming and selection, not arithmetic; the sparse parameters are moot for the dense dot products computed here
 _NOT_ARITHMETIC = NOT_ARITHMETIC | {"sparse_zeros", "sparse_order"}
 

@@ -298,6 +298,20 @@ def save_replay(out: Path, v: Variant, p: PathParams, row: dict, key: str, note:
     return path
 
 
+def record_replays(stats: dict, rows: list[dict], index, round_seed: int, r: Recipe, out: Path | None, v: Variant,
+                   p: PathParams, save: int, prefix: str, note: str) -> None:
+    """A round's replayed mismatches into the form's record: counts, a few examples, the first confirmed ones saved."""
+    for i, row in zip(index, rows):
+        row.update(round_seed=round_seed, index=int(i), recipe=r.describe())
+        stats["confirmed"] += row["confirmed"]
+        stats["gpu_model_errors"] += not row["gpu_model_ok"]
+        if len(stats["examples"]) < 5:
+            stats["examples"].append(row)
+        if row["confirmed"] and out is not None and len(stats["saved"]) < save:
+            key = f"{prefix}{round_seed:x}-{int(i)}"
+            stats["saved"].append(str(save_replay(out, v, p, row, key, f"{note} {r.describe()}")))
+
+
 # ---------------------------------------------------------------------------
 # the fuzzer
 # ---------------------------------------------------------------------------
@@ -422,15 +436,7 @@ def fuzz_variant_gpu(v: Variant, p: PathParams, budget: float, cases: int = 6553
         if res["mismatches"] and stats["replayed"] < MAX_REPLAYS:
             rows = replay(p, t, *fz.fetch(res["index"]))
             stats["replayed"] += len(rows)
-            for i, row in zip(res["index"], rows):
-                row.update(round_seed=round_seed, index=int(i), recipe=r.describe())
-                stats["confirmed"] += row["confirmed"]
-                stats["gpu_model_errors"] += not row["gpu_model_ok"]
-                if len(stats["examples"]) < 5:
-                    stats["examples"].append(row)
-                if row["confirmed"] and out is not None and len(stats["saved"]) < save:
-                    key = f"gpu{round_seed:x}-{int(i)}"
-                    stats["saved"].append(str(save_replay(out, v, p, row, key, f"GPU fuzz round {r.describe()}")))
+            record_replays(stats, rows, res["index"], round_seed, r, out, v, p, save, "gpu", "GPU fuzz round")
         if time.perf_counter() >= next_audit:  # the GPU model against model.py on a sample, matching or not
             idx = np.random.default_rng(round_seed).integers(0, fz.dots, AUDIT_DOTS)
             a, b, c, _, dm = fz.fetch(idx)

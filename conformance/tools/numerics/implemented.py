@@ -8,7 +8,43 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["NOT_ARITHMETIC", "refusal", "unsupported_types"]
+__all__ = ["FLOAT_ACC", "FLOAT_IN", "INT_IN", "NAN_F64_ONLY", "NAN_ORDERS", "NOT_ARITHMETIC", "ROUNDING", "datapath_values",
+           "refusal", "unsupported_types"]
+
+ROUNDING = ("rz", "rne", "rna", "ru", "rd")  # the rounding-mode codes both kernels take, in order
+NAN_ORDERS = ("canonical", "payload_c_first", "payload_a_first", "payload_c_b_a", "payload_b_c_a")
+NAN_F64_ONLY = ("payload_c_b_a", "payload_b_c_a")  # model.py takes these orders on the f64 chain only
+FLOAT_IN = ("f16", "bf16", "tf32", "e4m3", "e5m2")
+FLOAT_ACC = ("f16", "f32")
+INT_IN = ("s8", "u8", "s4", "u4")
+
+
+def datapath_values(max_frac_bits: int, max_out_precision: int) -> dict[str, object]:
+    """The parameter values the integer datapath (gpu.py's CUDA kernel, compiled.py's) implements, each a tuple of
+    accepted values or a predicate; they differ only in how wide an aligned sum may be."""
+    return {
+        "block": lambda x: isinstance(x, int) and x >= 1,
+        "frac_bits": lambda x: isinstance(x, int) and 0 <= x <= max_frac_bits,
+        "out_precision": lambda x: isinstance(x, int) and 2 <= x <= max_out_precision,
+        "final_rounding": ROUNDING,
+        "input_conversion": ("truncate", "rna", "rne"),
+        "align": ("truncate", "rne", "sticky"),
+        "c_entry": ("fused", "late", "add_rne", "block_add"),
+        "acc_type": ("d", "f32"),
+        "k_order": ("natural", "pairs"),
+        "exp_floor": lambda x: x is None or (isinstance(x, int) and -900 <= x <= 900),
+        "in_subnormals": ("keep", "flush"),
+        "out_subnormals": ("keep", "flush"),
+        "overflow": ("inf", "saturate", "ieee"),
+        "neg_zero": ("ieee", "positive"),
+        "underflow_sign": ("keep", "positive"),
+        "operand_cvt": ("none", "f16"),
+        "nan_propagation": NAN_ORDERS,
+        "f64_mode": ("sequential_fma", "reverse_fma"),
+        "f64_rnd": ("each_fma", "ignored"),
+        "integer": ("exact",),
+    }
+
 
 # naming and selection, not arithmetic
 NOT_ARITHMETIC = frozenset({"name", "kind", "a_types", "d_types", "nan_bits", "families", "shapes"})

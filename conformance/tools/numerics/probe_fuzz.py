@@ -27,7 +27,7 @@ from ptxconf.isa.ptxtypes import ptx_type
 from ptxconf.isa.sparse import Sparsity, is_sparse, positions
 
 from . import gpu
-from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, save_replay
+from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, record_replays
 from .harness import WGMMA_FAMILIES, dims, run_mma
 from .model import FORMATS, PathParams, Types, dot_bits
 
@@ -253,15 +253,7 @@ def fuzz_variant_probe(backend, v: Variant, p: PathParams, budget: float, cases:
         if len(bad) and stats["replayed"] < MAX_REPLAYS:
             rows = replay(v, p, bits, pos, observed, modelled, bad[:MAX_RECORDED])
             stats["replayed"] += len(rows)
-            for i, row in zip(bad[:MAX_RECORDED], rows):
-                row.update(round_seed=round_seed, index=int(i), recipe=r.describe())
-                stats["confirmed"] += row["confirmed"]
-                stats["gpu_model_errors"] += not row["gpu_model_ok"]
-                if len(stats["examples"]) < 5:
-                    stats["examples"].append(row)
-                if row["confirmed"] and out is not None and len(stats["saved"]) < save:
-                    key = f"probe{round_seed:x}-{int(i)}"
-                    stats["saved"].append(str(save_replay(out, v, p, row, key, f"probe fuzz round {r.describe()}")))
+            record_replays(stats, rows, bad[:MAX_RECORDED], round_seed, r, out, v, p, save, "probe", "probe fuzz round")
         if time.perf_counter() >= next_audit:  # the evaluator against model.py on a sample, matching or not
             idx = np.random.default_rng(round_seed).integers(0, observed.size, min(AUDIT_DOTS, observed.size))
             rows = replay(v, p, bits, pos, observed, modelled, idx)

@@ -1,5 +1,6 @@
-"""wgmma bulk cases (families/wgmma/bulk.py): drawn as array code, they are what the spec's emulation computes, the
-comparator passes them and explains a changed word, each case replays alone, and the bulk fuzzer takes the family."""
+"""wgmma and wgmma.sp bulk cases (families/wgmma/bulk.py, families/wgmma_sp/bulk.py): drawn as array code, they are
+what the spec's emulation computes, the comparator passes them and explains a changed word, each case replays alone,
+and the bulk fuzzer takes both families."""
 
 from __future__ import annotations
 
@@ -16,13 +17,23 @@ from ptxconf.run.bulkfuzz import fuzz_bulk
 SPECS = load_specs()
 run_variants_of(SPECS)
 CC, MAX_PTX = (9, 0), PtxVersion(9, 0)
+DENSE, SPARSE = "wgmma.mma_async.sync.aligned.", "wgmma.mma_async.sp.sync.aligned."
+# per family: its A types, a form whose layouts vary, a form to tamper with, forms for the fuzzer and the CLI
+FAMILIES = {
+    "wgmma": ({"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"}, DENSE + "m64n64k16.f32.bf16.bf16/ss",
+              DENSE + "m64n16k16.f32.f16.f16/rs", [DENSE + "m64n8k16.f32.f16.f16/*", DENSE + "m64n8k32.s32.s8.u8*"],
+              DENSE + "m64n8k16.f32.f16.f16/ss"),
+    "wgmma.sp": ({"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"}, SPARSE + "m64n64k32.f32.bf16.bf16/ss",
+                 SPARSE + "m64n16k32.f32.f16.f16/rs", [SPARSE + "m64n8k32.f32.f16.f16/*", SPARSE + "m64n8k64.s32.s8.u8*"],
+                 SPARSE + "m64n8k32.f32.f16.f16/ss"),
+}
 
 
-def _sample() -> list:
-    """One form per (A, B, D type, A's source) at N = 8, 24 and 256, and the .satfinite and .b1 ones."""
+def _sample(family: str) -> list:
+    """One form per (A, B, D type, A's source, .satfinite) at N = 8, 24 and 256."""
     seen, out = set(), []
     for v in SPECS.variants.values():
-        if v.family != "wgmma" or v.N not in (8, 24, 256):
+        if v.family != family or v.N not in (8, 24, 256):
             continue
         key = (v.atype, v.btype, v.dtype, v.a_src, bool(v.satfinite))
         if key not in seen:
@@ -31,15 +42,14 @@ def _sample() -> list:
     return out
 
 
-SAMPLE = _sample()
-
-
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_drawn_cases_are_the_spec_s_and_the_comparator_passes_them(seed):
+def test_drawn_cases_are_the_spec_s_and_the_comparator_passes_them(family, seed):
     """Every sampled form at three seeds (each a fresh immediate set, swizzle modes, descriptors and base offsets)."""
-    assert len(SAMPLE) >= 30 and {v.atype for v in SAMPLE} >= {"f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"}
+    sample = _sample(family)
+    assert len(sample) >= 30 and {v.atype for v in sample} >= FAMILIES[family][0]
     emulator = EmulatedDevice(cc=CC)._emulator
-    for v in SAMPLE[seed::3]:
+    for v in sample[seed::3]:
         fam = family_of(v)
         bc = fam.bulk_cases(v, seed, CC, MAX_PTX)
         drawn = bc.draw(np, 100, 3)
@@ -51,14 +61,25 @@ def test_drawn_cases_are_the_spec_s_and_the_comparator_passes_them(seed):
         assert not np.array_equal(drawn.in_words[0], drawn.in_words[1])
 
 
-def test_the_layouts_vary_with_the_seed():
-    v = SPECS.get("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16/ss")
+def test_the_metadata_the_selector_s_lanes_hold_is_legal_and_complete():
+    """The spec's reader finds a legal index pair for every chunk of every row in the drawn sp-meta words."""
+    from ptxconf.families import wgmma_sp as wsp
+
+    for v in _sample("wgmma.sp")[:12]:
+        bc = family_of(v).bulk_cases(v, 6, CC, MAX_PTX)
+        drawn = bc.draw(np, 0, 2)
+        fields = wsp.fields_of(v, drawn.in_words[:, :, wsp.META_WORD], bc.imm["sel"])
+        assert (fields >= 0).all(), v.id
+        pats = set(wsp.sparsity(v).patterns)
+        assert all(tuple(p) in pats for p in fields.reshape(-1, 2).tolist()), v.id
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_layouts_vary_with_the_seed_and_a_changed_word_is_explained(family):
+    v = SPECS.get(FAMILIES[family][1])
     seen = {repr(family_of(v).bulk_cases(v, s, CC, MAX_PTX).meta["layouts_per_seed"]) for s in range(12)}
     assert len(seen) >= 6
-
-
-def test_a_changed_d_word_is_explained_lane_by_lane():
-    v = SPECS.get("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16/rs")
+    v = SPECS.get(FAMILIES[family][2])
     fam = family_of(v)
     bc = fam.bulk_cases(v, 4, CC, MAX_PTX)
     drawn = bc.draw(np, 0, 3)
@@ -68,11 +89,12 @@ def test_a_changed_d_word_is_explained_lane_by_lane():
     assert vd.status == "fail" and "lane 70 register 3" in vd.details(v)
 
 
-def test_the_bulk_fuzzer_and_the_cli_take_wgmma(capsys, tmp_path):
-    vs = SPECS.select(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/*", "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.u8*"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_bulk_fuzzer_and_the_cli_take_the_family(family, capsys):
+    vs = SPECS.select(FAMILIES[family][3])
     res = fuzz_bulk(lambda d: EmulatedDevice(cc=CC), [0], vs, budget_s=2.0, first_seed=1, cases=8, batch=8,
                     backend_name="emulator")
     assert res.fatal is None and not res.failures and not res.unsupported and res.cases >= 8 * len(vs)
-    form = "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/ss"
+    form = FAMILIES[family][4]
     assert cli_main(["fuzz", "case", form, "--seed", "3", "--case", "77", "--backend", "emulator"]) == 0
     assert capsys.readouterr().out.startswith(f"PASS {form}:value[")
