@@ -228,3 +228,34 @@ def test_a_pair_of_one_type_is_swapped_together(specs):
     both = ns["mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32"]  # the public report: accepted, nothing emitted
     assert (both.step, both.change) == ("type", "f16.f16->bf16.bf16")
     assert "mma.sync.aligned.m8n8k4.row.col.f32.tf32.tf32.f32" in ns
+
+
+def test_an_earlier_campaign_narrows_the_next(tmp_path):
+    """--prior: what some earlier cell did not refuse, every target/.version step, a seeded share of the rest."""
+    camp = _campaign()
+    refused = [nb.Neighbour(f"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.x{i}", f"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.x{i}",
+                            M8N8K4, "sibling", f"f32->x{i}", "mma.sync") for i in range(10)]
+    camp.neighbours += refused
+    for k in range(3, 13):
+        for r in camp.releases:
+            camp.cells[r, "sm_80", k] = nb.Cell("R", message="Unknown modifier")
+    nr.write_outputs(tmp_path, camp, command="ptxconf toolchains neighbourhood", wall_s=1.0, forms=1, forms_note="t")
+    prior = nr.prior_codes([tmp_path])
+    assert prior[camp.neighbours[0].id] == {"E"} and prior[camp.neighbours[1].id] == {"R", "U"}
+    back = nr.load_campaign(tmp_path)[0].neighbours
+    kept, note = nb.narrowed(back, prior, 0.3, seed=34)
+    ids = [n.id for n in kept]
+    assert ids[:3] == [n.id for n in camp.neighbours[:3]]  # E, U somewhere, the .version step
+    assert len(ids) == 6 and ids == [n.id for n in nb.narrowed(back, prior, 0.3, seed=34)[0]]
+    assert ids != [n.id for n in nb.narrowed(back, prior, 0.3, seed=35)[0]]  # another seed, another sample
+    assert "3 of the 10 refused everywhere" in note and "seed 34" in note
+    assert len(nb.narrowed(back, prior, 0.0, seed=1)[0]) == 3 and len(nb.narrowed(back, prior, 1.0, seed=1)[0]) == 13
+
+
+def test_prior_needs_a_share(tmp_path, capsys):
+    nr.write_outputs(tmp_path, _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    assert main(["toolchains", "neighbourhood", "--prior", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "--refused-share" in capsys.readouterr().err
+    assert main(["toolchains", "neighbourhood", "--prior", str(tmp_path / "none"), "--refused-share", "0.1",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "no cells.csv.gz" in capsys.readouterr().err

@@ -33,7 +33,8 @@ from .neighbourhood import (
 )
 from .report import release_ranges
 
-__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview"]
+__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview",
+           "prior_codes"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -204,6 +205,19 @@ def load_campaign(directory: Path) -> tuple[Campaign, dict]:
             sass = text if c[0] in (ACCEPTED, UNSPECIFIED, EMPTIED) else ""
             camp.cells[r, row["target"], i] = Cell(c[0], "" if sass else text, sass)
     return camp, doc
+
+
+def prior_codes(directories: Sequence[Path]) -> dict[str, set[str]]:
+    """``{neighbour id: every code its cells got}`` over earlier campaigns' ``cells.csv.gz`` (to narrow a new one)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for d in directories:
+        with gzip.open(d / "cells.csv.gz", "rt") as fh:
+            reader = csv.reader(fh)
+            header = next(reader)
+            first = header.index("target") + 1
+            for row in reader:
+                out[row[0]].update(c[:1] for c in row[first:])
+    return dict(out)
 
 
 def without(camp: Campaign, drop: set[str]) -> Campaign:
