@@ -247,6 +247,21 @@ def cmd_neighbourhood(args) -> int:
     return 1 if doc["findings"] else 0
 
 
+def cmd_neighbourhood_summary(args) -> int:
+    from ptxconf.tools.toolchains.neighbourhood_report import history, overview
+
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not (src / "summary.json").is_file() or not (src / "cells.csv.gz").is_file():
+            raise _fail(f"CAMPAIGN {src}: no summary.json and cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
+    print(overview(dirs, title=args.title))
+    print("## Acceptance history\n")
+    print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
+          "it and the ones that refused it (a release that does not know the target or .version is neither).\n")
+    print(history(dirs), end="")
+    return 0
+
+
 def cmd_pin_refusals(args) -> int:
     from ptxconf.run.files import atomic_write
     from ptxconf.tools.toolchains.refuse import pin
@@ -500,6 +515,12 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_neighbourhood)
+
+    s = ts.add_parser("neighbourhood-summary", help="one table over several neighbourhood campaigns, with the history "
+                                                     "of every form accepted outside the specs across their releases")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
+    s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
+    s.set_defaults(func=cmd_neighbourhood_summary)
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
                                            "campaign's files")

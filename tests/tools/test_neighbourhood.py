@@ -259,3 +259,17 @@ def test_prior_needs_a_share(tmp_path, capsys):
     assert main(["toolchains", "neighbourhood", "--prior", str(tmp_path / "none"), "--refused-share", "0.1",
                  "--out", str(tmp_path / "o")]) == 2
     assert "no cells.csv.gz" in capsys.readouterr().err
+
+
+def test_acceptance_history_says_which_releases_took_a_form(tmp_path, capsys):
+    nr.write_outputs(tmp_path / "c", _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    hist = {(h["neighbour"], h["target"]): h for h in nr.acceptance_history(nr.load_campaign(tmp_path / "c")[0])}
+    bf16 = hist["mma.sync.aligned.m8n8k4.row.col.f32.bf16.f16.f32", "sm_90a"]
+    assert bf16["accepted_by"] == "13.0.88..13.5.37" and bf16["refused_by"] == "" and bf16["emptied"]
+    drop = hist["mma.sync.m8n8k4.row.col.f32.f16.f16.f32", "sm_90a"]
+    assert (drop["accepted_by"], drop["refused_by"], drop["emptied"]) == ("13.5.37", "13.0.88", False)
+    assert drop["sass"] == ["HMMA.884.F32.STEP0"] and len(hist) == 3
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "| c | 13.5.37 | 13.0.88 | 1 | 0 |" in out and "| c | 13.0.88..13.5.37 | none | 2 | 2 |" in out
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "nothing")]) == 2

@@ -34,7 +34,7 @@ from .neighbourhood import (
 from .report import release_ranges
 
 __all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview",
-           "prior_codes"]
+           "prior_codes", "acceptance_history", "history"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -205,6 +205,46 @@ def load_campaign(directory: Path) -> tuple[Campaign, dict]:
             sass = text if c[0] in (ACCEPTED, UNSPECIFIED, EMPTIED) else ""
             camp.cells[r, row["target"], i] = Cell(c[0], "" if sass else text, sass)
     return camp, doc
+
+
+def acceptance_history(camp: Campaign) -> list[dict]:
+    """Per (neighbour, target) that some release accepted outside the specs (``U`` or ``E``): which releases
+    accepted it, which refused it (releases that do not know the target or .version are neither), whether any
+    release emptied it, and the distinct SASS the accepting releases made of it."""
+    per: dict[tuple[int, str], dict[str, Cell]] = defaultdict(dict)
+    for (r, t, i), cell in camp.cells.items():
+        per[i, t][r] = cell
+    out = []
+    for (i, t), cells in per.items():
+        took = [r for r in camp.releases if r in cells and cells[r].code in (UNSPECIFIED, EMPTIED)]
+        if not took:
+            continue
+        n = camp.neighbours[i]
+        out.append({"neighbour": n.id, "step": n.step, "change": n.change, "family": n.family, "target": t,
+                    "accepted_by": release_ranges(took, camp.releases),
+                    "refused_by": release_ranges([r for r in camp.releases if r in cells and cells[r].code not in
+                                                  (UNSPECIFIED, EMPTIED, ACCEPTED)], camp.releases),
+                    "emptied": any(cells[r].code == EMPTIED for r in took),
+                    "sass": sorted({cells[r].sass for r in took if cells[r].sass})})
+    out.sort(key=lambda h: (h["family"], h["neighbour"], h["target"]))
+    return out
+
+
+def history(directories: Sequence[Path]) -> str:
+    """Markdown: per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases
+    accepted and which refused them (first and last accepting release), emptied ones counted apart."""
+    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
+             "|---|---|---|---|---|---|"]
+    for d in directories:
+        camp, _ = load_campaign(d)
+        groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for h in acceptance_history(camp):
+            groups[h["accepted_by"], h["refused_by"] or "none"].append(h)
+        for (took, refused), hs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            eg = hs[0]
+            lines.append(f"| {d.name} | {took} | {refused} | {len(hs)} | {sum(h['emptied'] for h in hs)} | "
+                         f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
+    return "\n".join(lines) + "\n"
 
 
 def prior_codes(directories: Sequence[Path]) -> dict[str, set[str]]:
