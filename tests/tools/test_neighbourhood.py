@@ -273,3 +273,20 @@ def test_acceptance_history_says_which_releases_took_a_form(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| c | 13.5.37 | 13.0.88 | 1 | 0 |" in out and "| c | 13.0.88..13.5.37 | none | 2 | 2 |" in out
     assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "nothing")]) == 2
+
+
+@pytest.mark.ptxas
+def test_the_sass_of_an_old_sm_90a_cubin_is_read():
+    """cuobjdump 13 says a ptxas 12.0.76 sm_90a cubin "does not contain device code"; nvdisasm reads it."""
+    from ptxconf.backends.ptxas import compile_cubin, toolchains_dir
+
+    exe = toolchains_dir() / "12.0.76" / "ptxas"
+    if not exe.is_file() or not _have_sass():
+        pytest.skip("needs ptxas 12.0.76 (ptxconf toolchains install 12.0.76) and cuobjdump/nvdisasm")
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n .reg .b64 %a;\n"
+            " .reg .f64 %d<3>;\n ld.param.u64 %a, [p];\n ld.global.f64 %d0, [%a];\n"
+            " mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%d1,%d2}, {%d0}, {%d0}, {%d0,%d0};\n"
+            " st.global.f64 [%a], %d1;\n st.global.f64 [%a+8], %d2;\n ret;\n}\n")
+    cubin, err = compile_cubin(text, "sm_90a", str(exe), use_cache=False)
+    assert cubin is not None, err
+    assert sass.kernel_ops(cubin, use_cache=False) == {"k": ("DMMA.8",)}
