@@ -254,7 +254,10 @@ def cmd_neighbourhood_summary(args) -> int:
     for src in dirs:
         if not (src / "summary.json").is_file() or not (src / "cells.csv.gz").is_file():
             raise _fail(f"CAMPAIGN {src}: no summary.json and cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
-    print(overview(dirs, title=args.title))
+    root = Path(args.root) if args.root else None
+    if root is not None and any(not d.resolve().is_relative_to(root.resolve()) for d in dirs):
+        raise _fail(f"--root {root}: every CAMPAIGN must lie under it")
+    print(overview(dirs, title=args.title, root=root))
     print("## Acceptance history\n")
     print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
           "it and the ones that refused it (a release that does not know the target or .version is neither).\n")
@@ -520,6 +523,7 @@ def add_parser(sub) -> None:
                                                      "of every form accepted outside the specs across their releases")
     s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
     s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
+    s.add_argument("--root", metavar="DIR", help="the folder the table goes into: links are relative to it")
     s.set_defaults(func=cmd_neighbourhood_summary)
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "

@@ -154,8 +154,9 @@ def _summary_md(camp: Campaign, found: list[dict], doc: dict) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def overview(directories: Sequence[Path], *, title: str) -> str:
-    """One table over several campaigns' summary.json (a family each): what was tried and what came of it."""
+def overview(directories: Sequence[Path], *, title: str, root: Path | None = None) -> str:
+    """One table over several campaigns' summary.json (a family each): what was tried and what came of it; links
+    relative to ``root`` (the folder the table is written into; default: beside the campaigns)."""
     codes = [c for c in CODES if c != NOT_RUN]
     lines = [f"# {title}", "", "| campaign | neighbours | cells | " + " | ".join(codes)
              + " | accepted-but-unspecified | accepted-and-emptied | ptxas-crashed | command |",
@@ -167,7 +168,8 @@ def overview(directories: Sequence[Path], *, title: str) -> str:
         total.update({"neighbours": doc["neighbours"], "cells": doc["cells"]})
         total.update({f"f:{k}": v for k, v in doc["findings"].items()})
         f = doc["findings"]
-        lines.append(f"| [{d.name}]({d.name}/summary.md) | {doc['neighbours']} | {doc['cells']} | "
+        link = d.resolve().relative_to(root.resolve()).as_posix() if root else d.name
+        lines.append(f"| [{d.name}]({link}/summary.md) | {doc['neighbours']} | {doc['cells']} | "
                      + " | ".join(str(doc["codes"].get(c, 0)) for c in codes)
                      + f" | {f.get('accepted-but-unspecified', 0)} | {f.get('accepted-and-emptied', 0)} | "
                        f"{f.get('ptxas-crashed', 0)} | `{doc['command']}` |")
