@@ -99,6 +99,15 @@ def findings(camp: Campaign) -> list[dict]:
     return out
 
 
+def _pairs_per_kind(found: list[dict]) -> dict[str, set[tuple[str, str]]]:
+    """The distinct (neighbour, target) pairs of each finding kind (a pair whose SASS differs between releases is
+    several findings, one pair)."""
+    out: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for f in found:
+        out[f["kind"]].add((f["neighbour"], f["target"]))
+    return dict(out)
+
+
 def _per_release(camp: Campaign) -> list[tuple[list[str], Counter]]:
     """Cells per code per release, consecutive releases with equal counts merged."""
     rows: list[tuple[list[str], Counter]] = []
@@ -288,7 +297,7 @@ def write_outputs(out: Path, camp: Campaign, *, command: str, wall_s: float, for
         "cells": sum(codes.values()),
         "codes": {c: codes[c] for c in CODES if c != NOT_RUN},
         "per_release": {r: dict(c) for rs, c in _per_release(camp) for r in rs},
-        "findings": dict(Counter(f["kind"] for f in found)),
+        "findings": {k: len(v) for k, v in _pairs_per_kind(found).items()},
         "sass_missing": sorted(set(camp.sass_missing)),
         "ptxas_runs": camp.stats.modules,
         "wall_s": round(wall_s, 1),
