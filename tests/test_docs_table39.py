@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,14 @@ from ptxconf.docs.table39 import doc_tuples, fmt_values, parse_n, parse_rows
 from ptxconf.families.tcgen05.spec import load_tcgen05
 
 SEED = Path(__file__).parent / "data" / "seeds" / "002_00bc72c80baf5276.txt"
+# The seed is the ISA 9.2 text copy the first transcription was made from; it is diffed against that transcription
+# (specs/ itself now holds ISA 9.4's Table 48: test_seed_against_specs_shows_the_9_4_changes).
+ISA92 = Path(__file__).parent / "data" / "specs-isa92"
 
 
 @pytest.fixture(scope="module")
 def spec():
-    return load_tcgen05()
+    return load_tcgen05(ISA92)
 
 
 def edited(tmp_path, old, new, nth=0):
@@ -33,8 +37,8 @@ def edited(tmp_path, old, new, nth=0):
     return p
 
 
-def run(path, capsys, *flags):
-    rc = main(["doc-diff", *flags, str(path)])
+def run(path, capsys, *flags, specs=ISA92):
+    rc = main(["doc-diff", "--specs", str(specs), *flags, str(path)])
     return rc, capsys.readouterr().out
 
 
@@ -60,6 +64,19 @@ def test_seed_reads_as_the_spec_tuples(spec):
     mx = [(r.M, r.K) for r in parsed.rows if r.kind == "mxf4" and r.cta_groups == (2,) and r.sparsities == ("dense",)]
     assert mx == [((128, 256), (64,)), ((256,), (96,))]
     assert parsed.scales[next(r.index for r in parsed.rows if r.kind == "mxf4nvf4")] == ("ue8m0", "ue4m3")
+
+
+def test_seed_against_specs_shows_the_9_4_changes(capsys):
+    """specs/ reads f8f6f4's .f16 as a D type (errata f8f6f4-f16-dtype) and holds ISA 9.4's rows: the 9.2 text copy
+    differs in those groups only."""
+    rc, out = run(SEED, capsys, specs=Path(__file__).parents[1] / "specs")
+    assert rc == 1
+    changed = {m.group(2) for m in re.finditer(r"^(changed|only in specs|only in doc) +(.+?) +\[", out, re.M)}
+    assert {c for c in changed if c.startswith("kind::f8f6f4")} == {
+        f"kind::f8f6f4{ws} cta_group {c} {s} dtype .{d}" for ws, c in (("", 1), ("", 2), (" .ws", 1))
+        for s in ("dense", "sparse") for d in ("f16", "f32")}
+    assert "kind::ti16" in changed and "K = 96 targets" in changed
+    assert all(c.startswith(("kind::f8f6f4", "kind::mx", "kind::ti16", "K = ")) for c in changed)
 
 
 def test_seed_diffs_clean(capsys):

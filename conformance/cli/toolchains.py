@@ -190,8 +190,8 @@ def cmd_neighbourhood(args) -> int:
     import random
 
     from ptxconf.tools.toolchains.differential import representative
-    from ptxconf.tools.toolchains.neighbourhood import neighbours, run_campaign
-    from ptxconf.tools.toolchains.neighbourhood_report import write_outputs
+    from ptxconf.tools.toolchains.neighbourhood import narrowed, neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood_report import load_campaign, prior_codes, write_outputs
 
     if args.jobs < 1 or args.chunk < 1:
         raise _fail("--jobs and --chunk must be at least 1")
@@ -199,6 +199,14 @@ def cmd_neighbourhood(args) -> int:
         raise _fail("--sample must be at least 1")
     if args.reorders < 1:
         raise _fail("--reorders must be at least 1")
+    priors = [Path(p) for p in args.prior or ()]
+    for src in priors:
+        if not (src / "cells.csv.gz").is_file():
+            raise _fail(f"--prior {src}: no cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
+    if priors and args.refused_share is None:
+        raise _fail("--prior needs --refused-share F (which share of the neighbours refused before to ask again)")
+    if args.refused_share is not None and not 0 <= args.refused_share <= 1:
+        raise _fail("--refused-share must be between 0 and 1")
     targets = [t.name for t in _targets(args.arch)]
     toolchains = _toolchains(args.ptxas)
     _, forms = _forms(args)
@@ -207,22 +215,28 @@ def cmd_neighbourhood(args) -> int:
         raise _fail(f"--out {out}: exists and is not a directory")
     bases = representative(forms) if args.forms == "representative" else forms
     known = sorted({t for tc in toolchains for t in tc.targets})
-    _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
-    ns = neighbours(bases, known, reorders=args.reorders, universe=every)
-    note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
-    if args.reorders > 1:
-        note += f"; one in {args.reorders} reorder steps"
+    if priors:  # the earlier campaigns' own neighbours (of forms still in the specs), narrowed
+        by_id = {v.id: v for v in forms}
+        ns = list({n.id: n for d in priors for n in load_campaign(d)[0].neighbours if n.base in by_id}.values())
+        ns, said = narrowed(ns, prior_codes(priors), args.refused_share, args.seed)
+        note = f"the neighbours of {', '.join(d.name for d in priors)}; " + said
+    else:
+        _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
+        ns = neighbours(bases, known, reorders=args.reorders, universe=every)
+        note = f"{args.forms}: {len(bases)} of {len(forms)} selected"
+        if args.reorders > 1:
+            note += f"; one in {args.reorders} reorder steps"
     if args.sample is not None and args.sample < len(ns):
         ns = sorted(random.Random(args.seed).sample(ns, args.sample), key=ns.index)
         note += f"; a sample of {args.sample} neighbours drawn with seed {args.seed}"
-    print(f"{len(ns)} neighbours of {len(bases)} forms x {len(targets)} targets x {len(toolchains)} releases "
+    print(f"{len(ns)} neighbours of {len({n.base for n in ns})} forms x {len(targets)} targets x {len(toolchains)} releases "
           f"({', '.join(tc.name for tc in toolchains)})", flush=True)
     t0 = time.monotonic()
     camp = run_campaign(ns, {v.id: v for v in forms}, targets, toolchains, jobs=args.jobs, chunk=args.chunk,
                         use_cache=not args.no_cache, sass=not args.no_sass,
                         on_progress=_progress(t0, "modules settled"))
-    doc = write_outputs(out, camp, command=_command(args), wall_s=time.monotonic() - t0, forms=len(bases),
-                        forms_note=note)
+    doc = write_outputs(out, camp, command=_command(args), wall_s=time.monotonic() - t0,
+                        forms=len({n.base for n in ns}) if priors else len(bases), forms_note=note)
     codes = ", ".join(f"{k} {n}" for k, n in doc["codes"].items() if n)
     print(f"{doc['cells']} cells ({codes}); {doc['ptxas_runs']} ptxas runs in {doc['wall_s']} s")
     for kind, n in doc["findings"].items():
@@ -231,6 +245,24 @@ def cmd_neighbourhood(args) -> int:
         print(f"warning: no SASS read: {line}", file=sys.stderr)
     print(f"wrote {', '.join(str(out / f) for f in ('summary.md', 'findings.json', 'cells.csv.gz'))}")
     return 1 if doc["findings"] else 0
+
+
+def cmd_neighbourhood_summary(args) -> int:
+    from ptxconf.tools.toolchains.neighbourhood_report import history, overview
+
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not (src / "summary.json").is_file() or not (src / "cells.csv.gz").is_file():
+            raise _fail(f"CAMPAIGN {src}: no summary.json and cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
+    root = Path(args.root) if args.root else None
+    if root is not None and any(not d.resolve().is_relative_to(root.resolve()) for d in dirs):
+        raise _fail(f"--root {root}: every CAMPAIGN must lie under it")
+    print(overview(dirs, title=args.title, root=root))
+    print("## Acceptance history\n")
+    print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
+          "it and the ones that refused it (a release that does not know the target or .version is neither).\n")
+    print(history(dirs), end="")
+    return 0
 
 
 def cmd_pin_refusals(args) -> int:
@@ -470,6 +502,11 @@ def add_parser(sub) -> None:
                    help="representative: of forms differing only in N or .row/.col, the smallest and largest N "
                         "(default)")
     s.add_argument("--sample", type=int, metavar="N", help="only N neighbours, drawn with --seed")
+    s.add_argument("--prior", action="append", metavar="CAMPAIGN",
+                   help="an earlier campaign's --out folder (repeatable): ask about its neighbours, those it did not "
+                        "refuse somewhere, every target and .version step, and --refused-share of the rest")
+    s.add_argument("--refused-share", type=float, metavar="F",
+                   help="with --prior: the share of the neighbours it refused everywhere to ask again (seeded)")
     s.add_argument("--reorders", type=int, default=1, metavar="N",
                    help="keep one in N reorder steps, the same ones every time (default 1: all)")
     s.add_argument("--seed", type=int, default=0, metavar="S")
@@ -481,6 +518,13 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
     s.add_argument("--out", required=True, metavar="DIR")
     s.set_defaults(func=cmd_neighbourhood)
+
+    s = ts.add_parser("neighbourhood-summary", help="one table over several neighbourhood campaigns, with the history "
+                                                     "of every form accepted outside the specs across their releases")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
+    s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
+    s.add_argument("--root", metavar="DIR", help="the folder the table goes into: links are relative to it")
+    s.set_defaults(func=cmd_neighbourhood_summary)
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
                                            "campaign's files")

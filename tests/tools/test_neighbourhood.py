@@ -228,3 +228,65 @@ def test_a_pair_of_one_type_is_swapped_together(specs):
     both = ns["mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32"]  # the public report: accepted, nothing emitted
     assert (both.step, both.change) == ("type", "f16.f16->bf16.bf16")
     assert "mma.sync.aligned.m8n8k4.row.col.f32.tf32.tf32.f32" in ns
+
+
+def test_an_earlier_campaign_narrows_the_next(tmp_path):
+    """--prior: what some earlier cell did not refuse, every target/.version step, a seeded share of the rest."""
+    camp = _campaign()
+    refused = [nb.Neighbour(f"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.x{i}", f"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.x{i}",
+                            M8N8K4, "sibling", f"f32->x{i}", "mma.sync") for i in range(10)]
+    camp.neighbours += refused
+    for k in range(3, 13):
+        for r in camp.releases:
+            camp.cells[r, "sm_80", k] = nb.Cell("R", message="Unknown modifier")
+    nr.write_outputs(tmp_path, camp, command="ptxconf toolchains neighbourhood", wall_s=1.0, forms=1, forms_note="t")
+    prior = nr.prior_codes([tmp_path])
+    assert prior[camp.neighbours[0].id] == {"E"} and prior[camp.neighbours[1].id] == {"R", "U"}
+    back = nr.load_campaign(tmp_path)[0].neighbours
+    kept, note = nb.narrowed(back, prior, 0.3, seed=34)
+    ids = [n.id for n in kept]
+    assert ids[:3] == [n.id for n in camp.neighbours[:3]]  # E, U somewhere, the .version step
+    assert len(ids) == 6 and ids == [n.id for n in nb.narrowed(back, prior, 0.3, seed=34)[0]]
+    assert ids != [n.id for n in nb.narrowed(back, prior, 0.3, seed=35)[0]]  # another seed, another sample
+    assert "3 of the 10 refused everywhere" in note and "seed 34" in note
+    assert len(nb.narrowed(back, prior, 0.0, seed=1)[0]) == 3 and len(nb.narrowed(back, prior, 1.0, seed=1)[0]) == 13
+
+
+def test_prior_needs_a_share(tmp_path, capsys):
+    nr.write_outputs(tmp_path, _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    assert main(["toolchains", "neighbourhood", "--prior", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "--refused-share" in capsys.readouterr().err
+    assert main(["toolchains", "neighbourhood", "--prior", str(tmp_path / "none"), "--refused-share", "0.1",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "no cells.csv.gz" in capsys.readouterr().err
+
+
+def test_acceptance_history_says_which_releases_took_a_form(tmp_path, capsys):
+    nr.write_outputs(tmp_path / "c", _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    hist = {(h["neighbour"], h["target"]): h for h in nr.acceptance_history(nr.load_campaign(tmp_path / "c")[0])}
+    bf16 = hist["mma.sync.aligned.m8n8k4.row.col.f32.bf16.f16.f32", "sm_90a"]
+    assert bf16["accepted_by"] == "13.0.88..13.5.37" and bf16["refused_by"] == "" and bf16["emptied"]
+    drop = hist["mma.sync.m8n8k4.row.col.f32.f16.f16.f32", "sm_90a"]
+    assert (drop["accepted_by"], drop["refused_by"], drop["emptied"]) == ("13.5.37", "13.0.88", False)
+    assert drop["sass"] == ["HMMA.884.F32.STEP0"] and len(hist) == 3
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "| c | 13.5.37 | 13.0.88 | 1 | 0 |" in out and "| c | 13.0.88..13.5.37 | none | 2 | 2 |" in out
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "nothing")]) == 2
+
+
+@pytest.mark.ptxas
+def test_the_sass_of_an_old_sm_90a_cubin_is_read():
+    """cuobjdump 13 says a ptxas 12.0.76 sm_90a cubin "does not contain device code"; nvdisasm reads it."""
+    from ptxconf.backends.ptxas import compile_cubin, toolchains_dir
+
+    exe = toolchains_dir() / "12.0.76" / "ptxas"
+    if not exe.is_file() or not _have_sass():
+        pytest.skip("needs ptxas 12.0.76 (ptxconf toolchains install 12.0.76) and cuobjdump/nvdisasm")
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n .reg .b64 %a;\n"
+            " .reg .f64 %d<3>;\n ld.param.u64 %a, [p];\n ld.global.f64 %d0, [%a];\n"
+            " mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%d1,%d2}, {%d0}, {%d0}, {%d0,%d0};\n"
+            " st.global.f64 [%a], %d1;\n st.global.f64 [%a+8], %d2;\n ret;\n}\n")
+    cubin, err = compile_cubin(text, "sm_90a", str(exe), use_cache=False)
+    assert cubin is not None, err
+    assert sass.kernel_ops(cubin, use_cache=False) == {"k": ("DMMA.8",)}

@@ -18,7 +18,7 @@ from ptxconf.isa.targets import PtxVersion, parse_target
 
 __all__ = ["DEFAULT_ARCHS", "matrix", "summary"]
 
-DEFAULT_ARCHS = "sm_100a,sm_100f,sm_103a,sm_110a,sm_120a,sm_90a"
+DEFAULT_ARCHS = "sm_100a,sm_100f,sm_103a,sm_107a,sm_107f,sm_110a,sm_120a,sm_90a"
 def matrix(spec: Tcgen05Spec, archs: list[str], exe: str, *, jobs: int | None = None, use_cache: bool = True) -> list[Row]:
     """A :class:`Row` per (arch, probe)."""
     max_ptx = ptxas_info(exe)["max_ptx"]
@@ -29,6 +29,8 @@ def matrix(spec: Tcgen05Spec, archs: list[str], exe: str, *, jobs: int | None = 
         t = parse_target(a)
         for p in ps:
             natural = max(spec.min_ptx(p.example) if p.example else PtxVersion(8, 6), t.min_ptx)
+            if p.collector_b and spec.collector_b:
+                natural = max(natural, spec.collector_b.min_ptx)
             reason = expected(spec, p, t, natural)
             if t.min_ptx > max_ptx or (reason is None and natural > max_ptx):
                 why = f"needs .version {max(natural, t.min_ptx)}; this ptxas accepts up to {max_ptx}"

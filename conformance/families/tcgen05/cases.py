@@ -133,12 +133,18 @@ def variant_id(t: MmaTuple, vec: int | None = None) -> str:
     return f"tcgen05.mma{sp}.cta_group::{t.cta_group}.kind::{t.kind}{bs}.{t.dtype}.{t.atype}.{t.btype}.m{t.M}n{t.N}k{t.K}"
 
 
+def _base_tuples(doc: Tcgen05Spec) -> list[MmaTuple]:
+    """The tuples of rows that hold on their kind's own targets and whose descriptor is transcribed: what
+    a run on those targets can encode (a row narrowed to other targets, e.g. ISA 9.4's sm_107 K values, is not)."""
+    return [t for r in doc.rows if not r.invalid and r.requires is None and not r.descriptor for t in doc.row_tuples(r)]
+
+
 def extra_tuples(doc: Tcgen05Spec) -> list[tuple[MmaTuple, int | None]]:
     """The sparse and block-scaled handful: seeded, from Table 39 rows alone."""
     rng = np.random.default_rng(EXTRA_SEED)
     out: list[tuple[MmaTuple, int | None]] = []
     for kind, sp, types, scales, count in EXTRA_FORMS:
-        cand = [t for t in doc.tuples if t.kind == kind and not t.ws and t.cta_group == 1 and t.sparsity == sp
+        cand = [t for t in _base_tuples(doc) if t.kind == kind and not t.ws and t.cta_group == 1 and t.sparsity == sp
                 and t.M == M_RUN and t.N <= 128 and t.dtype in ("f32", "s32") and t.atype in types and t.btype in types]
         forms = list(scales or ((None, None),))
         for i in range(count):
@@ -154,7 +160,7 @@ def run_tuples(doc: Tcgen05Spec) -> list[MmaTuple]:
     rng = np.random.default_rng(SELECT_SEED)
     out: list[MmaTuple] = []
     for kind in RUN_KINDS:
-        cand = [t for t in doc.tuples if t.kind == kind and not t.ws and t.cta_group == 1 and t.sparsity == "dense"
+        cand = [t for t in _base_tuples(doc) if t.kind == kind and not t.ws and t.cta_group == 1 and t.sparsity == "dense"
                 and t.M == M_RUN and t.dtype in ("f32", "s32") and t.atype in ELEM_BYTES and t.btype in ELEM_BYTES]
         if not cand:
             continue

@@ -17,6 +17,7 @@ from .spec import DescFormat, MmaTuple, Tcgen05Spec
 
 __all__ = [
     "DescriptorError",
+    "UntranscribedDescriptor",
     "IdescFields",
     "encode_idesc",
     "decode_idesc",
@@ -29,6 +30,10 @@ __all__ = [
 
 class DescriptorError(ValueError):
     """A descriptor the ISA forbids; the message names the rule."""
+
+
+class UntranscribedDescriptor(DescriptorError):
+    """A tuple the shape table allows whose descriptor encoding specs/ does not hold (a coverage gap)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ def encode_idesc(spec: Tcgen05Spec, f: IdescFields, target: Target | str | None 
     reason = spec.explain(t) if target is None else spec.valid_on(t, target, ptx)
     if reason:
         raise DescriptorError(reason)
+    row = spec.row_of(t)
+    if row is not None and row.descriptor:
+        raise UntranscribedDescriptor(f"{row.descriptor} ({spec.file}:{row.line})")
     fmt = spec.format_for(f.kind)
     names = {fl.name for fl in fmt.fields}
     v = 0

@@ -7,7 +7,7 @@ from the spec's codec).  Many probes share one module, one ``.entry`` each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ptxconf.families.tcgen05.desc import IdescFields, SmemDesc, encode_idesc, encode_smem_desc
 from ptxconf.families.tcgen05.spec import MmaTuple, Tcgen05Spec
@@ -27,13 +27,15 @@ class MmaProbe:
     scale_form: str | None  # .scale_vectorsize qualifier for block-scaled kinds
     example: MmaTuple | None  # a Table 39 tuple for the descriptor (None: the combination has none)
     table_reason: str | None  # why Table 39 / the Syntax forbid the combination
+    collector_b: str | None = None  # a .collector::b::<usage> (ISA 9.4), with .collector::a::discard before it
 
     @property
     def id(self) -> str:
         ws = ".ws" if self.ws else ""
         sp = ".sp" if self.sparsity == "sparse" else ""
         bs = f".block_scale.{self.scale_form}" if self.scale_form else ""
-        return f"tcgen05.mma{ws}{sp}.cta_group::{self.cta_group}.kind::{self.kind}{bs}"
+        cb = f".collector::a::discard.collector::b::{self.collector_b}" if self.collector_b else ""
+        return f"tcgen05.mma{ws}{sp}.cta_group::{self.cta_group}.kind::{self.kind}{bs}{cb}"
 
     @property
     def entry(self) -> str:
@@ -50,7 +52,23 @@ def probes(spec: Tcgen05Spec) -> list[MmaProbe]:
         forms = [f.qualifier for f in spec.scale_forms if kind in f.kinds] if spec.kinds[kind].block_scaled else [None]
         for form in forms:
             out.append(MmaProbe(kind, ws, cg, sp, form, ex, reason))
-    return out
+    return out + collector_b_probes(spec, out)
+
+
+def collector_b_probes(spec: Tcgen05Spec, plain: list[MmaProbe]) -> list[MmaProbe]:
+    """Every usage of ``.collector::b::*`` on one probe of each (kind, .ws, cta_group, sparsity): the forms
+    the document says take it and the ones it says do not (``.ws``).  A block-scaled kind's probe is the one
+    with a family-target scale form (.blockN), so that the collector is the only thing in question there."""
+    cb = spec.collector_b
+    if cb is None:
+        return []
+    family_forms = {f.qualifier for f in spec.scale_forms if any(r.target.suffix == "f" for r in f.requires)}
+    chosen: dict[tuple, MmaProbe] = {}
+    for p in plain:
+        key = (p.kind, p.ws, p.cta_group, p.sparsity)
+        if key not in chosen or (chosen[key].scale_form not in family_forms and p.scale_form in family_forms):
+            chosen[key] = p
+    return [replace(p, collector_b=u) for p in chosen.values() for u in cb.usages]
 
 
 def expected(spec: Tcgen05Spec, p: MmaProbe, target: Target, ptx: PtxVersion) -> str | None:
@@ -61,6 +79,14 @@ def expected(spec: Tcgen05Spec, p: MmaProbe, target: Target, ptx: PtxVersion) ->
     reason = spec.valid_on(p.example, target, ptx)
     if reason:
         return reason
+    if p.collector_b:
+        assert spec.collector_b is not None
+        form = "tcgen05.mma" + (".ws" if p.ws else "") + (".sp" if p.sparsity == "sparse" else "")
+        if form not in spec.collector_b.forms:
+            return f".collector::b::* is not a qualifier of {form} ({', '.join(spec.collector_b.forms)} take it)"
+        reason = spec.collector_b.valid_on(target, ptx)
+        if reason:
+            return reason
     if p.scale_form:
         form = next(f for f in spec.scale_forms if f.qualifier == p.scale_form)
         if not any(r.satisfied(target, ptx) for r in form.requires):
@@ -85,6 +111,7 @@ def kernel(spec: Tcgen05Spec, p: MmaProbe) -> str:
     sp = ".sp" if p.sparsity == "sparse" else ""
     meta = " [%r_t], " if sp else " "
     bs = f".block_scale.{p.scale_form}" if p.scale_form else ""
+    bs += f".collector::a::discard.collector::b::{p.collector_b}" if p.collector_b else ""
     scales = ", [%r_t], [%r_t]" if p.scale_form else ""
     mma = (
         f"tcgen05.mma{ws}{sp}.cta_group::{cg}.kind::{p.kind}{bs} [%r_t], %rd_a, %rd_b,{meta}"

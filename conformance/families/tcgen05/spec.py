@@ -32,6 +32,7 @@ __all__ = [
     "DescFormat",
     "SmemDescSpec",
     "ScaleForm",
+    "CollectorB",
     "LdStShape",
     "Tcgen05Spec",
     "load_document",
@@ -100,6 +101,7 @@ class Row:
     requires: tuple[Requirement, ...] | None = None
     invalid: str | None = None
     note: str | None = None
+    descriptor: str | None = None  # why the row's descriptor encoding is not transcribed (it encodes nothing)
 
     def covers(self, kind: str, ws: bool, cta_group: int, sparsity: str) -> bool:
         return self.kind == kind and self.ws == ws and cta_group in self.cta_groups and sparsity in self.sparsities
@@ -222,6 +224,23 @@ class ScaleForm:
 
 
 @dataclass(frozen=True)
+class CollectorB:
+    """``.collector::b::*`` (ISA 9.4): the usages, the forms that take them and where."""
+
+    section: str
+    min_ptx: PtxVersion
+    usages: tuple[str, ...]
+    forms: tuple[str, ...]
+    requires: tuple[Requirement, ...]
+
+    def valid_on(self, target: Target, ptx: PtxVersion | None = None) -> str | None:
+        """None when ``.collector::b::*`` is valid PTX for ``target`` at ``.version ptx``; else why not."""
+        if ptx is not None and ptx < self.min_ptx:
+            return f".collector::b::* needs .version {self.min_ptx}"
+        return why_not(self.requires, target, ptx, ".collector::b::*")
+
+
+@dataclass(frozen=True)
 class LdStShape:
     shape: str
     lanes: int
@@ -315,6 +334,8 @@ class Tcgen05Spec:
     errata: tuple[dict, ...]
     tmem_operands: dict = field(default_factory=dict)  # metadata / scale-factor placement in Tensor Memory
     ld_red: LdRed | None = None  # tcgen05.ld.red, where the document transcribes it
+    collector_b: CollectorB | None = None  # .collector::b::*, where the document transcribes it
+    pending: tuple[dict, ...] = ()  # additions known but not transcribed, and why
 
     # --- Table 39 ---------------------------------------------------------------------------
 
@@ -610,12 +631,13 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
             requires=_reqs(r.get("requires"), p + ("requires",), src),
             invalid=r.get("invalid"),
             note=r.get("note"),
+            descriptor=r.get("descriptor"),
         )
         for prev in rows:
             for cg in row.cta_groups:
                 for sp in row.sparsities:
                     if prev.covers(row.kind, row.ws, cg, sp) and (prev.invalid or row.invalid or prev.dtype == row.dtype) and (
-                        prev.invalid or row.invalid or set(prev.K) & set(row.K)
+                        prev.invalid or row.invalid or (set(prev.K) & set(row.K) and set(prev.M) & set(row.M))
                     ):
                         raise src.error(p, f"overlaps row {prev.index} (line {prev.line}) for {row.kind} cta_group {cg} {sp}")
         rows.append(row)
@@ -684,6 +706,12 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
                        tuple(r["float"]["qualifiers"]), tuple(r["int_types"]),
                        _reqs(r["requires"], ("ld_red", "requires"), src) or (), tuple(r["sources"]))
 
+    collector_b = None
+    if "collector_b" in doc:
+        c = doc["collector_b"]
+        collector_b = CollectorB(c["section"], PtxVersion.parse(c["min_ptx"]), tuple(c["usages"]), tuple(c["forms"]),
+                                 _reqs(c["requires"], ("collector_b", "requires"), src) or ())
+
     for i, s in enumerate(doc.get("syntax") or ()):
         for k in s["kinds"]:
             if k not in kinds:
@@ -710,6 +738,8 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         errata=tuple(doc.get("errata") or ()),
         tmem_operands=dict(doc.get("tmem_operands") or {}),
         ld_red=ld_red,
+        collector_b=collector_b,
+        pending=tuple(doc.get("pending") or ()),
     )
 
 

@@ -21,6 +21,7 @@ Codes per cell:
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import threading
 from collections import Counter, defaultdict
@@ -39,7 +40,7 @@ from .matrix import CODES as MATRIX_CODES
 from .sass import SassUnavailable, kernel_ops, lowered
 
 __all__ = ["Neighbour", "STEPS", "CODES", "token_class", "neighbours", "specified_instructions", "version_below",
-           "target_below",
+           "target_below", "narrowed",
            "Cell", "Campaign", "run_campaign", "kernel_of"]
 
 STEPS = {
@@ -232,6 +233,27 @@ def neighbours(forms: Sequence[Variant], known_targets: Sequence[str], *, reorde
             result.append(Neighbour(f"{op} @.version {lower}", op, v.id, "version", f"{v.min_ptx}->{lower}", v.family,
                                     version=lower))
     return result
+
+
+def narrowed(ns: Sequence[Neighbour], prior: dict[str, set[str]], share: float, seed: int
+             ) -> tuple[list[Neighbour], str]:
+    """The neighbours worth asking more releases about, given the codes an earlier campaign got for each
+    (``prior``: neighbour id -> its codes over that campaign's releases and targets): every one some cell did
+    not refuse, every target and .version step (their outcome is specified either way), every one the earlier
+    campaign never tried, and a ``share`` of those it refused everywhere, drawn with ``seed``.  The sample says
+    how often an older release takes what the newer ones refuse; what they took, every release is asked about.
+    Returns the neighbours (in their order) and a note saying what was kept."""
+    refused = [n for n in ns if n.step not in ("target", "version") and n.id in prior
+               and prior[n.id] <= {REFUSED, NOT_RUN}]
+    drawn = set(random.Random(seed).sample(refused, round(share * len(refused))))
+    skip = {n.id for n in refused if n not in drawn}
+    kept = [n for n in ns if n.id not in skip]
+    taken = sum(1 for n in ns if n.id in prior and not prior[n.id] <= {REFUSED, NOT_RUN})
+    steps = sum(1 for n in ns if n.step in ("target", "version"))
+    note = (f"narrowed by an earlier campaign: the {taken} neighbours some earlier cell did not refuse, the {steps} "
+            f"target and .version steps, {sum(1 for n in ns if n.id not in prior)} not tried before, and "
+            f"{len(drawn)} of the {len(refused)} refused everywhere before (drawn with seed {seed})")
+    return kept, note
 
 
 @dataclass

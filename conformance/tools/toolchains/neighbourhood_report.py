@@ -33,7 +33,8 @@ from .neighbourhood import (
 )
 from .report import release_ranges
 
-__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview"]
+__all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview",
+           "prior_codes", "acceptance_history", "history"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -98,6 +99,15 @@ def findings(camp: Campaign) -> list[dict]:
     return out
 
 
+def _pairs_per_kind(found: list[dict]) -> dict[str, set[tuple[str, str]]]:
+    """The distinct (neighbour, target) pairs of each finding kind (a pair whose SASS differs between releases is
+    several findings, one pair)."""
+    out: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for f in found:
+        out[f["kind"]].add((f["neighbour"], f["target"]))
+    return dict(out)
+
+
 def _per_release(camp: Campaign) -> list[tuple[list[str], Counter]]:
     """Cells per code per release, consecutive releases with equal counts merged."""
     rows: list[tuple[list[str], Counter]] = []
@@ -153,8 +163,9 @@ def _summary_md(camp: Campaign, found: list[dict], doc: dict) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def overview(directories: Sequence[Path], *, title: str) -> str:
-    """One table over several campaigns' summary.json (a family each): what was tried and what came of it."""
+def overview(directories: Sequence[Path], *, title: str, root: Path | None = None) -> str:
+    """One table over several campaigns' summary.json (a family each): what was tried and what came of it; links
+    relative to ``root`` (the folder the table is written into; default: beside the campaigns)."""
     codes = [c for c in CODES if c != NOT_RUN]
     lines = [f"# {title}", "", "| campaign | neighbours | cells | " + " | ".join(codes)
              + " | accepted-but-unspecified | accepted-and-emptied | ptxas-crashed | command |",
@@ -166,7 +177,8 @@ def overview(directories: Sequence[Path], *, title: str) -> str:
         total.update({"neighbours": doc["neighbours"], "cells": doc["cells"]})
         total.update({f"f:{k}": v for k, v in doc["findings"].items()})
         f = doc["findings"]
-        lines.append(f"| [{d.name}]({d.name}/summary.md) | {doc['neighbours']} | {doc['cells']} | "
+        link = d.resolve().relative_to(root.resolve()).as_posix() if root else d.name
+        lines.append(f"| [{d.name}]({link}/summary.md) | {doc['neighbours']} | {doc['cells']} | "
                      + " | ".join(str(doc["codes"].get(c, 0)) for c in codes)
                      + f" | {f.get('accepted-but-unspecified', 0)} | {f.get('accepted-and-emptied', 0)} | "
                        f"{f.get('ptxas-crashed', 0)} | `{doc['command']}` |")
@@ -206,6 +218,59 @@ def load_campaign(directory: Path) -> tuple[Campaign, dict]:
     return camp, doc
 
 
+def acceptance_history(camp: Campaign) -> list[dict]:
+    """Per (neighbour, target) that some release accepted outside the specs (``U`` or ``E``): which releases
+    accepted it, which refused it (releases that do not know the target or .version are neither), whether any
+    release emptied it, and the distinct SASS the accepting releases made of it."""
+    per: dict[tuple[int, str], dict[str, Cell]] = defaultdict(dict)
+    for (r, t, i), cell in camp.cells.items():
+        per[i, t][r] = cell
+    out = []
+    for (i, t), cells in per.items():
+        took = [r for r in camp.releases if r in cells and cells[r].code in (UNSPECIFIED, EMPTIED)]
+        if not took:
+            continue
+        n = camp.neighbours[i]
+        out.append({"neighbour": n.id, "step": n.step, "change": n.change, "family": n.family, "target": t,
+                    "accepted_by": release_ranges(took, camp.releases),
+                    "refused_by": release_ranges([r for r in camp.releases if r in cells and cells[r].code not in
+                                                  (UNSPECIFIED, EMPTIED, ACCEPTED)], camp.releases),
+                    "emptied": any(cells[r].code == EMPTIED for r in took),
+                    "sass": sorted({cells[r].sass for r in took if cells[r].sass})})
+    out.sort(key=lambda h: (h["family"], h["neighbour"], h["target"]))
+    return out
+
+
+def history(directories: Sequence[Path]) -> str:
+    """Markdown: per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases
+    accepted and which refused them (first and last accepting release), emptied ones counted apart."""
+    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
+             "|---|---|---|---|---|---|"]
+    for d in directories:
+        camp, _ = load_campaign(d)
+        groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for h in acceptance_history(camp):
+            groups[h["accepted_by"], h["refused_by"] or "none"].append(h)
+        for (took, refused), hs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            eg = hs[0]
+            lines.append(f"| {d.name} | {took} | {refused} | {len(hs)} | {sum(h['emptied'] for h in hs)} | "
+                         f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def prior_codes(directories: Sequence[Path]) -> dict[str, set[str]]:
+    """``{neighbour id: every code its cells got}`` over earlier campaigns' ``cells.csv.gz`` (to narrow a new one)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for d in directories:
+        with gzip.open(d / "cells.csv.gz", "rt") as fh:
+            reader = csv.reader(fh)
+            header = next(reader)
+            first = header.index("target") + 1
+            for row in reader:
+                out[row[0]].update(c[:1] for c in row[first:])
+    return dict(out)
+
+
 def without(camp: Campaign, drop: set[str]) -> Campaign:
     """The campaign less the string neighbours whose instruction is in ``drop`` (spec forms found late)."""
     keep = [i for i, n in enumerate(camp.neighbours) if n.step in ("target", "version") or n.opcode not in drop]
@@ -232,7 +297,7 @@ def write_outputs(out: Path, camp: Campaign, *, command: str, wall_s: float, for
         "cells": sum(codes.values()),
         "codes": {c: codes[c] for c in CODES if c != NOT_RUN},
         "per_release": {r: dict(c) for rs, c in _per_release(camp) for r in rs},
-        "findings": dict(Counter(f["kind"] for f in found)),
+        "findings": {k: len(v) for k, v in _pairs_per_kind(found).items()},
         "sass_missing": sorted(set(camp.sass_missing)),
         "ptxas_runs": camp.stats.modules,
         "wall_s": round(wall_s, 1),

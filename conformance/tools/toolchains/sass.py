@@ -24,7 +24,8 @@ __all__ = ["MATRIX_OPCODE", "SassUnavailable", "find_cuobjdump", "matrix_ops", "
 
 # A matrix instruction's opcode (the part before its first '.').
 MATRIX_OPCODE = re.compile(r"^(?:[HIDBQO]MMA|[HIQBO]GMMA|UTC\w*MMA\w*|LDSM|STSM|MOVM)$")
-_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")  # cuobjdump -sass
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+),")  # nvdisasm
 _INSTR = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
 
 
@@ -82,13 +83,24 @@ def kernels_sass(cubin: bytes) -> dict[str, str]:
         path.write_bytes(cubin)
         proc = subprocess.run([exe, "-sass", str(path)], capture_output=True, text=True, errors="replace",
                               timeout=300, env=env)
+        if proc.returncode != 0 and "does not contain device code" in proc.stdout + proc.stderr:
+            # cuobjdump 13 does not take the sm_90a cubins of ptxas 12.0-12.3.52 as device code; nvdisasm reads them.
+            proc = subprocess.run([str(Path(exe).with_name("nvdisasm")), str(path)], capture_output=True, text=True,
+                                  errors="replace", timeout=300, env=env)
+            if proc.returncode == 0:
+                return _split(proc.stdout, _SECTION)
     if proc.returncode != 0:
         said = (proc.stderr or proc.stdout).strip().replace(str(path), "<cubin>")
         raise SassUnavailable(f"cuobjdump -sass failed: {said[:300]}")
+    return _split(proc.stdout, _FUNCTION)
+
+
+def _split(text: str, header: re.Pattern) -> dict[str, str]:
+    """``{kernel name: its lines}`` of a disassembly whose kernels start at lines matching ``header``."""
     out: dict[str, list[str]] = {}
     name = None
-    for line in proc.stdout.splitlines():
-        m = _FUNCTION.match(line)
+    for line in text.splitlines():
+        m = header.match(line)
         if m:
             name = m.group(1)
             out[name] = []

@@ -12,6 +12,7 @@ from ptxconf.families.tcgen05.desc import (
     DescriptorError,
     IdescFields,
     SmemDesc,
+    UntranscribedDescriptor,
     decode_idesc,
     decode_smem_desc,
     encode_idesc,
@@ -20,9 +21,13 @@ from ptxconf.families.tcgen05.desc import (
 from ptxconf.families.tcgen05.selfcheck import selfcheck
 from ptxconf.families.tcgen05.spec import MmaTuple, load_tcgen05
 from ptxconf.isa import SpecError, load_specs
+from ptxconf.isa.targets import PtxVersion, parse_target
 
 SPEC = load_tcgen05()
-ENCODABLE = [t for t in SPEC.tuples if not (t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))]
+# What specs/ can encode: not the ISA 9.4 rows whose descriptor is untranscribed, not f8f6f4's F16 accumulator
+# (Table 42 has no code for it: errata f8f6f4-f16-dtype).
+TRANSCRIBED = [t for r in SPEC.rows if not r.invalid and not r.descriptor for t in SPEC.row_tuples(r)]
+ENCODABLE = [t for t in TRANSCRIBED if not (t.kind == "f8f6f4" and t.dtype == "f16")]
 
 
 def _fields(t: MmaTuple, **kw) -> IdescFields:
@@ -30,15 +35,51 @@ def _fields(t: MmaTuple, **kw) -> IdescFields:
 
 
 def test_counts_per_kind_are_pinned():
-    assert SPEC.counts() == {"f16": 621, "tf32": 207, "f8f6f4": 7452, "i8": 476, "mxf8f6f4": 2800, "mxf4": 128, "mxf4nvf4": 256}
+    # f8f6f4: D .f32 or .f16 x 25 A/B pairs (ISA 9.2 read .f16 as an A/B type: 36 pairs, D .f32 only), plus
+    # ISA 9.4's K1 rows (.e4m3/.e5m2 only); the block-scaled kinds gain ISA 9.4's K values; ti16 is new in 9.4.
+    assert SPEC.counts() == {"f16": 621, "tf32": 207, "f8f6f4": 10982, "i8": 476, "mxf8f6f4": 5200, "mxf4": 224,
+                             "mxf4nvf4": 448, "ti16": 143}
+    assert len(SPEC.tuples) - len(TRANSCRIBED) == 632 + 2400 + 64 + 128 + 143
 
 
-def test_k96_only_on_sm_103a():
+def test_k96_on_sm_103a_and_sm_107a():
     t = MmaTuple("mxf4nvf4", False, 2, "dense", "f32", "e2m1", "e2m1", 256, 128, 96, "ue4m3")
     assert SPEC.explain(t) is None
-    assert SPEC.valid_on(t, "sm_103a", "8.8") is None
-    assert "sm_103a" in SPEC.valid_on(t, "sm_100a", "8.8")
-    assert SPEC.explain(MmaTuple("mxf4", False, 1, "dense", "f32", "e2m1", "e2m1", 128, 128, 96, "ue8m0"))
+    assert SPEC.valid_on(t, "sm_103a", "8.8") is None and SPEC.valid_on(t, "sm_107a", "9.4") is None
+    assert "sm_103a" in SPEC.valid_on(t, "sm_100a", "8.8") and SPEC.valid_on(t, "sm_107f", "9.4")
+    # ISA 9.4 prints K = 96 for cta_group 1 too; encodable (Table 44's K-dimension bit), on the same targets.
+    t1 = MmaTuple("mxf4", False, 1, "dense", "f32", "e2m1", "e2m1", 128, 128, 96, "ue8m0")
+    assert SPEC.valid_on(t1, "sm_107a", "9.4") is None and SPEC.valid_on(t1, "sm_103a", "9.3")
+    assert encode_idesc(SPEC, _fields(t1)) >> 31 == 1
+
+
+def test_isa94_rows_and_targets():
+    """ISA 9.4 Table 48: .kind::ti16, f8f6f4's .f16 accumulator and K1 = 64, the sm_107 targets."""
+    ti16 = MmaTuple("ti16", False, 1, "dense", "s32", "s1z4m11", "s1z4m11", 128, 16, 16)
+    assert SPEC.valid_on(ti16, "sm_107a", "9.4") is None and SPEC.valid_on(ti16, "sm_107f", "9.5") is None
+    assert SPEC.valid_on(ti16, "sm_100a", "9.4") and "9.4" in SPEC.valid_on(ti16, "sm_107a", "9.3")
+    assert "N = 8" in SPEC.explain(MmaTuple("ti16", False, 1, "dense", "s32", "s1z4m11", "s1z4m11", 128, 8, 16))
+    assert SPEC.explain(MmaTuple("f8f6f4", False, 1, "dense", "f16", "e2m1", "e4m3", 64, 8, 32)) is None
+    assert "atype/btype" in SPEC.explain(MmaTuple("f8f6f4", False, 1, "dense", "f32", "f16", "f16", 64, 8, 32))
+    k1 = MmaTuple("f8f6f4", False, 1, "dense", "f32", "e4m3", "e5m2", 128, 16, 64)
+    assert SPEC.valid_on(k1, "sm_107f", "9.4") is None and SPEC.valid_on(k1, "sm_100a", "9.4")
+    assert SPEC.explain(MmaTuple("f8f6f4", False, 1, "dense", "f32", "e2m1", "e2m1", 128, 16, 64))  # the footnote
+    sparse = MmaTuple("mxf4", False, 1, "sparse", "f32", "e2m1", "e2m1", 128, 64, 128, "ue8m0")
+    assert SPEC.valid_on(sparse, "sm_107a", "9.4") is None and SPEC.valid_on(sparse, "sm_107f", "9.4")
+    i8 = MmaTuple("i8", False, 1, "dense", "s32", "s8", "s8", 128, 64, 32)
+    assert SPEC.valid_on(i8, "sm_107a", "9.4") and SPEC.valid_on(i8, "sm_107f", "9.4")
+    cb = SPEC.collector_b
+    assert cb.valid_on(parse_target("sm_107f"), PtxVersion(9, 4)) is None
+    assert cb.valid_on(parse_target("sm_100a"), PtxVersion(9, 4)) and cb.valid_on(parse_target("sm_107a"), PtxVersion(9, 3))
+
+
+def test_untranscribed_descriptors_are_refused_with_the_row():
+    with pytest.raises(UntranscribedDescriptor, match=r"tcgen05\.yaml:\d+"):
+        encode_idesc(SPEC, IdescFields("ti16", "s32", "s1z4m11", "s1z4m11", 128, 16))
+    with pytest.raises(UntranscribedDescriptor, match="K"):
+        encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "e4m3", "e4m3", 128, 16, K=64))
+    # The same form at its ISA 9.2 K still encodes (K implied).
+    encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "e4m3", "e4m3", 128, 16, K=32))
 
 
 @pytest.mark.parametrize(
@@ -96,7 +137,7 @@ def test_every_valid_tuple_encodes_except_the_f16_erratum():
     for t in ENCODABLE:
         encode_idesc(SPEC, _fields(t))
     with pytest.raises(DescriptorError, match="no code for 'f16'"):
-        encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "f16", "f16", 128, 64))
+        encode_idesc(SPEC, IdescFields("f8f6f4", "f16", "e4m3", "e4m3", 128, 64))
 
 
 def test_decode_flags_reserved_bits_and_bad_codes():
@@ -138,6 +179,9 @@ def test_smem_desc_rules():
 def test_selfcheck_findings_are_pinned():
     ids = sorted(f.id for f in selfcheck(SPEC))
     assert ids == sorted([
+        *(f"untranscribed.{k}" for k in ("f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4", "ti16")),
+        "erratum.f8f6f4-k64-footnote",
+        "erratum.mxf4-k-pairs",
         "unencodable.f8f6f4",
         "descriptor-admits.f16",
         "scale-alias.mxf8f6f4.block32",
@@ -150,12 +194,14 @@ def test_selfcheck_findings_are_pinned():
         "erratum.ld-red-example-order",
     ])
     f = next(f for f in selfcheck(SPEC) if f.id == "unencodable.f8f6f4")
-    assert f.count == sum(1 for t in SPEC.tuples if t.kind == "f8f6f4" and "f16" in (t.atype, t.btype))
+    assert f.count == sum(1 for t in TRANSCRIBED if t.kind == "f8f6f4" and t.dtype == "f16")
+    u = next(f for f in selfcheck(SPEC) if f.id == "untranscribed.ti16")
+    assert u.severity == "untranscribed" and u.count == SPEC.counts()["ti16"]
 
 
 def test_cli(capsys):
     assert main(["tcgen05", "list", "--counts"]) == 0
-    assert "11940" in capsys.readouterr().out
+    assert "18301" in capsys.readouterr().out
     assert main(["tcgen05", "idesc", "encode", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--m", "128", "--n", "256"]) == 0
     assert capsys.readouterr().out.strip() == "0x08400490"
     assert main(["tcgen05", "idesc", "encode", "--kind", "tf32", "--atype", "tf32", "--btype", "tf32", "--m", "128", "--n", "64", "--ws", "--cta-group", "2"]) == 1
@@ -220,10 +266,15 @@ def test_ptxas_matrix(which):
         pytest.skip(f"no {which} ptxas (the pinned one comes from pip install nvidia-cuda-nvcc==13.5.37, see .ci/run)")
     rows = matrix(SPEC, DEFAULT_ARCHS.split(","), exe)
     s = summary(rows)
+    n = len({r.variant for r in rows})  # 104 qualifier forms, 256 with a .collector::b::* usage
+    assert n == 360
     # tcgen05 does not exist before Blackwell datacenter parts: all agree there.
-    assert s["sm_90a"] == {"agree": 96} and s["sm_120a"] == {"agree": 96}
-    assert s["sm_100a"] == {"agree": 96} and s["sm_100f"] == {"agree": 96}
-    # Known disagreement: the ISA says .scale_vec::NX "requires sm_100a"; ptxas takes it on sm_103a/sm_110a.
-    for arch in ("sm_103a", "sm_110a"):
+    assert s["sm_90a"] == {"agree": n} and s["sm_120a"] == {"agree": n}
+    assert s["sm_100a"] == {"agree": n} and s["sm_100f"] == {"agree": n}
+    # Known disagreement: the ISA says .scale_vec::NX "requires sm_100a"; ptxas takes it on sm_103a/sm_110a
+    # (and, from 13.4, on sm_107a).  A ptxas before .version 9.4 cannot try sm_107a/sm_107f: "untestable".
+    for arch in ("sm_103a", "sm_110a", "sm_107a"):
         bad = [r for r in rows if r.arch == arch and r.disagrees]
-        assert len(bad) == 16 and all(r.status == "assembles-but-spec-invalid" and ".scale_vec::" in r.variant for r in bad)
+        assert all(r.status == "assembles-but-spec-invalid" and ".scale_vec::" in r.variant for r in bad)
+        assert len(bad) == (16 if s[arch].get("untestable", 0) == 0 else 0)
+    assert set(s["sm_107f"]) <= {"agree", "untestable"}
