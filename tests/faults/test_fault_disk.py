@@ -56,10 +56,10 @@ def _inject_results(monkeypatch, k: int) -> None:
 def _inject_atomic(monkeypatch, fails) -> None:
     real = files.atomic_write
 
-    def atomic_write(path, data):
+    def atomic_write(path, data, **how):
         if fails(path, data):
             raise _enospc(str(path))
-        return real(path, data)
+        return real(path, data, **how)
 
     for module in (files, report, observations):
         monkeypatch.setattr(module, "atomic_write", atomic_write)
