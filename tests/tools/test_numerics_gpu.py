@@ -534,8 +534,10 @@ def test_cli_fuzz_numerics_on_gpu(tmp_path, capsys):
     assert rc == (1 if doc["total"]["mismatches"] else 0), out  # a confirmed departure fails the run, as the host fuzz does
     assert doc["total"]["gpu_model_errors"] == 0 and doc["total"]["audit_errors"] == 0
     assert doc["schema"] == gf.SCHEMA and doc["total"]["dots"] > 0 and doc["total"]["dots_per_s"] > 0
-    assert [r["variant"] for r in doc["variants"]] == [MAIN["bf16.f32"]]
-    assert doc["skipped"] and "mma.sync only" in doc["skipped"][0]["why"]
+    # the mma.sync form on the device-only loop, the wgmma forms through their family's probe: every family is fuzzed
+    assert {r["variant"]: r["fuzzer"] for r in doc["variants"]}[MAIN["bf16.f32"]] == "device"
+    assert {r["fuzzer"] for r in doc["variants"] if r["family"] == "wgmma"} == {"probe"} and not doc["skipped"]
+    assert set(doc["families"]) == {"mma.sync", "wgmma"}
     assert "dots/s" in out
 
 

@@ -45,7 +45,7 @@ _CONSTRAINT = {"f32": ("f", "float", "__uint_as_float", "__float_as_uint"),
 def support_reason(v: Variant) -> str | None:
     """Why ``v`` cannot run as a GPU fuzz kernel here, or None."""
     if v.family != "mma.sync":
-        return f"{v.family} is not fuzzed on the GPU (mma.sync only)"
+        return f"{v.family}: the device-only loop takes mma.sync (probe_fuzz.py takes mma.sp, wgmma and wgmma.sp)"
     if set(v.operands) != {"A", "B", "C", "D"}:
         return "only dense A, B, C, D forms (no metadata or scale factors)"
     for name, op in v.operands.items():

@@ -28,7 +28,7 @@ from ptxconf.isa.sparse import Sparsity, is_sparse, positions
 
 from . import gpu
 from .gpu_fuzz import AUDIT_DOTS, AUDIT_EVERY_S, MAX_RECORDED, MAX_REPLAYS, Recipe, exponent_range, record_replays
-from .harness import WGMMA_FAMILIES, dims, run_mma
+from .harness import dims, run_mma
 from .model import FORMATS, PathParams, Types, dot_bits
 
 TARGET_DOTS = 1 << 18  # D elements per launch: one launch of any form carries about this many dot products
@@ -270,5 +270,5 @@ def fuzz_variant_probe(backend, v: Variant, p: PathParams, budget: float, cases:
     return stats
 
 
-__all__ = ["PROBE_FAMILIES", "WGMMA_FAMILIES", "draw", "dot_rows", "evaluator", "fuzz_variant_probe", "replay",
+__all__ = ["PROBE_FAMILIES", "draw", "dot_rows", "evaluator", "fuzz_variant_probe", "replay",
            "sparse_model_on_gpu", "sparsity_of", "stored_k"]
