@@ -14,6 +14,7 @@ like with like:
 
     ptxconf bench --backend pycuda [--suite [--suite-select GLOB]] [--select GLOB] [--baseline-variants 8] [-o bench.json]
     ptxconf bench --numerics-only [--numerics-dots 100000]   # the CPU model alone, no GPU
+    ptxconf bench --backend pycuda --suite-only [--devices all]  # only the suite's timing (each section is written to -o as it ends)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from ptxconf.backends.base import Backend
 from ptxconf.isa.loader import Specs
+from ptxconf.run.files import atomic_write
 from ptxconf.run.runner import Plan, plan_groups, run_module
 from ptxconf.run.stages import Stages
 
@@ -140,6 +142,7 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
                           "host": host_cpu(summary.get("stages_s"), summary.get("cases"))}
             if proc.returncode not in (0, 1):
                 out[label]["stderr_tail"] = proc.stderr[-2000:]
+            print(f"ptxconf bench: suite {label}: {wall:.1f} s, exit {proc.returncode}", file=sys.stderr, flush=True)
     cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
     out["command"] = ("ptxconf run --backend " + backend_name + (f" --devices {devices}" if devices else "")
                       + "".join(f" --select '{g}'" for g in select or ()))
@@ -297,23 +300,46 @@ def main(args) -> int:
             with open(args.output, "w") as fh:
                 fh.write(text + "\n")
         return 0
-    variants = specs.select(args.select) if args.select else list(specs.variants.values())
-    backend = get_backend(args.backend, semantics=mma)
+    result: dict = {}
+
+    def done(section: str, value: dict, started: float) -> None:
+        """Each section is kept the moment it ends: a bench cut short (a time limit, a signal) loses only the rest."""
+        result.update(value)
+        if args.output:
+            atomic_write(Path(args.output), json.dumps(result, indent=2) + "\n")
+        print(f"ptxconf bench: {section} done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+
+    if not args.suite_only:
+        variants = specs.select(args.select) if args.select else list(specs.variants.values())
+        backend = get_backend(args.backend, semantics=mma)
+        t0 = time.perf_counter()
+        try:
+            done("batched", bench(backend, specs, variants, args.seed, args.baseline_variants), t0)
+        finally:
+            backend.close()
+        t0 = time.perf_counter()
+        done("numerics", {"numerics": numerics_rates(specs, cpu_dots=args.numerics_dots)}, t0)
+    if args.suite or args.suite_only:  # the whole suite (every family), whatever --select narrowed the comparison to
+        t0 = time.perf_counter()
+        backend_name = args.backend if args.backend != "auto" else _auto_backend()
+        done("suite", {"suite": suite(backend_name, args.suite_select, args.seed, args.devices)}, t0)
+    if args.bulk:
+        t0 = time.perf_counter()
+        name = args.backend if args.backend != "auto" else _auto_backend()
+        done("bulk_fuzz", {"bulk_fuzz": bulk_rate(name, args.bulk, args.seed)}, t0)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _auto_backend() -> str:
+    """The backend ``--backend auto`` picks, by name, without opening it (the suite runs in processes of its own)."""
+    from ptxconf.backends import get_backend
+
+    backend = get_backend("auto")
     try:
-        result = bench(backend, specs, variants, args.seed, args.baseline_variants)
+        return backend.name
     finally:
         backend.close()
-    result["numerics"] = numerics_rates(specs, cpu_dots=args.numerics_dots)
-    if args.suite:  # the whole suite (every family), whatever --select narrowed the in-process comparison to
-        result["suite"] = suite(backend.name, args.suite_select, args.seed, args.devices)
-    if args.bulk:
-        result["bulk_fuzz"] = bulk_rate(backend.name, args.bulk, args.seed)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.output:
-        with open(args.output, "w") as fh:
-            fh.write(text + "\n")
-    return 0
 
 
 def add_parser(sub) -> None:
@@ -335,6 +361,9 @@ def add_parser(sub) -> None:
                         "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")
     b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
                    help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
+    b.add_argument("--suite-only", action="store_true",
+                   help="only the whole-suite timing of --suite (and --bulk if given): skips the in-process batched "
+                        "comparison and the numerics rates")
     b.add_argument("--numerics-only", action="store_true",
                    help="only the arithmetic model's dot products per second on this host, per path kind: NumPy "
                         "and compiled (numba, the extra `fast`); needs no GPU")

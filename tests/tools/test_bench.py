@@ -41,6 +41,27 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     assert all(r.get("equal_bit_for_bit", True) for r in cpu)
 
 
+def test_bench_suite_only_times_just_the_suite_and_keeps_each_section_as_it_ends(tmp_path, capsys, monkeypatch):
+    import ptxconf.tools.bench as bench
+
+    seen = []
+
+    def suite(name, select, seed, devices=None):  # the file holds what ended before the suite began
+        seen.append(json.loads(out.read_text()) if out.exists() else None)
+        return {"command": f"ptxconf run --backend {name}"}
+
+    monkeypatch.setattr(bench, "suite", suite)
+    monkeypatch.setattr(bench, "bulk_rate", lambda name, budget, seed: {"seen": json.loads(out.read_text())})
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "--backend", "emulator", "--suite-only", "--bulk", "1", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0 and seen == [None]  # no batched comparison, no numerics: the suite first
+    b = json.loads(out.read_text())
+    assert set(b) == {"suite", "bulk_fuzz"} and b["suite"]["command"] == "ptxconf run --backend emulator"
+    assert b["bulk_fuzz"]["seen"] == {"suite": b["suite"]}  # written when the suite ended, before the bulk fuzzer
+    assert "ptxconf bench: suite done in" in err and "ptxconf bench: bulk_fuzz done in" in err
+
+
 def test_bench_records_the_bulk_fuzzer_rate_from_its_own_process(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--select", M16, "--baseline-variants", "1", "--bulk", "2",
