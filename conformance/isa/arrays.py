@@ -18,7 +18,8 @@ import numpy as np
 
 from .ptxtypes import PtxType
 
-__all__ = ["namespace", "uniform_bits", "below", "case_counters", "decode", "encode_exact", "key_of"]
+__all__ = ["namespace", "uniform_bits", "below", "case_counters", "decode", "encode_exact", "key_of", "words32", "halves",
+           "on_module", "u16_choices"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
@@ -26,9 +27,12 @@ _MIX2 = 0x94D049BB133111EB
 
 
 def namespace(a: Any) -> Any:
-    """The array module of ``a``: CuPy for a CuPy array (already imported by whoever made it), else NumPy."""
+    """The array module of ``a``: CuPy for a CuPy array (already imported by whoever made it), the namespace an
+    ndarray subclass names for itself (an instrumented NumPy that counts the array operations), else NumPy."""
     if type(a).__module__.split(".", 1)[0] == "cupy":
         return sys.modules["cupy"]
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        return a.__array_namespace__()
     return np
 
 
@@ -70,6 +74,65 @@ def case_counters(xp: Any, stream: int, streams: int, first: int, n: int, per_ca
     ``streams``) for cases ``first .. first + n - 1``: disjoint across cases and streams, whatever the batch."""
     case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
     return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+
+
+def _fmix32(xp: Any, x: Any) -> Any:
+    """MurmurHash3's 32-bit finaliser, in place (a bijection of ``uint32``: distinct inputs stay distinct)."""
+    x ^= x >> xp.uint32(16)
+    x *= xp.uint32(0x85EBCA6B)
+    x ^= x >> xp.uint32(13)
+    x *= xp.uint32(0xC2B2AE35)
+    x ^= x >> xp.uint32(16)
+    return x
+
+
+_MODULE_COPIES: dict[tuple[int, int], tuple[np.ndarray, Any]] = {}
+
+
+def on_module(xp: Any, a: np.ndarray) -> Any:
+    """A host table as an array of ``xp``, copied once per (table, module) while the table lives."""
+    if xp is np:
+        return a
+    key = (id(a), id(xp))
+    hit = _MODULE_COPIES.get(key)
+    if hit is None or hit[0] is not a:
+        if len(_MODULE_COPIES) > 4096:
+            _MODULE_COPIES.clear()
+        hit = _MODULE_COPIES[key] = (a, xp.asarray(a))
+    return hit[1]
+
+
+@cache
+def _column_keys(count: int) -> np.ndarray:
+    """``uint32[count]``: a fixed hash per column of a case's draw (the same for every case and key)."""
+    return _fmix32(np, (np.arange(count, dtype=np.uint32) * np.uint32(0x9E3779B9)) ^ np.uint32(0x7F4A7C15))
+
+
+def words32(xp: Any, key: int, first: int, n: int, count: int) -> Any:
+    """``uint32[case, count]`` random words for cases ``first .. first + n - 1``: word ``j`` of case ``i`` is a
+    function of (key, i, j) alone, whatever the batch.
+
+    Why: the bulk draw's bound on a GPU is passes over its arrays.  Here the 64-bit hash runs once per case; each
+    word costs one broadcast xor and the 32-bit finaliser in place (nine passes over 4 bytes, against about fifteen
+    over 8 bytes for :func:`uniform_bits` of :func:`case_counters`).  Within a case the words are distinct (a
+    bijection of distinct inputs)."""
+    case = uniform_bits(xp, key, xp.arange(first, first + n, dtype=xp.uint64))
+    case = (case ^ (case >> xp.uint64(32))).astype(xp.uint32)
+    return _fmix32(xp, case[:, None] ^ on_module(xp, _column_keys(count))[None, :])
+
+
+def halves(xp: Any, key: int, first: int, n: int, count: int) -> Any:
+    """``uint16[case, count]`` uniform draws, two per :func:`words32` word (a view: no pass of their own)."""
+    return words32(xp, key, first, n, -(-count // 2)).view(xp.uint16)[:, :count]
+
+
+def u16_choices(n: int) -> np.ndarray:
+    """``int64[65536]``: a uniform 16-bit draw -> a choice in ``[0, n)`` (multiply and shift: bias below n / 65536).
+
+    Composed with a table of the choices' bits or values, one gather turns random draws into operand elements."""
+    if not 0 < n <= 1 << 16:
+        raise ValueError(f"{n} choices do not fit a 16-bit draw")
+    return (np.arange(1 << 16, dtype=np.int64) * n) >> 16
 
 
 @cache
