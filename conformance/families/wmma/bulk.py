@@ -50,38 +50,41 @@ class WmmaBulk(BulkFields):
         # (the table a case's row is gathered from), where its slot starts, and the step of its base offset.
         self.route_of = u16_choices(len(self.routes))
         self.step_of = u16_choices(SLACK + 1)
-        self.col = np.array([[r[0] == "col", r[1] == "col"] for r in self.routes], dtype=bool)
-        self.stride, self.offsets = {}, {}
+        col = np.array([[r[0] == "col", r[1] == "col"] for r in self.routes], dtype=bool)
+        self.offsets = {}
+        stride = []  # [matrix * configs + layout * (SLACK + 1) + step]: the stride of each configuration
         for m in "abcd":
             t = mv.type_of(m)
             ld = np.array([[spec.min_stride(m, t, shape, lay) + s * spec.stride_unit(m, t, shape, lay)
                             for s in range(SLACK + 1)] for lay in ("row", "col")], dtype=np.int64).ravel()
-            self.stride[m] = ld  # [layout * (SLACK + 1) + step]
+            stride.append(ld)
             bits = TYPES[t].bits
             if bits >= 8:
                 rows, cols = spec.dims(m, shape)
                 colmajor = np.repeat([False, True], SLACK + 1)
                 elem = _bit_offsets(np, rows, cols, colmajor, ld, bits) // 8  # [config, element]
                 self.offsets[m] = (elem[:, :, None] + np.arange(bits // 8)).reshape(len(ld), -1)
+        self.stride = np.concatenate(stride)
+        # per route: each matrix's layout (A and B: the companion form's; C and D: the route's), as a table row
+        # offset into the stride table
+        lay = np.array([[mv.layout_of("a") == "col", mv.layout_of("b") == "col", *c] for c in col], dtype=np.int64)
+        self.matrix_base = np.arange(4) * 2 * (SLACK + 1)
+        self.config_base = lay * (SLACK + 1) + self.matrix_base
         self.slot = np.array([*self.size.slots, 0], dtype=np.int64)
         self.align = np.array([spec.base_alignment(m, mv.type_of(m), shape) for m in "abcd"], dtype=np.int64)
 
     def header(self, xp: Any, first: int, n: int) -> tuple[Any, Any]:
         """(``int64[case, 9]``: route, ldA..ldD, offA..offD, as :func:`ptxconf.families.wmma.cases.case_words` draws
         them; ``int64[case, 4]``: each matrix's row of its stride and offset tables)."""
-        mv = self.mma
         u = halves(xp, self.header_key, first, n, _HEADER_DRAWS)
         route = on_module(xp, self.route_of)[u[:, 0]]
         step = on_module(xp, self.step_of)[u[:, 1:]]  # [case, 4 strides, then 4 offsets]
-        col = on_module(xp, self.col)[route].astype(xp.int64)  # [case, (c, d)]
+        config = on_module(xp, self.config_base)[route] + step[:, :4]  # [case, matrix]: its stride table row
         hdr = xp.empty((n, HEADER_WORDS), dtype=xp.int64)
-        config = xp.empty((n, 4), dtype=xp.int64)
         hdr[:, 0] = route
-        for k, m in enumerate("abcd"):
-            lay = int(mv.layout_of(m) == "col") if m in "ab" else col[:, k - 2]
-            config[:, k] = lay * (SLACK + 1) + step[:, k]
-            hdr[:, 1 + k] = on_module(xp, self.stride[m])[config[:, k]]
+        hdr[:, 1:5] = on_module(xp, self.stride)[config]
         hdr[:, 5:] = on_module(xp, self.slot) + step[:, 4:] * on_module(xp, self.align)
+        config -= on_module(xp, self.matrix_base)
         return hdr, config
 
     def _place(self, xp: Any, img: Any, k: int, m: str, bits: Any, hdr: Any, config: Any) -> None:
