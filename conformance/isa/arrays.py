@@ -118,7 +118,26 @@ def words32(xp: Any, key: int, first: int, n: int, count: int) -> Any:
     bijection of distinct inputs)."""
     case = uniform_bits(xp, key, xp.arange(first, first + n, dtype=xp.uint64))
     case = (case ^ (case >> xp.uint64(32))).astype(xp.uint32)
-    return _fmix32(xp, case[:, None] ^ on_module(xp, _column_keys(count))[None, :])
+    columns = on_module(xp, _column_keys(count))
+    fused = _fused_mix(xp)
+    if fused is not None:  # CuPy: the xor and the finaliser as one kernel, the same unsigned arithmetic
+        return fused(case[:, None], columns[None, :])
+    return _fmix32(xp, case[:, None] ^ columns[None, :])
+
+
+_FUSED: dict[int, Any] = {}
+
+
+def _fused_mix(xp: Any) -> Any:
+    """:func:`_fmix32` of ``a ^ b`` as one elementwise kernel where the module makes them (CuPy), else None."""
+    if not hasattr(xp, "ElementwiseKernel"):
+        return None
+    if id(xp) not in _FUSED:
+        _FUSED[id(xp)] = xp.ElementwiseKernel(
+            "uint32 a, uint32 b", "uint32 x",
+            "unsigned int h = a ^ b; h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; x = h;",
+            "ptxconf_fmix32")
+    return _FUSED[id(xp)]
 
 
 def halves(xp: Any, key: int, first: int, n: int, count: int) -> Any:

@@ -186,7 +186,7 @@ def draw_costs(specs: Any, forms: list[str], backend_name: str, seed: int = 1, m
         cc = (9, 0) if v.family.startswith("wgmma") else (12, 0)
         fam = family_of(v)
         bc = fam.bulk_cases(v, seed, cc, PtxVersion(9, 2))
-        n = min(batch_for(bc, 65536), max_cases)
+        n = min(batch_for(bc, 65536, xp), max_cases)
         drawn = bc.draw(xp, 0, n)  # tables and index maps moved to the module once
         sync()
         best = float("inf")
