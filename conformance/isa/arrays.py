@@ -54,9 +54,31 @@ def _splitmix_int(x: int) -> int:
     return x ^ (x >> 31)
 
 
+# One pass each on a module that compiles elementwise kernels (CuPy), with the same unsigned arithmetic as the
+# NumPy passes they stand for (the functions below name them; the bench counts each call as one operation).
+DEVICE_FUSED = frozenset({"uniform_bits", "below", "case_counters", "_mix_columns"})
+_SPLITMIX = ("unsigned long long x = ctr * 0x9E3779B97F4A7C15ull + key + 0x9E3779B97F4A7C15ull; "
+             "x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; x = (x ^ (x >> 27)) * 0x94D049BB133111EBull; x ^= x >> 31;")
+_KERNELS: dict[tuple[int, str], Any] = {}
+
+
+def _kernel(xp: Any, name: str, params: tuple[str, str], body: str) -> Any:
+    """The elementwise kernel ``body`` compiled once per module where the module makes them (CuPy), else None."""
+    if not hasattr(xp, "ElementwiseKernel"):
+        return None
+    key = (id(xp), name)
+    if key not in _KERNELS:
+        _KERNELS[key] = xp.ElementwiseKernel(params[0], params[1], body, f"ptxconf_{name}")
+    return _KERNELS[key]
+
+
 def uniform_bits(xp: Any, key: int, index: Any) -> Any:
     """``uint64`` random bits for each counter in ``index`` (splitmix64 of ``key + index * golden``)."""
-    x = xp.asarray(index, dtype=xp.uint64) * xp.uint64(_GOLDEN) + xp.uint64(key)
+    idx = xp.asarray(index, dtype=xp.uint64)
+    fused = _kernel(xp, "splitmix64", ("uint64 ctr, uint64 key", "uint64 bits"), _SPLITMIX + " bits = x;")
+    if fused is not None:
+        return fused(idx, xp.uint64(key))
+    x = idx * xp.uint64(_GOLDEN) + xp.uint64(key)
     x = x + xp.uint64(_GOLDEN)
     x = (x ^ (x >> xp.uint64(30))) * xp.uint64(_MIX1)
     x = (x ^ (x >> xp.uint64(27))) * xp.uint64(_MIX2)
@@ -65,6 +87,10 @@ def uniform_bits(xp: Any, key: int, index: Any) -> Any:
 
 def below(xp: Any, key: int, index: Any, n: int) -> Any:
     """``int64`` values uniform in ``[0, n)`` (the top 32 random bits, scaled: no modulo bias worth naming)."""
+    fused = _kernel(xp, "below", ("uint64 ctr, uint64 key, uint64 choices", "int64 value"),
+                    _SPLITMIX + " value = (long long)(((x >> 32) * choices) >> 32);")
+    if fused is not None:
+        return fused(xp.asarray(index, dtype=xp.uint64), xp.uint64(key), xp.uint64(n))
     hi = uniform_bits(xp, key, index) >> xp.uint64(32)
     return ((hi * xp.uint64(n)) >> xp.uint64(32)).astype(xp.int64)
 
@@ -73,7 +99,12 @@ def case_counters(xp: Any, stream: int, streams: int, first: int, n: int, per_ca
     """``uint64[case, per_case]``: the counters of ``per_case`` draws (fewer than 2**20) of stream ``stream`` (of
     ``streams``) for cases ``first .. first + n - 1``: disjoint across cases and streams, whatever the batch."""
     case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-    return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+    column = xp.arange(per_case, dtype=xp.uint64)[None, :]
+    fused = _kernel(xp, "counters", ("uint64 cs, uint64 col, uint64 streams, uint64 stream", "uint64 ctr"),
+                    "ctr = ((cs * streams + stream) << 20) + col;")
+    if fused is not None:
+        return fused(case, column, xp.uint64(streams), xp.uint64(stream))
+    return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + column
 
 
 def _fmix32(xp: Any, x: Any) -> Any:
@@ -118,26 +149,17 @@ def words32(xp: Any, key: int, first: int, n: int, count: int) -> Any:
     bijection of distinct inputs)."""
     case = uniform_bits(xp, key, xp.arange(first, first + n, dtype=xp.uint64))
     case = (case ^ (case >> xp.uint64(32))).astype(xp.uint32)
-    columns = on_module(xp, _column_keys(count))
-    fused = _fused_mix(xp)
-    if fused is not None:  # CuPy: the xor and the finaliser as one kernel, the same unsigned arithmetic
-        return fused(case[:, None], columns[None, :])
-    return _fmix32(xp, case[:, None] ^ columns[None, :])
+    return _mix_columns(xp, case[:, None], on_module(xp, _column_keys(count))[None, :])
 
 
-_FUSED: dict[int, Any] = {}
-
-
-def _fused_mix(xp: Any) -> Any:
-    """:func:`_fmix32` of ``a ^ b`` as one elementwise kernel where the module makes them (CuPy), else None."""
-    if not hasattr(xp, "ElementwiseKernel"):
-        return None
-    if id(xp) not in _FUSED:
-        _FUSED[id(xp)] = xp.ElementwiseKernel(
-            "uint32 a, uint32 b", "uint32 x",
-            "unsigned int h = a ^ b; h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; x = h;",
-            "ptxconf_fmix32")
-    return _FUSED[id(xp)]
+def _mix_columns(xp: Any, case: Any, columns: Any) -> Any:
+    """:func:`_fmix32` of ``case ^ columns`` (broadcast): one kernel on CuPy."""
+    fused = _kernel(xp, "fmix32", ("uint32 lhs, uint32 rhs", "uint32 word"),
+                    "unsigned int h = lhs ^ rhs; h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; "
+                    "h ^= h >> 16; word = h;")
+    if fused is not None:
+        return fused(case, columns)
+    return _fmix32(xp, case ^ columns)
 
 
 def halves(xp: Any, key: int, first: int, n: int, count: int) -> Any:

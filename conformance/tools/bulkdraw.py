@@ -5,7 +5,7 @@ Why: on a GPU every array operation is a kernel launch and a temporary, so a dra
 makes over how many bytes, not by its arithmetic.  The timing runs on the array module the backend fuzzes on (NumPy
 for the emulator, CuPy for pycuda); the operations are counted on NumPy through :class:`Counted`, an ndarray subclass
 that names its own namespace (:func:`ptxconf.isa.arrays.namespace`), so the count is the same code path's on either
-module.  A stage is the function the operation ran in (``words32``: random bits, ``_registers``: packing, ``product``:
+module (``device_ops_per_batch`` counts a call CuPy runs as one kernel once).  A stage is the function the operation ran in (``words32``: random bits, ``_registers``: packing, ``product``:
 the prediction, ...).
 
     ptxconf bench --bulk-draw [--backend emulator|pycuda] [--select GLOB] [-o FILE]
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from ptxconf.core.family import family_of
+from ptxconf.isa import arrays as _arrays
 from ptxconf.run.bulkfuzz import batch_for
 
 __all__ = ["Counted", "counting", "FORMS", "draw_costs"]
@@ -39,15 +40,23 @@ FORMS = [
     "wmma.store.d.sync.aligned.row.m16n16k16.f32", "wmma.mma.sync.aligned.row.col.m8n8k4.f64.f64.f64.f64",
 ]
 
-_LOG: list[tuple[str, str, int, float]] | None = None  # (stage, operation, result bytes, seconds) while counting
+_LOG: list[tuple[str, str, int, float, int | None]] | None = None  # (stage, operation, bytes made, seconds, fused call)
 
 
-def _stage() -> str:
-    """The innermost function outside this module and NumPy that asked for the operation."""
+def _stage() -> tuple[str, int | None]:
+    """The innermost function outside this module and NumPy that asked for the operation, and the frame of the
+    outermost call it is part of that a GPU runs as one kernel (:data:`ptxconf.isa.arrays.DEVICE_FUSED`), if any."""
     f = sys._getframe(2)
     while f is not None and (f.f_code.co_filename == __file__ or "/numpy/" in f.f_code.co_filename):
         f = f.f_back
-    return f.f_code.co_name if f is not None else "?"
+    if f is None:
+        return "?", None
+    name, fused, g = f.f_code.co_name, None, f
+    while g is not None:
+        if g.f_code.co_filename == _arrays.__file__ and g.f_code.co_name in _arrays.DEVICE_FUSED:
+            fused = id(g)
+        g = g.f_back
+    return name, fused
 
 
 def _plain(x: Any) -> Any:
@@ -69,7 +78,8 @@ def _counted(x: Any) -> Any:
 def _record(name: str, result: Any, t0: float) -> None:
     if _LOG is not None:
         nbytes = result.nbytes if isinstance(result, np.ndarray) else 0
-        _LOG.append((_stage(), name, nbytes, time.perf_counter() - t0))
+        stage, fused = _stage()
+        _LOG.append((stage, name, nbytes, time.perf_counter() - t0, fused))
 
 
 def _is_gather(idx: Any) -> bool:
@@ -152,7 +162,7 @@ class _Namespace:
 NAMESPACE = _Namespace()
 
 
-def counting(fn, *args) -> tuple[Any, list[tuple[str, str, int, float]]]:
+def counting(fn, *args) -> tuple[Any, list[tuple[str, str, int, float, int | None]]]:
     """``fn(NAMESPACE, *args)`` with every array operation logged: (result, log)."""
     global _LOG
     _LOG = []
@@ -198,14 +208,15 @@ def draw_costs(specs: Any, forms: list[str], backend_name: str, seed: int = 1, m
         counting(bc.draw, 0, 4)  # first call: per-seed tables
         _, log = counting(bc.draw, n, n)
         stages: dict[str, list] = defaultdict(lambda: [0, 0.0, 0])
-        for stage, _name, nbytes, s in log:
+        for stage, _name, nbytes, s, _ in log:
             stages[stage][0] += 1
             stages[stage][1] += s
             stages[stage][2] += nbytes
         rows.append({
             "variant": vid, "family": v.family, "batch": n, "ms_per_1e4_cases": round(best / n * 1e7, 2),
             "cases_per_s": round(n / best), "array_ops_per_batch": len(log),
-            "bytes_made_per_case": sum(b for _, _, b, _ in log) // n,
+            "device_ops_per_batch": sum(f is None for *_, f in log) + len({f for *_, f in log if f is not None}),
+            "bytes_made_per_case": sum(b for _, _, b, _, _ in log) // n,
             # per stage: operations, NumPy milliseconds per 1e4 cases, bytes the operations make per case
             "by_stage": {k: [c, round(s / n * 1e7, 1), b // n] for k, (c, s, b) in sorted(stages.items(),
                                                                                         key=lambda kv: -kv[1][1])},

@@ -58,7 +58,7 @@ def test_the_counted_draw_is_the_draw_and_names_its_stages():
     assert np.array_equal(counted.in_words.view(np.ndarray), plain.in_words)
     assert np.array_equal(counted.expected.view(np.ndarray), plain.expected)
     stages = {stage for stage, *_ in log}
-    assert {"words32", "_fmix32", "product", "draw"} <= stages and all(b >= 0 and s >= 0 for _, _, b, s in log)
+    assert {"words32", "_fmix32", "product", "draw"} <= stages and all(b >= 0 and s >= 0 for _, _, b, s, _ in log)
     assert namespace(np.zeros(2)) is np and namespace(np.zeros(2).view(np.memmap)) is np  # other subclasses: NumPy
 
 
@@ -74,6 +74,7 @@ def test_bench_reports_each_form_s_draw_cost_and_operations(tmp_path, capsys):
     for r in doc["forms"]:
         assert r["batch"] == 16 and r["ms_per_1e4_cases"] > 0 and r["cases_per_s"] > 0
         assert r["array_ops_per_batch"] == sum(c for c, _, _ in r["by_stage"].values()) > 10
+        assert 0 < r["device_ops_per_batch"] < r["array_ops_per_batch"]  # the counter words' finaliser: one kernel
         assert r["in_and_expected_bytes_per_case"] > 0 and r["bytes_made_per_case"] >= r["in_and_expected_bytes_per_case"]
 
 
