@@ -62,8 +62,7 @@ class WmmaBulk(BulkFields):
             if bits >= 8:
                 rows, cols = spec.dims(m, shape)
                 colmajor = np.repeat([False, True], SLACK + 1)
-                elem = _bit_offsets(np, rows, cols, colmajor, ld, bits) // 8  # [config, element]
-                self.offsets[m] = (elem[:, :, None] + np.arange(bits // 8)).reshape(len(ld), -1)
+                self.offsets[m] = _bit_offsets(np, rows, cols, colmajor, ld, bits) // bits  # [config, element]
         self.stride = np.concatenate(stride)
         # per route: each matrix's layout (A and B: the companion form's; C and D: the route's), as a table row
         # offset into the stride table
@@ -88,17 +87,18 @@ class WmmaBulk(BulkFields):
         return hdr, config
 
     def _place(self, xp: Any, img: Any, k: int, m: str, bits: Any, hdr: Any, config: Any) -> None:
-        """Write matrix ``m``'s element bits ``[case, rows, cols]`` into byte images ``uint8[case, bytes]`` at the
-        case's base, stride and layout (element bytes little-endian)."""
+        """Write matrix ``m``'s element bits ``[case, rows, cols]`` into byte images ``uint8[case, bytes]`` (contiguous)
+        at the case's base, stride and layout (element bytes little-endian)."""
         t = TYPES[self.mma.type_of(m)]
         n, width = img.shape
         if t.bits < 8:  # sub-byte elements: one layout for every case (the companion form's A or B)
             scatter_matrices(img, hdr[:, 5 + k], bits, self.mma.layout_of(m), hdr[:, 1 + k], t.bits)
             return
-        where = on_module(xp, self.offsets[m])[config[:, k]]  # [case, element bytes]
-        where += (hdr[:, 5 + k] + xp.arange(n, dtype=xp.int64) * width)[:, None]
-        data = xp.ascontiguousarray(bits.astype(np.dtype(f"<u{t.bits // 8}"))).view(xp.uint8)
-        img.reshape(-1)[where.reshape(-1)] = data.reshape(-1)
+        # whole elements: every base is 32-byte aligned and every offset a multiple of the element's size
+        size = t.bits // 8
+        where = on_module(xp, self.offsets[m])[config[:, k]]  # [case, element] in elements from the base
+        where += (hdr[:, 5 + k] // size + xp.arange(n, dtype=xp.int64) * (width // size))[:, None]
+        img.view(np.dtype(f"<u{size}")).reshape(-1)[where.reshape(-1)] = bits.astype(f"<u{size}", copy=False).reshape(-1)
 
     def draw(self, xp: Any, first: int, n: int) -> Drawn:
         mv = self.mma
