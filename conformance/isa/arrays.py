@@ -127,7 +127,7 @@ def on_module(xp: Any, a: np.ndarray) -> Any:
     key = (id(a), id(xp))
     hit = _MODULE_COPIES.get(key)
     if hit is None or hit[0] is not a:
-        if len(_MODULE_COPIES) > 4096:
+        if len(_MODULE_COPIES) > 1024:
             _MODULE_COPIES.clear()
         hit = _MODULE_COPIES[key] = (a, xp.asarray(a))
     return hit[1]
@@ -167,13 +167,16 @@ def halves(xp: Any, key: int, first: int, n: int, count: int) -> Any:
     return words32(xp, key, first, n, -(-count // 2)).view(xp.uint16)[:, :count]
 
 
+@cache
 def u16_choices(n: int) -> np.ndarray:
     """``int64[65536]``: a uniform 16-bit draw -> a choice in ``[0, n)`` (multiply and shift: bias below n / 65536).
 
     Composed with a table of the choices' bits or values, one gather turns random draws into operand elements."""
     if not 0 < n <= 1 << 16:
         raise ValueError(f"{n} choices do not fit a 16-bit draw")
-    return (np.arange(1 << 16, dtype=np.int64) * n) >> 16
+    out = (np.arange(1 << 16, dtype=np.int64) * n) >> 16
+    out.flags.writeable = False  # shared by every caller
+    return out
 
 
 @cache

@@ -16,6 +16,7 @@ significant bits and every sum stays below 2**24), gathered into D's register or
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,13 @@ class _Tables:
         self.vals = (vals * scale).astype(np.float32)
 
 
+@cache
+def _tables(tname: str, scale: int) -> _Tables:
+    """The tables of one (type, scale immediate), shared by every form and seed (so moved to a GPU once)."""
+    return _Tables(tname, scale)
+
+
+@cache
 def _c_table(dtype: str) -> np.ndarray:
     """A uniform 16-bit draw -> C's container bits, as :func:`.cases._c_values` draws C: floats on -64..64; integers
     half near the s32 limits (either sign), all within 40 of their base."""
@@ -93,6 +101,19 @@ def _c_table(dtype: str) -> np.ndarray:
     near, sign, small = u >> 15, (u >> 14) & 1, ((u & 0x3FFF) * 81 >> 14) - 40
     base = np.where(near == 1, np.where(sign == 1, 2**31 - 50, -(2**31) + 50), 0)
     return ((base + small) & 0xFFFFFFFF).astype(np.uint32)
+
+
+@cache
+def _fill_table(unit: int) -> np.ndarray:
+    """A draw -> the bits of a free image unit of ``unit`` bytes (wider units: the draw spread by a multiplier)."""
+    u = np.arange(1 << 16, dtype=np.uint32)
+    return (u * np.uint32(0x9E3779B1) if unit == 4 else u).astype(_CONTAINER[8 * unit])
+
+
+@cache
+def _c_values(dtype: str) -> np.ndarray:
+    """C's values by draw, for a D whose bits are not float32's."""
+    return TYPES[dtype].decode(_c_table(dtype).astype(np.uint64)).astype(np.float32)
 
 
 class WgmmaBulk(BulkFields):
@@ -163,13 +184,13 @@ class WgmmaBulk(BulkFields):
     def _maps(self) -> None:
         """The per-seed index maps and tables every batch reuses (host arrays; moved once per array module)."""
         v, imm = self.variant, self.imm
-        self.tabs = {"A": _Tables(v.atype, imm.get("scale_a", 1)), "B": _Tables(v.btype, imm.get("scale_b", 1))}
+        self.tabs = {"A": _tables(v.atype, imm.get("scale_a", 1)), "B": _tables(v.btype, imm.get("scale_b", 1))}
         self.unit = self.tabs["B"].unit  # bytes per image unit: an element, or for .b1 eight of them
         self.per_unit = 8 if v.bits == 1 else 1
         dop = v.operands["D"]
         self.d_slots = slot_map(dop, (64, v.N))
         self.c_table = _c_table(v.dtype)
-        self.c_vals = self.c_table.view(np.float16).astype(np.float32) if v.dtype == "f16" else None
+        self.c_vals = _c_values(v.dtype) if v.dtype == "f16" else None
         # the draw's columns: C (D's slots), A (its slots from registers, else its stored units), B's units, free units
         cols, at = {}, 0
         a_ext, a_k = self.tile("A")
@@ -201,8 +222,9 @@ class WgmmaBulk(BulkFields):
             taken[addr // self.unit] = True
             imap[addr // self.unit] = base[name] + np.arange(len(addr))
         self.image_map, self.image_src = imap, src
-        self.fill_table = np.arange(1 << 16, dtype=np.uint32).astype(_CONTAINER[8 * self.unit]) if self.unit < 4 else \
-            (np.arange(1 << 16, dtype=np.uint32) * np.uint32(0x9E3779B1))
+        self.fill_table = _fill_table(self.unit)
+        self.defined = np.zeros((LANES, self.out_words), dtype=bool)
+        self.defined[:, : dop.words] = True
         written = set(self.header_words()) | set(range(c_off(v), c_off(v) + dop.words)) | set(
             range(img_off(v), self.in_words))
         if v.a_src == "registers":
@@ -264,9 +286,7 @@ class WgmmaBulk(BulkFields):
         else:
             expected = xp.zeros((n, LANES, self.out_words), dtype=xp.uint32)
             expected[:, :, : dop.words] = d
-        defined = np.zeros((LANES, self.out_words), dtype=bool)
-        defined[:, : dop.words] = True
-        return Drawn(words, expected, on_module(xp, defined))
+        return Drawn(words, expected, on_module(xp, self.defined))
 
     def product(self, xp: Any, a: Any, b: Any, c_draws: Any, c_bits: Any, scale_d: Any) -> Any:
         """D's words ``uint32[case, lane, words]``: what ``probe.numerics`` computes, from A ``[case, 64, K]``, B as

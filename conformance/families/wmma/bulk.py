@@ -69,6 +69,7 @@ class WmmaBulk(BulkFields):
         lay = np.array([[mv.layout_of("a") == "col", mv.layout_of("b") == "col", *c] for c in col], dtype=np.int64)
         self.matrix_base = np.arange(4) * 2 * (SLACK + 1)
         self.config_base = lay * (SLACK + 1) + self.matrix_base
+        self.defined = np.ones((32, self.out_words), dtype=bool)  # every out byte: D's, and the zeros elsewhere
         self.slot = np.array([*self.size.slots, 0], dtype=np.int64)
         self.align = np.array([spec.base_alignment(m, mv.type_of(m), shape) for m in "abcd"], dtype=np.int64)
 
@@ -113,8 +114,7 @@ class WmmaBulk(BulkFields):
         out = xp.zeros((n, 128 * self.out_words), dtype=xp.uint8)
         self._place(xp, out, 3, "d", oracle_mma(mv, ops)[:, 0], hdr, config)
         in_words = flat.reshape(n, 32, self.size.in_words)
-        return Drawn(in_words, out.view(xp.uint32).reshape(n, 32, self.out_words),
-                     on_module(xp, np.ones((32, self.out_words), dtype=bool)))
+        return Drawn(in_words, out.view(xp.uint32).reshape(n, 32, self.out_words), on_module(xp, self.defined))
 
 
 def bulk_cases(v: WmmaVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> WmmaBulk:
