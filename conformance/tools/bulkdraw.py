@@ -222,4 +222,10 @@ def draw_costs(specs: Any, forms: list[str], backend_name: str, seed: int = 1, m
                                                                                         key=lambda kv: -kv[1][1])},
             "in_and_expected_bytes_per_case": (drawn.in_words.nbytes + drawn.expected.nbytes) // n,
         })
-    return {"module": xp.__name__, "seed": seed, "forms": rows}
+    families: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        families[r["family"]].append(r)
+    by_family = {f: {"forms": len(rs), "ms_per_1e4_cases": round(sum(r["ms_per_1e4_cases"] for r in rs) / len(rs), 2),
+                     "device_ops_per_batch": round(sum(r["device_ops_per_batch"] for r in rs) / len(rs), 1)}
+                 for f, rs in families.items()}  # means over the family's forms
+    return {"module": xp.__name__, "seed": seed, "by_family": by_family, "forms": rows}

@@ -76,6 +76,7 @@ def test_bench_reports_each_form_s_draw_cost_and_operations(tmp_path, capsys):
         assert r["array_ops_per_batch"] == sum(c for c, _, _ in r["by_stage"].values()) > 10
         assert 0 < r["device_ops_per_batch"] < r["array_ops_per_batch"]  # the counter words' finaliser: one kernel
         assert r["in_and_expected_bytes_per_case"] > 0 and r["bytes_made_per_case"] >= r["in_and_expected_bytes_per_case"]
+    assert {"wgmma", "wgmma.sp", "wmma"} <= set(doc["by_family"]) and doc["by_family"]["wgmma"]["ms_per_1e4_cases"] > 0
 
 
 @pytest.mark.gpu
