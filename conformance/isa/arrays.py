@@ -18,7 +18,8 @@ import numpy as np
 
 from .ptxtypes import PtxType
 
-__all__ = ["namespace", "uniform_bits", "below", "case_counters", "decode", "encode_exact", "key_of"]
+__all__ = ["namespace", "uniform_bits", "below", "case_counters", "decode", "encode_exact", "key_of", "words32", "halves",
+           "on_module", "u16_choices"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
@@ -26,9 +27,12 @@ _MIX2 = 0x94D049BB133111EB
 
 
 def namespace(a: Any) -> Any:
-    """The array module of ``a``: CuPy for a CuPy array (already imported by whoever made it), else NumPy."""
+    """The array module of ``a``: CuPy for a CuPy array (already imported by whoever made it), the namespace an
+    ndarray subclass names for itself (an instrumented NumPy that counts the array operations), else NumPy."""
     if type(a).__module__.split(".", 1)[0] == "cupy":
         return sys.modules["cupy"]
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        return a.__array_namespace__()
     return np
 
 
@@ -50,9 +54,31 @@ def _splitmix_int(x: int) -> int:
     return x ^ (x >> 31)
 
 
+# One pass each on a module that compiles elementwise kernels (CuPy), with the same unsigned arithmetic as the
+# NumPy passes they stand for (the functions below name them; the bench counts each call as one operation).
+DEVICE_FUSED = frozenset({"uniform_bits", "below", "case_counters", "_mix_columns"})
+_SPLITMIX = ("unsigned long long x = ctr * 0x9E3779B97F4A7C15ull + key + 0x9E3779B97F4A7C15ull; "
+             "x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; x = (x ^ (x >> 27)) * 0x94D049BB133111EBull; x ^= x >> 31;")
+_KERNELS: dict[tuple[int, str], Any] = {}
+
+
+def _kernel(xp: Any, name: str, params: tuple[str, str], body: str) -> Any:
+    """The elementwise kernel ``body`` compiled once per module where the module makes them (CuPy), else None."""
+    if not hasattr(xp, "ElementwiseKernel"):
+        return None
+    key = (id(xp), name)
+    if key not in _KERNELS:
+        _KERNELS[key] = xp.ElementwiseKernel(params[0], params[1], body, f"ptxconf_{name}")
+    return _KERNELS[key]
+
+
 def uniform_bits(xp: Any, key: int, index: Any) -> Any:
     """``uint64`` random bits for each counter in ``index`` (splitmix64 of ``key + index * golden``)."""
-    x = xp.asarray(index, dtype=xp.uint64) * xp.uint64(_GOLDEN) + xp.uint64(key)
+    idx = xp.asarray(index, dtype=xp.uint64)
+    fused = _kernel(xp, "splitmix64", ("uint64 ctr, uint64 key", "uint64 bits"), _SPLITMIX + " bits = x;")
+    if fused is not None:
+        return fused(idx, xp.uint64(key))
+    x = idx * xp.uint64(_GOLDEN) + xp.uint64(key)
     x = x + xp.uint64(_GOLDEN)
     x = (x ^ (x >> xp.uint64(30))) * xp.uint64(_MIX1)
     x = (x ^ (x >> xp.uint64(27))) * xp.uint64(_MIX2)
@@ -61,6 +87,10 @@ def uniform_bits(xp: Any, key: int, index: Any) -> Any:
 
 def below(xp: Any, key: int, index: Any, n: int) -> Any:
     """``int64`` values uniform in ``[0, n)`` (the top 32 random bits, scaled: no modulo bias worth naming)."""
+    fused = _kernel(xp, "below", ("uint64 ctr, uint64 key, uint64 choices", "int64 value"),
+                    _SPLITMIX + " value = (long long)(((x >> 32) * choices) >> 32);")
+    if fused is not None:
+        return fused(xp.asarray(index, dtype=xp.uint64), xp.uint64(key), xp.uint64(n))
     hi = uniform_bits(xp, key, index) >> xp.uint64(32)
     return ((hi * xp.uint64(n)) >> xp.uint64(32)).astype(xp.int64)
 
@@ -69,7 +99,84 @@ def case_counters(xp: Any, stream: int, streams: int, first: int, n: int, per_ca
     """``uint64[case, per_case]``: the counters of ``per_case`` draws (fewer than 2**20) of stream ``stream`` (of
     ``streams``) for cases ``first .. first + n - 1``: disjoint across cases and streams, whatever the batch."""
     case = xp.arange(first, first + n, dtype=xp.uint64)[:, None]
-    return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + xp.arange(per_case, dtype=xp.uint64)
+    column = xp.arange(per_case, dtype=xp.uint64)[None, :]
+    fused = _kernel(xp, "counters", ("uint64 cs, uint64 col, uint64 streams, uint64 stream", "uint64 ctr"),
+                    "ctr = ((cs * streams + stream) << 20) + col;")
+    if fused is not None:
+        return fused(case, column, xp.uint64(streams), xp.uint64(stream))
+    return (case * xp.uint64(streams) + xp.uint64(stream)) * xp.uint64(1 << 20) + column
+
+
+def _fmix32(xp: Any, x: Any) -> Any:
+    """MurmurHash3's 32-bit finaliser, in place (a bijection of ``uint32``: distinct inputs stay distinct)."""
+    x ^= x >> xp.uint32(16)
+    x *= xp.uint32(0x85EBCA6B)
+    x ^= x >> xp.uint32(13)
+    x *= xp.uint32(0xC2B2AE35)
+    x ^= x >> xp.uint32(16)
+    return x
+
+
+_MODULE_COPIES: dict[tuple[int, int], tuple[np.ndarray, Any]] = {}
+
+
+def on_module(xp: Any, a: np.ndarray) -> Any:
+    """A host table as an array of ``xp``, copied once per (table, module) while the table lives."""
+    if xp is np:
+        return a
+    key = (id(a), id(xp))
+    hit = _MODULE_COPIES.get(key)
+    if hit is None or hit[0] is not a:
+        if len(_MODULE_COPIES) > 1024:
+            _MODULE_COPIES.clear()
+        hit = _MODULE_COPIES[key] = (a, xp.asarray(a))
+    return hit[1]
+
+
+@cache
+def _column_keys(count: int) -> np.ndarray:
+    """``uint32[count]``: a fixed hash per column of a case's draw (the same for every case and key)."""
+    return _fmix32(np, (np.arange(count, dtype=np.uint32) * np.uint32(0x9E3779B9)) ^ np.uint32(0x7F4A7C15))
+
+
+def words32(xp: Any, key: int, first: int, n: int, count: int) -> Any:
+    """``uint32[case, count]`` random words for cases ``first .. first + n - 1``: word ``j`` of case ``i`` is a
+    function of (key, i, j) alone, whatever the batch.
+
+    Why: the bulk draw's bound on a GPU is passes over its arrays.  Here the 64-bit hash runs once per case; each
+    word costs one broadcast xor and the 32-bit finaliser in place (nine passes over 4 bytes, against about fifteen
+    over 8 bytes for :func:`uniform_bits` of :func:`case_counters`).  Within a case the words are distinct (a
+    bijection of distinct inputs)."""
+    case = uniform_bits(xp, key, xp.arange(first, first + n, dtype=xp.uint64))
+    case = (case ^ (case >> xp.uint64(32))).astype(xp.uint32)
+    return _mix_columns(xp, case[:, None], on_module(xp, _column_keys(count))[None, :])
+
+
+def _mix_columns(xp: Any, case: Any, columns: Any) -> Any:
+    """:func:`_fmix32` of ``case ^ columns`` (broadcast): one kernel on CuPy."""
+    fused = _kernel(xp, "fmix32", ("uint32 lhs, uint32 rhs", "uint32 word"),
+                    "unsigned int h = lhs ^ rhs; h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; "
+                    "h ^= h >> 16; word = h;")
+    if fused is not None:
+        return fused(case, columns)
+    return _fmix32(xp, case ^ columns)
+
+
+def halves(xp: Any, key: int, first: int, n: int, count: int) -> Any:
+    """``uint16[case, count]`` uniform draws, two per :func:`words32` word (a view: no pass of their own)."""
+    return words32(xp, key, first, n, -(-count // 2)).view(xp.uint16)[:, :count]
+
+
+@cache
+def u16_choices(n: int) -> np.ndarray:
+    """``int64[65536]``: a uniform 16-bit draw -> a choice in ``[0, n)`` (multiply and shift: bias below n / 65536).
+
+    Composed with a table of the choices' bits or values, one gather turns random draws into operand elements."""
+    if not 0 < n <= 1 << 16:
+        raise ValueError(f"{n} choices do not fit a 16-bit draw")
+    out = (np.arange(1 << 16, dtype=np.int64) * n) >> 16
+    out.flags.writeable = False  # shared by every caller
+    return out
 
 
 @cache

@@ -68,14 +68,17 @@ def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
     return "; ".join(lines[:4]) + (f"; ... ({len(lines) - 4} more lines)" if len(lines) > 4 else "")
 
 
-BATCH_BYTES = 1 << 30  # a batch's in and out words at most (the draw's temporaries come on top: a few times this)
+BATCH_BYTES = 1 << 30  # a batch's in and out words at most on the host (the draw's temporaries come on top)
+DEVICE_BATCH_BYTES = 2 << 30  # the same on a GPU: each array operation a launch, so fewer, larger batches pay
 
 
-def batch_for(bc: Any, batch: int) -> int:
-    """Cases per batch for ``bc``: ``batch``, or fewer where a case is large (a wgmma case at N = 256 holds about
-    a quarter of a megabyte of words: 65536 of them would not fit a GPU's memory)."""
+def batch_for(bc: Any, batch: int, xp: Any = np) -> int:
+    """Cases per batch for ``bc`` drawn on ``xp``: ``batch``, or fewer where a case is large (a wgmma case at N = 256
+    holds about a quarter of a megabyte of words: 65536 of them would not fit a GPU's memory).  The draw's
+    temporaries are a few times a batch's words (``ptxconf bench --bulk-draw``: bytes made per case)."""
     per_case = bc.lanes * (getattr(bc, "in_words", 0) + 2 * bc.out_words) * 4
-    return max(1, min(batch, BATCH_BYTES // max(per_case, 1)))
+    bound = BATCH_BYTES if xp is np else DEVICE_BATCH_BYTES
+    return max(1, min(batch, bound // max(per_case, 1)))
 
 
 def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: dict[str, float],
@@ -85,7 +88,7 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
     failures: list[str] = []
     done = 0
     v = bc.variant
-    batch = batch_for(bc, batch)
+    batch = batch_for(bc, batch, xp)
     for first in range(0, cases, batch):
         n = min(batch, cases - first)
         t0 = time.perf_counter()

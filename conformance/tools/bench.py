@@ -15,6 +15,7 @@ like with like:
     ptxconf bench --backend pycuda [--suite [--suite-select GLOB]] [--select GLOB] [--baseline-variants 8] [-o bench.json]
     ptxconf bench --numerics-only [--numerics-dots 100000]   # the CPU model alone, no GPU
     ptxconf bench --backend pycuda --suite-only [--devices all]  # only the suite's timing (each section is written to -o as it ends)
+    ptxconf bench --bulk-draw [--backend pycuda] [--select GLOB]   # the bulk draw's cost per family (tools/bulkdraw.py)
 """
 
 from __future__ import annotations
@@ -287,19 +288,32 @@ def numerics_rates(specs: Specs, host_dots: int = 20000, gpu_dots: int = 1 << 22
             "note": "the model alone; model-vs-hardware on the GPU end to end: ptxconf fuzz numerics --on gpu"}
 
 
+def _emit(result: dict, output: str | None) -> int:
+    text = json.dumps(result, indent=2)
+    print(text)
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
 def main(args) -> int:
     from ptxconf.backends import get_backend
     from ptxconf.isa import load_specs
     from ptxconf.oracle import mma
 
     specs = load_specs(args.specs)
+    if args.bulk_draw:  # the bulk fuzzer's draw alone, on the backend's array module
+        from ptxconf.core.family import run_variants_of
+
+        from .bulkdraw import FORMS, draw_costs
+
+        run_variants_of(specs)
+        forms = [v.id for v in specs.select(args.select)] if args.select else FORMS
+        backend_name = "emulator" if args.backend == "auto" else args.backend
+        return _emit(draw_costs(specs, forms, backend_name, args.seed + 1, args.bulk_draw_cases), args.output)
     if args.numerics_only:  # the CPU model alone: no backend, no GPU
-        text = json.dumps(numerics_cpu_paths(specs, args.numerics_dots), indent=2)
-        print(text)
-        if args.output:
-            with open(args.output, "w") as fh:
-                fh.write(text + "\n")
-        return 0
+        return _emit(numerics_cpu_paths(specs, args.numerics_dots), args.output)
     result: dict = {}
 
     def done(section: str, value: dict, started: float) -> None:
@@ -369,5 +383,11 @@ def add_parser(sub) -> None:
                         "and compiled (numba, the extra `fast`); needs no GPU")
     b.add_argument("--numerics-dots", type=int, default=100_000, metavar="N",
                    help="dot products per path in the per-path numerics table (default 100000)")
+    b.add_argument("--bulk-draw", action="store_true",
+                   help="only the bulk fuzzer's draw: per form (default: every family's kinds; --select narrows), ms "
+                        "per 1e4 cases on the backend's array module (NumPy; CuPy for pycuda) and its array operations "
+                        "per batch by stage")
+    b.add_argument("--bulk-draw-cases", type=int, metavar="N",
+                   help="with --bulk-draw: at most N cases per batch (default: the fuzzer's batch on a GPU, 2048 on NumPy)")
     b.add_argument("-o", "--output", metavar="FILE", help="also write the JSON here")
     b.set_defaults(func=main)

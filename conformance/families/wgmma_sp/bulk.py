@@ -2,9 +2,10 @@
 with a compressed A and its metadata, as array code (NumPy or CuPy).
 
 Per seed (as a plan draws them): the immediate set with its sparsity selector, and the layouts of the compressed
-A (a 64 x K/2 tile) and of B.  Per case, by counter: a random legal index pair per chunk of every row, written
-into the lanes the selector names (every other lane: random legal metadata, so reading the wrong lanes shows),
-and the stored A elements, which the expected D takes at the dense columns the pairs name.
+A (a 64 x K/2 tile) and of B.  Per case, by counter: every lane's sp-meta word made of random legal index pairs
+(a byte, two chunks' pairs, per draw), so the selector's lanes give each row a random legal pair per chunk and every
+other lane holds legal metadata too (reading the wrong lanes shows); the stored A elements, which the expected D
+takes at the dense columns the selector's lanes name (read back from the words, through per-seed maps).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 from ptxconf.core.plan import pick_build, variant_rng
 from ptxconf.families.wgmma.bulk import WgmmaBulk
-from ptxconf.isa.arrays import below, case_counters, key_of
+from ptxconf.isa.arrays import on_module, u16_choices
 from ptxconf.isa.sparse import positions
 
 from . import probe as sp
@@ -23,24 +24,36 @@ from .spec import WgmmaSpVariant
 
 __all__ = ["WgmmaSpBulk", "bulk_cases"]
 
-_STREAMS = ("fields", "other lanes")
-
 
 class WgmmaSpBulk(WgmmaBulk):
     buffers = sp
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         v = self.variant
-        self.sp = sp.sparsity(v)
-        self.meta_key = key_of("bulk metadata", v.id, self.seed)
+        self.sp = spc = sp.sparsity(v)
         lay = v.operands["metadata"].layout
-        sel = self.imm["sel"]
+        sel = dict(self.probe.imm)["sel"]
         m, held = lay.map({"selector": sel}), lay.held({"selector": sel})
-        lanes, elems = np.nonzero(held)
-        self.meta_lanes, self.meta_elems = lanes, elems  # (lane, 2-bit field) the selector's lanes supply
-        self.meta_rows, self.meta_cols = m[lanes, elems, 1], m[lanes, elems, 2]
-        self.spec_lanes = held.any(1)
+        # the lane and nibble that hold each (row, chunk)'s index pair: both fields in one nibble, in order
+        self.pair_lane = np.full((64, spc.chunks), -1, dtype=np.int64)
+        self.pair_shift = np.zeros((64, spc.chunks), dtype=np.uint32)
+        for lane, elem in zip(*np.nonzero(held)):
+            row, col = int(m[lane, elem, 1]), int(m[lane, elem, 2])
+            if elem % 2 != col % 2 or not held[lane, elem ^ 1] or m[lane, elem ^ 1, 1] != row:
+                raise NotImplementedError(f"{v.id}: a chunk's index pair split across nibbles")
+            self.pair_lane[row, col // 2], self.pair_shift[row, col // 2] = lane, 4 * (elem // 2)
+        if (self.pair_lane < 0).any():
+            raise NotImplementedError(f"{v.id}: a chunk no lane's metadata names")
+        # a nibble (two 2-bit fields) -> the dense columns of its stored elements, within the chunk
+        legal = np.array([a | b << 2 for a, b in spc.patterns], dtype=np.int64)
+        self.columns_of = np.zeros((16, spc.nz), dtype=np.int64)
+        self.columns_of[legal] = positions(spc, np.array(spc.patterns, dtype=np.int64)[:, None, :])[:, 0]
+        pairs = u16_choices(len(legal) ** 2)  # a draw -> a byte of two legal nibbles
+        self.meta_bytes = (legal[pairs % len(legal)] | legal[pairs // len(legal)] << 4).astype(np.uint8)
+        super().__post_init__()
+        # each stored element's flat dense index (row * K + chunk * width), without its position within the chunk
+        rows = np.arange(64)[:, None, None] * v.K
+        self.dense_base = (rows + (np.arange(spc.chunks) * spc.width)[None, :, None]).repeat(spc.nz, axis=2)
 
     def check_name(self, imm: dict) -> str:
         return f"value[{imm_tag(imm)}]"
@@ -59,33 +72,22 @@ class WgmmaSpBulk(WgmmaBulk):
         desc, pattern = layout_choice(v, rng, name, trans, sw, model, region, room, bool(rng.integers(2)))
         return desc, pattern, sw
 
-    def _meta_counter(self, xp: Any, stream: str, first: int, n: int, per_case: int) -> Any:
-        return case_counters(xp, _STREAMS.index(stream), len(_STREAMS), first, n, per_case)
+    def header_words(self) -> list[int]:
+        return [*super().header_words(), sp.META_WORD]
 
-    def sparse(self, xp: Any, words: Any, a_vals: Any, first: int, n: int) -> Any:
+    def extra_columns(self) -> tuple[tuple[str, int], ...]:
+        return (("metadata", sp.LANES * 4),)  # a byte of each lane's word per draw
+
+    def sparse(self, xp: Any, draws: Any, words: Any, a_vals: Any) -> Any:
         """Writes each case's sp-meta words; the dense A values ``[case, 64, K]`` the stored ones stand for."""
-        v, spc = self.variant, self.sp
-        pats = xp.asarray(np.array(spc.patterns, dtype=np.int64))
-        pick = below(xp, self.meta_key, self._meta_counter(xp, "fields", first, n, 64 * spc.chunks), len(spc.patterns))
-        fields = pats[pick].reshape(n, 64, 2 * spc.chunks)  # [case, row, field]
-        # every lane's word: random legal pairs in its eight nibbles, then the selector's lanes hold the fields
-        other = pats[below(xp, self.meta_key, self._meta_counter(xp, "other lanes", first, n, sp.LANES * 8),
-                           len(spc.patterns))].reshape(n, sp.LANES, 8, 2)
-        nib = (other[..., 0] | (other[..., 1] << 2)) << (4 * xp.arange(8, dtype=xp.int64))
-        meta = nib.sum(axis=-1)
-        vals = fields[:, xp.asarray(self.meta_rows), xp.asarray(self.meta_cols)] << (2 * xp.asarray(self.meta_elems))
-        held = xp.zeros((n, sp.LANES), dtype=xp.int64)
-        for e in np.unique(self.meta_elems):  # one field position at a time: its lanes are distinct
-            sel = self.meta_elems == e
-            held[:, xp.asarray(self.meta_lanes[sel])] += vals[:, xp.asarray(np.flatnonzero(sel))]
-        meta = xp.where(xp.asarray(self.spec_lanes)[None, :], held, meta)
-        words[:, :, sp.META_WORD] = meta.astype(xp.uint32)
-        pos = positions(spc, fields.reshape(n, 64, spc.chunks, 2)) + xp.asarray(np.arange(spc.chunks) * spc.width)[:, None]
-        pos = pos.reshape(n, 64, v.kc)
+        v, n = self.variant, len(a_vals)
+        meta = xp.ascontiguousarray(on_module(xp, self.meta_bytes)[self.part(draws, "metadata")]).view(xp.uint32)
+        words[:, :, sp.META_WORD] = meta
+        nib = (meta[:, on_module(xp, self.pair_lane)] >> on_module(xp, self.pair_shift)) & xp.uint32(0xF)
+        cols = on_module(xp, self.columns_of)[nib] + on_module(xp, self.dense_base)  # [case, 64, chunk, nz]
+        cols += (xp.arange(n, dtype=xp.int64) * (64 * v.K))[:, None, None, None]
         dense = xp.zeros((n, 64, v.K), dtype=a_vals.dtype)
-        cs = xp.arange(n)[:, None, None]
-        rows = xp.arange(64)[None, :, None]
-        dense[cs, rows, pos] = a_vals
+        dense.reshape(-1)[cols.reshape(-1)] = a_vals.reshape(-1)
         return dense
 
 

@@ -98,3 +98,37 @@ def test_the_bulk_fuzzer_and_the_cli_take_the_family(family, capsys):
     form = FAMILIES[family][4]
     assert cli_main(["fuzz", "case", form, "--seed", "3", "--case", "77", "--backend", "emulator"]) == 0
     assert capsys.readouterr().out.startswith(f"PASS {form}:value[")
+
+
+
+@pytest.mark.parametrize("vid", [DENSE + "m64n16k32.s32.s8.u8/rs", DENSE + "m64n8k16.f16.f16.f16/ss",
+                                 SPARSE + "m64n8k32.f32.bf16.bf16/ss"])
+def test_values_cover_their_grids_and_ranges(vid):
+    """A and B over the whole grid (integers: their whole range), C over D's grid (integers: half near the s32
+    limits, either sign), scale-d both ways: what the plan's cases draw, by the bulk tables."""
+    from ptxconf.families.wgmma import probe
+    from ptxconf.families.wgmma_sp import probe as sp
+    from ptxconf.isa.packing import unpack
+    from ptxconf.isa.ptxtypes import TYPES
+
+    v = SPECS.get(vid)
+    bc = family_of(v).bulk_cases(v, 2, CC, MAX_PTX)
+    words = bc.draw(np, 0, 64).in_words
+    if v.family == "wgmma":
+        A, B = probe.matrices(v, words, bc.imm, probe.model_of(v))
+    else:
+        A, B = sp.compressed_a(v, words, bc.imm, sp.model_of(v)), sp.matrix_b(v, words, bc.imm, sp.model_of(v))
+    for t, x in ((v.atype, A), (v.btype, B)):
+        vals = TYPES[t].decode(x)
+        if TYPES[t].is_float:
+            assert set(np.unique(vals).tolist()) == set(range(-3, 4)), t
+        else:
+            assert (vals.min(), vals.max()) == TYPES[t].int_range(), t
+    d = v.operands["D"]
+    c = TYPES[v.dtype].decode(unpack(d, words[:, :, probe.c_off(v) : probe.c_off(v) + d.words]))
+    if TYPES[v.dtype].is_float:
+        assert (c.min(), c.max()) == (-64, 64) and (c == np.rint(c)).all()
+    else:
+        near = np.abs(c) > 2**30
+        assert 0.4 < near.mean() < 0.6 and (c[near] > 0).any() and (c[near] < 0).any() and np.abs(c[~near]).max() == 40
+    assert set(words[:, 0, 4].tolist()) == {0, 1}  # scale-d
