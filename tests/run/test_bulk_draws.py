@@ -22,7 +22,7 @@ _W, _SP = "wgmma.mma_async.sync.aligned.", "wgmma.mma_async.sp.sync.aligned."
 FORMS = [_W + "m64n8k16.f32.f16.f16/rs", _W + "m64n24k32.f16.e4m3.e5m2/ss", _W + "m64n16k256.s32.b1.b1.and.popc/rs",
          _W + "m64n256k16.f32.bf16.bf16/ss", _W + "m64n8k32.satfinite.s32.s8.u8/ss", _SP + "m64n16k16.f32.tf32.tf32/ss",
          _SP + "m64n8k64.s32.u8.s8/rs", "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32",
-         "wmma.load.a.sync.aligned.col.m8n8k128.b1", "wmma.store.d.sync.aligned.row.m8n8k4.f64",
+         "wmma.load.a.sync.aligned.row.m8n8k128.b1", "wmma.store.d.sync.aligned.row.m8n8k4.f64",
          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4.trans.b16"]
 
 
