@@ -68,6 +68,20 @@ def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
     return "; ".join(lines[:4]) + (f"; ... ({len(lines) - 4} more lines)" if len(lines) > 4 else "")
 
 
+_DIFFERS: dict[int, Any] = {}
+
+
+def _cases_differ(xp: Any, out: Any, expected: Any, defined: Any) -> Any:
+    """``bool[case]``: a defined word of the case differs.  One reduction kernel where the module makes them (CuPy:
+    no ``case x word`` temporaries), else the same expression in NumPy."""
+    if not hasattr(xp, "ReductionKernel"):
+        return ((out != expected) & defined).any(axis=1)
+    if id(xp) not in _DIFFERS:
+        _DIFFERS[id(xp)] = xp.ReductionKernel("uint32 o, uint32 e, bool d", "bool y", "d && o != e", "a || b", "y = a",
+                                              "false", "ptxconf_cases_differ")
+    return _DIFFERS[id(xp)](out, expected, xp.broadcast_to(defined, out.shape), axis=1)
+
+
 BATCH_BYTES = 1 << 30  # a batch's in and out words at most on the host (the draw's temporaries come on top)
 DEVICE_BATCH_BYTES = 2 << 30  # the same on a GPU: each array operation a launch, so fewer, larger batches pay
 
@@ -99,7 +113,7 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
         out = device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
         device.synchronize()
         t2 = time.perf_counter()
-        bad = ((out != drawn.expected) & drawn.defined[None]).reshape(n, -1).any(axis=1)
+        bad = _cases_differ(xp, out.reshape(n, -1), drawn.expected.reshape(n, -1), drawn.defined.reshape(1, -1))
         nbad = int(bad.sum())
         if nbad:
             idx = xp.nonzero(bad)[0][:1]  # the first differing case, explained alone (its "case 0")
