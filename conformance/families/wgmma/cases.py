@@ -13,6 +13,7 @@ from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.isa.packing import pack
 from ptxconf.isa.ptxtypes import TYPES
 
+from .compare import base_offset_problems
 from .desc import Desc
 from .probe import (
     A_REGION,
@@ -27,6 +28,7 @@ from .probe import (
     immediate_sets,
     in_words,
     model_of,
+    predict,
     put_image,
     tile_addresses,
 )
@@ -107,6 +109,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     swz = list(smem.swizzles)
     out = []
     sets = immediate_sets(v)
+    parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
     for si, imm in enumerate(sets):
         tag = imm_tag(imm)
         wanted = [c for c in ("value", "map.A", "map.B") if c in checks]
@@ -212,6 +215,10 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
             out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            parts.append((np.stack([A for A, _ in plans]), np.stack([B for _, B in plans]), C, words[:, 0, 4] != 0, imm))
+    for cs, exp in zip(out, predict(v, parts)):
+        if not base_offset_problems(v, model, cs.words, cs.meta):  # else its comparator says what is wrong
+            cs.expected = exp
     return out
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from ptxconf.core.verdict import Verdict
 from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
 from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
@@ -90,6 +91,13 @@ def in_words(v: WgmmaVariant, region=None) -> int:
 
 def out_words(v: WgmmaVariant) -> int:
     return d_words(v) + d_words(v) % 2
+
+
+def defined_words(v: WgmmaVariant) -> np.ndarray:
+    """``uint32[lane, out_words]``: the bits of the out words a comparator reads (D's registers, not the padding)."""
+    mask = np.zeros((LANES, out_words(v)), dtype=np.uint32)
+    mask[:, : d_words(v)] = 0xFFFFFFFF
+    return mask
 
 
 def image_of(v: WgmmaVariant, words: np.ndarray) -> np.ndarray:
@@ -322,6 +330,34 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
         if len(at):
             D[at] = spec_numerics(v, A[at], B[at], C[at], sd, imm)
     return D
+
+
+def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
+    """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
+    words: the out words ``uint32[case, 128, out_words]`` of each part, the parts of one immediate set in one
+    product."""
+    dop = v.operands["D"]
+    groups: dict[tuple, list[int]] = {}
+    for i, part in enumerate(parts):
+        groups.setdefault(tuple(sorted(part[4].items())), []).append(i)
+    out: list[np.ndarray] = [np.empty(0)] * len(parts)
+    for key, members in groups.items():
+        A, B, C, sd = (np.concatenate([parts[i][j] for i in members]) for j in range(4))
+        D = d_of_cases(v, A, B, C, np.asarray(sd, dtype=bool), dict(key), spec_numerics)
+        words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
+        words[:, :, : dop.words] = pack(dop, D[:, None])
+        at = 0
+        for i in members:
+            n = len(parts[i][0])
+            out[i] = words[at : at + n]
+            at += n
+    return out
+
+
+def passed(v: WgmmaVariant, rec) -> Verdict:
+    """The comparator's verdict of a check whose D words are the spec's (the sparse family's too)."""
+    return Verdict(v.id, rec.check, rec.seed, "pass", elements=len(rec.in_words) * LANES * d_words(v))
 
 
 # --- a case's words: kernels per immediate set, descriptors, matrices in the image --------------------
