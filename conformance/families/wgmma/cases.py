@@ -8,6 +8,8 @@ buffer is :mod:`.probe`'s contract.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.isa.packing import pack
@@ -82,20 +84,29 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
 
 
+@cache
+def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
+    """The container bits of every integer value ``lo .. hi`` in ``tname`` (looked up by value - lo): what
+    ``encode`` gives value by value, computed once per process instead of for every element drawn."""
+    t = TYPES[tname]
+    values = np.arange(lo, hi + 1)
+    return t.encode(values.astype(np.float64) if t.is_float else values, exact=False)
+
+
 def _values(rng, tname: str, shape) -> np.ndarray:
     t = TYPES[tname]
     if t.kind == "float":  # -3..3: exact in every element type (no exactness check to pay)
-        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64), exact=False)
+        return _encoded(tname, -3, 3)[rng.integers(-3, 4, size=shape) + 3]
     if t.kind == "bits":
         return rng.integers(0, 2, size=shape).astype(np.uint64)
     lo, hi = t.int_range()
-    return t.encode(rng.integers(lo, hi + 1, size=shape))
+    return _encoded(tname, lo, hi)[rng.integers(lo, hi + 1, size=shape) - lo]
 
 
 def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     dt = TYPES[v.dtype]
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64), exact=False)
+        return _encoded(v.dtype, -64, 64)[rng.integers(-64, 65, size=(cases, 64, v.N)) + 64]
     near = rng.integers(0, 2, size=(cases, 64, v.N))
     base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
@@ -223,5 +234,15 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
 
 
 def _digit(tname: str, d: np.ndarray) -> np.ndarray:
+    return _exact_digits(tname)[d]
+
+
+@cache
+def _exact_digits(tname: str) -> np.ndarray:
+    """Container bits of every digit a tag can have (0 .. 255, as far as ``tname`` holds them exactly; a digit past
+    that is refused, an IndexError): ``encode``'s, computed once per process instead of for every element."""
     t = TYPES[tname]
-    return t.encode(d.astype(np.float64) if t.is_float else d)
+    values = np.arange(256 if t.is_float else min(256, t.int_range()[1] + 1))
+    bits = t.encode(values.astype(np.float64) if t.is_float else values, exact=False)
+    exact = t.decode(bits) == values
+    return bits[: len(values) if exact.all() else int(np.argmax(~exact))]

@@ -344,7 +344,10 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     out: list[np.ndarray] = [np.empty(0)] * len(parts)
     for key, members in groups.items():
         A, B, C, sd = (np.concatenate([parts[i][j] for i in members]) for j in range(4))
-        D = d_of_cases(v, A, B, C, np.asarray(sd, dtype=bool), dict(key), spec_numerics)
+        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+        dt = TYPES[v.dtype]
+        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+        D = spec_numerics(v, A, B, np.where(np.asarray(sd, dtype=bool)[:, None, None], C, nothing), True, dict(key))
         words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
         words[:, :, : dop.words] = pack(dop, D[:, None])
         at = 0
