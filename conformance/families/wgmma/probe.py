@@ -264,11 +264,25 @@ _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
+def decoded(t, bits) -> np.ndarray:
+    """``t.decode(bits)``; for a type of at most 16 bits, looked up from a table of every pattern (one gather
+    instead of a mask, two conversions and a view per element)."""
+    if t.bits > 16:
+        return t.decode(bits)
+    table = _DECODED.get(t.name)
+    if table is None:
+        table = _DECODED[t.name] = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+    return table[np.asarray(bits, dtype=np.uint64) & np.uint64(t.mask)]
+
+
+_DECODED: dict[str, np.ndarray] = {}
+
+
 def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
     """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
     say."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
-    a, b = at.decode(a_bits), bt.decode(b_bits)
+    a, b = decoded(at, a_bits), decoded(bt, b_bits)
     if dt.is_float:
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
             acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)

@@ -150,8 +150,8 @@ def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict
     is about five times faster than einsum's loops at these shapes."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
     with np.errstate(invalid="ignore", over="ignore"):
-        a = at.decode(a_bits).astype(np.float64) * imm.get("scale_a", 1)
-        b = bt.decode(b_bits).astype(np.float64) * imm.get("scale_b", 1)
+        a = wg.decoded(at, a_bits).astype(np.float64) * imm.get("scale_a", 1)
+        b = wg.decoded(bt, b_bits).astype(np.float64) * imm.get("scale_b", 1)
         acc = np.matmul(a, b)
         if dt.is_float:
             if scale_d:
