@@ -32,6 +32,8 @@ CASES = [  # (variant, checks: None for the family's default)
     ("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16/ss", None),
     ("wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.u8/rs", None),
     ("wgmma.mma_async.sp.sync.aligned.m64n8k32.f16.f16.f16/ss", UNDEFINED),
+    ("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f16", None),
+    ("wmma.load.a.sync.aligned.col.m16n16k16.bf16", None),
 ]
 
 

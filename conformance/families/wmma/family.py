@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import Expected, Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.verdict import Verdict
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
@@ -46,7 +47,19 @@ class WmmaFamily(Family):
         if probe.shared:
             wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= wm.SHARED_BUDGET)
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
-        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words)
+        # Every check's out image (D where the case stores it, zero elsewhere) in one pass over the plan's words.
+        words = apply(v.doc, mv, probe.routes, in_words, size.out_words)
+        expected = Expected(words, np.full(words.shape[1:], 0xFFFFFFFF, dtype=np.uint32), tuple(cs.check for cs in case_sets))
+        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words,
+                    expected=expected)
+
+    def passed(self, v, rec):
+        """Every D element exact and no byte written outside D: the comparator's pass."""
+        mv = companion_of(v, rec.params)
+        rows, cols = v.doc.dims("d", mv.shape_name)
+        elements = len(rec.in_words) * rows * cols
+        via = "" if mv is v else f" (through {mv.id})"
+        return Verdict(v.id, rec.check, rec.seed, "pass", message=f"{elements} D elements exact{via}", elements=elements)
 
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
