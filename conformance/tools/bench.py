@@ -13,6 +13,7 @@ like with like:
   per path kind, NumPy against the compiled kernels (numba) on the fuzzer's random batches.
 
     ptxconf bench --backend pycuda [--suite [--suite-select GLOB]] [--select GLOB] [--baseline-variants 8] [-o bench.json]
+    ptxconf bench --backend pycuda --suite-only [--suite-select GLOB]   # the host's CPU per case, stage by stage
     ptxconf bench --numerics-only [--numerics-dots 100000]   # the CPU model alone, no GPU
 """
 
@@ -91,7 +92,8 @@ def host_cpu(stages: dict | None, cases: int | None) -> dict:
     per = {k: stages[name] for k, name in HOST_CPU_STAGES.items() if name in stages}
     total = sum(per.values())
     return {"cpu_s": per, "cpu_total_s": round(total, 3),
-            "ms_per_case": round(1e3 * total / cases, 3) if per and cases else None}
+            "ms_per_case": round(1e3 * total / cases, 3) if per and cases else None,
+            "ms_per_case_by_stage": {k: round(1e3 * s / cases, 3) for k, s in per.items()} if cases else {}}
 
 
 def _bound(entry: dict) -> dict:
@@ -299,6 +301,10 @@ def main(args) -> int:
         return 0
     variants = specs.select(args.select) if args.select else list(specs.variants.values())
     backend = get_backend(args.backend, semantics=mma)
+    if args.suite_only:  # only `ptxconf run` in its own processes: what the host spends per case, stage by stage
+        name = backend.name
+        backend.close()
+        return _emit({"suite": suite(name, args.suite_select, args.seed, args.devices)}, args.output)
     try:
         result = bench(backend, specs, variants, args.seed, args.baseline_variants)
     finally:
@@ -308,10 +314,14 @@ def main(args) -> int:
         result["suite"] = suite(backend.name, args.suite_select, args.seed, args.devices)
     if args.bulk:
         result["bulk_fuzz"] = bulk_rate(backend.name, args.bulk, args.seed)
+    return _emit(result, args.output)
+
+
+def _emit(result: dict, output: str | None) -> int:
     text = json.dumps(result, indent=2)
     print(text)
-    if args.output:
-        with open(args.output, "w") as fh:
+    if output:
+        with open(output, "w") as fh:
             fh.write(text + "\n")
     return 0
 
@@ -327,6 +337,9 @@ def add_parser(sub) -> None:
     b.add_argument("--suite", action="store_true",
                    help="also time the whole `ptxconf run` (every family; --select narrows only the batched "
                         "comparison) cold and warm")
+    b.add_argument("--suite-only", action="store_true",
+                   help="only the --suite runs (cold, warm, warm without observations): no in-process batched "
+                        "comparison, no numerics model")
     b.add_argument("--suite-select", action="append", metavar="GLOB",
                    help="with --suite: time `ptxconf run --select GLOB` (repeatable) instead of the whole suite, e.g. "
                         "a few families' globs on the emulator, where the whole suite takes long on a small machine")

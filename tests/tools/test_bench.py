@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from ptxconf.cli.main import main
 
 M16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -31,6 +32,8 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
         host = r["host"]  # the host's CPU seconds per stage, and per case
         assert host["ms_per_case"] > 0 and host["cpu_total_s"] == round(sum(host["cpu_s"].values()), 3)
         assert set(host["cpu_s"]) == ({"plan", "compare"} if r is bare else {"plan", "compare", "save"})
+        assert set(host["ms_per_case_by_stage"]) == set(host["cpu_s"])
+        assert abs(sum(host["ms_per_case_by_stage"].values()) - host["ms_per_case"]) < 0.01
     assert b["suite"]["command"] == f"ptxconf run --backend emulator --select '{M16}'"
     assert b["batched_all_variants"]["non_passing_checks"] == 0 and b["baseline_one_case_per_launch"]["launches"] > 0
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}
@@ -39,6 +42,21 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     cpu = b["numerics"]["cpu"]["paths"]  # per path kind: the NumPy model, and the compiled one where numba is
     assert {r["kind"] for r in cpu} == {"float", "f64", "int", "b1"} and all(r["numpy_dots_per_s"] > 0 for r in cpu)
     assert all(r.get("equal_bit_for_bit", True) for r in cpu)
+
+
+def test_suite_only_times_the_run_and_nothing_else(tmp_path, capsys, monkeypatch):
+    """``--suite-only``: the suite's runs with their selection, without the in-process comparison or the model."""
+    import ptxconf.tools.bench as bench
+
+    asked = []
+    monkeypatch.setattr(bench, "suite", lambda name, select, seed, devices=None: asked.append((name, select, seed)) or {"cold": {}})
+    monkeypatch.setattr(bench, "bench", lambda *a, **k: pytest.fail("the in-process comparison ran"))
+    monkeypatch.setattr(bench, "numerics_rates", lambda *a, **k: pytest.fail("the numerics model ran"))
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--backend", "emulator", "--suite-only", "--suite-select", M16, "--seed", "3",
+                 "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert asked == [("emulator", [M16], 3)] and json.loads(out.read_text()) == {"suite": {"cold": {}}}
 
 
 def test_bench_records_the_bulk_fuzzer_rate_from_its_own_process(tmp_path, capsys):

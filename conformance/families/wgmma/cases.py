@@ -24,6 +24,7 @@ from .probe import (
     _words,
     a_off,
     b_base,
+    base_offset_of,
     c_off,
     fill_cases,
     image_bytes,
@@ -81,7 +82,7 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     if major == "K" and sw != "none":
         lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
         start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
-    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+    return Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), smem.code_of(sw)), pattern
 
 
 @cache

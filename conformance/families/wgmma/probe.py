@@ -159,6 +159,21 @@ def decode_words(model: Model, lo, hi) -> Desc:
 _DESCS: dict[tuple, tuple] = {}
 
 
+def base_offset_of(model: Model, sw: str, pattern: int) -> int:
+    """The base offset the spec's rule gives a ``sw`` pattern starting at ``pattern`` (image-relative bytes),
+    evaluated once per process and (layout spec, mode, start): every case asks, from a few hundred starts."""
+    key = (id(model.desc), id(model.smem), sw, int(pattern))
+    hit = _BASE_OFFSETS.get(key)
+    if hit is None or hit[0] is not model.desc or hit[1] is not model.smem:
+        if len(_BASE_OFFSETS) > 65536:
+            _BASE_OFFSETS.clear()
+        hit = _BASE_OFFSETS[key] = (model.desc, model.smem, model.desc.base_offset_for(model.smem, sw, int(pattern)))
+    return hit[2]
+
+
+_BASE_OFFSETS: dict[tuple, tuple] = {}
+
+
 def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int) -> np.ndarray:
     """Element bits ``uint64[rows, cols]`` of A (64 x K) or B (K x N) from one case's image."""
     idx, outside, kb = _gather(model, v, desc, operand, trans, len(img))
@@ -434,8 +449,12 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     flat = img.reshape(-1)
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
-        at = addr[..., None] + np.arange(nb) + (np.arange(cases) * size)[:, None, None]
-        flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
+        at = addr + (np.arange(cases) * size)[:, None]
+        if nb in (1, 2, 4, 8) and size % nb == 0 and not (addr % nb).any():  # aligned elements: written whole
+            flat.view(f"<u{nb}")[(at // nb).ravel()] = vals.astype(f"<u{nb}").ravel()
+        else:
+            at = at[..., None] + np.arange(nb)
+            flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
     else:
         kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
         for c in range(cases):  # bits of one byte from several elements: case by case, in order
