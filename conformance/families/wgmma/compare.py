@@ -77,7 +77,7 @@ def d_verdict(v, rec: CheckRecord, exp: np.ndarray, got: np.ndarray, wrong_bo: l
     failure with ``diagnosis(failing cases)`` (the hypothesis that explains them), the first differing words
     and ``readback()`` (what the tags say the hardware used)."""
     ok = _per_case_equal(exp, got)
-    verdict = Verdict(v.id, rec.check, rec.seed, "pass", elements=int(exp.size))
+    verdict = wg.passed(v, rec)
     if ok.all() and not wrong_bo:
         return verdict
     verdict.status = "fail"

@@ -15,13 +15,12 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import Expected, Plan, pick_build, split_launches, stack_slices, variant_rng
-from ptxconf.core.verdict import Verdict
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import probe as wm
 from .cases import CHECKS, make_cases
-from .compare import companion_of, compare_wmma
+from .compare import companion_of, compare_wmma, passed
 from .memory import apply, sizes
 
 
@@ -54,12 +53,7 @@ class WmmaFamily(Family):
                     expected=expected)
 
     def passed(self, v, rec):
-        """Every D element exact and no byte written outside D: the comparator's pass."""
-        mv = companion_of(v, rec.params)
-        rows, cols = v.doc.dims("d", mv.shape_name)
-        elements = len(rec.in_words) * rows * cols
-        via = "" if mv is v else f" (through {mv.id})"
-        return Verdict(v.id, rec.check, rec.seed, "pass", message=f"{elements} D elements exact{via}", elements=elements)
+        return passed(v, rec)
 
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
