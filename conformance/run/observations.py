@@ -52,9 +52,10 @@ __all__ = ["OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "
            "run_file_bytes", "run_root", "why", "MAX_OBSERVATION", "MAX_REPORT", "MAX_SUMMARY"]
 
 OBSERVATION_SUFFIX = ".npz.zst"  # an .npz (stored, not deflated) in one Zstandard frame; older runs wrote .npz
-# Zstandard's fastest levels: -1 compressed wgmma, wgmma.sp and mma observations in half the CPU of level 1, 10% larger
-# (5.8 against 6.4 times smaller than the .npz); a reader takes any level.
-OBSERVATION_LEVEL = -1
+# Zstandard level 1.  The negative (fastest) levels were measured too: on the suite's wgmma, wgmma.sp and mma files
+# level -1 took 6-12% less CPU and wrote 12% more bytes; on three variants' files alone, half the CPU.  A reader
+# takes any level.
+OBSERVATION_LEVEL = 1
 PENDING = ".pending"  # an observation written before its verdicts are recorded: no reader takes it
 MiB = 1 << 20
 # Bounds on what a reader of a run directory pays, far above what a run writes (the largest recorded observation
