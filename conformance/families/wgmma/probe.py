@@ -293,6 +293,11 @@ def decoded(t, bits) -> np.ndarray:
 _DECODED: dict[str, np.ndarray] = {}
 
 
+def _scaled(x: np.ndarray, scale: int) -> np.ndarray:
+    """``scale * x`` (imm-scale-a/b: 1 or -1), without a copy for 1 (``1 * x`` is ``x``, bit for bit)."""
+    return x if scale == 1 else scale * x
+
+
 def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
     """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
     say."""
@@ -300,13 +305,13 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
     a, b = decoded(at, a_bits), decoded(bt, b_bits)
     if dt.is_float:
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
-            acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)
+            acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
             if scale_d:
-                acc = acc + dt.decode(c_bits)
-            return dt.encode(acc.astype(np.float64), exact=False)
+                acc += decoded(dt, c_bits)
+            return dt.encode(acc, exact=False)  # float64 already
     acc = a.astype(np.int64) @ b.astype(np.int64)
     if scale_d:
-        acc = acc + dt.decode(c_bits).astype(np.int64)
+        acc += decoded(dt, c_bits).astype(np.int64)
     if v.satfinite:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)
