@@ -97,6 +97,12 @@ class Family:
         ``rec.variant``); each family reads the fields of ``rec`` it needs."""
         raise NotImplementedError(f"family {self.name} has no comparator")
 
+    def passed(self, v: RunVariant, rec: CheckRecord) -> Verdict:
+        """The verdict of a check whose out words are, on every defined bit, those its plan predicted
+        (:class:`~ptxconf.core.plan.Expected`): what :meth:`compare` says of them, made without computing them
+        again.  Only checks a family predicts come here; default: the comparator's own verdict."""
+        return self.compare(v, rec)
+
     def failed(self, v: RunVariant, rec: CheckRecord, error: str) -> Verdict:
         """The verdict of a check whose cases did not run to the end (a fault, a hang, a module that did not load):
         an error, but for undefined inputs what the GPU did with them, an observation."""

@@ -16,7 +16,7 @@ import numpy as np
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.isa.targets import TARGET_MIN_PTX, PtxVersion, Target, parse_target, runs_on
 
-__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe", "without_kernels",
+__all__ = ["RunVariant", "Kernel", "Cases", "CaseSet", "CaseSummary", "Expected", "expected_of", "slim", "Plan", "PTX_VERSIONS", "pick_build", "stack_slices", "split_launches", "launches_by_probe", "without_kernels",
            "runnable_targets", "support_reason", "variant_rng", "plan_by_kernel"]
 
 PTX_VERSIONS = [PtxVersion(6, m) for m in range(0, 6)] + [PtxVersion(7, m) for m in range(0, 9)] + [
@@ -64,10 +64,39 @@ class CaseSet:
     words: np.ndarray  # uint32[case, lane, in_words]
     params: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    expected: np.ndarray | None = None  # uint32[case, lane, out_words]: what the probe must write, where predicted
 
     @property
     def cases(self) -> int:
         return len(self.words)
+
+
+@dataclass
+class Expected:
+    """A plan's out words as the family predicted them while it drew the cases (it knows the matrices it placed,
+    so it need not read them back): a check whose every defined bit agrees passes without its comparator, which
+    then runs only where the words differ (to explain them).  What a probe writes is predicted once per plan
+    and compared in one array expression, instead of per check through unpacking and the oracle again."""
+
+    words: np.ndarray  # uint32[row, lane, out_words], rows as ``Plan.in_words`` (zero in rows of checks not predicted)
+    defined: np.ndarray  # uint32[lane, out_words]: the bits the ISA defines (padding and unheld bits are 0)
+    checks: tuple[str, ...]  # the checks predicted; the others always go to the comparator
+
+    def agreeing(self, out: np.ndarray) -> np.ndarray:
+        """``bool[row]``: every defined bit of the row's out words is the predicted one."""
+        return ~((np.asarray(out) ^ self.words) & self.defined).any(axis=(1, 2))
+
+
+def expected_of(case_sets: Sequence[Any], defined: np.ndarray) -> Expected | None:
+    """The plan's :class:`Expected` from the case sets' ``expected`` words (stacked as their input words are);
+    None where no case set has them."""
+    have = [cs for cs in case_sets if getattr(cs, "expected", None) is not None]
+    if not have:
+        return None
+    shape = have[0].expected.shape[1:]
+    words = np.concatenate([cs.expected if getattr(cs, "expected", None) is not None
+                            else np.zeros((cs.cases, *shape), dtype=np.uint32) for cs in case_sets])
+    return Expected(words, np.asarray(defined, dtype=np.uint32), tuple(cs.check for cs in have))
 
 
 @dataclass
@@ -86,6 +115,7 @@ class Plan:
     # Checks whose immediates differ need their own kernels: launch i runs probes[launch_probe[i]].
     probes: list[Kernel] = field(default_factory=list)
     launch_probe: list[int] = field(default_factory=list)
+    expected: Expected | None = None  # the out words the family predicted (None: every check to its comparator)
 
     def probe_of(self, launch: int) -> Kernel:
         return self.probes[self.launch_probe[launch]] if self.launch_probe else self.probe

@@ -102,6 +102,8 @@ def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
     vid, cc = item
     plan = slim(plan_of(codec.variants[vid], cc))
     plan = replace(plan, in_words=shared.share(plan.in_words))  # a file reference where the run shares words
+    if plan.expected is not None:
+        plan = replace(plan, expected=replace(plan.expected, words=shared.share(plan.expected.words)))
     return codec.dumps((plan, time.perf_counter() - t0, time.thread_time() - c0))
 
 

@@ -126,8 +126,23 @@ def launch_module(backend: Backend, plans: list[Plan], module: str,
 
 
 def compare_plan(plan: Plan, out: np.ndarray) -> list[Verdict]:
-    """Every check of one plan against its observed out words (a pure function: it may run in a worker)."""
-    return [compare(plan.variant, rec) for rec in records(plan, out)]
+    """Every check of one plan against its observed out words (a pure function: it may run in a worker).
+
+    Where the family predicted the out words (``plan.expected``), every row is compared in one expression and a
+    predicted check whose rows all agree gets the family's pass verdict; every other check (one that differs,
+    or one not predicted) goes to the family's comparator, which explains it."""
+    recs = records(plan, out)
+    exp = plan.expected
+    if exp is None:
+        return [compare(plan.variant, rec) for rec in recs]
+    fam, agree = family_of(plan.variant), exp.agreeing(out)
+    predicted = set(exp.checks)
+    verdicts = []
+    for rec in recs:
+        a, b = plan.slices[rec.check]
+        same = rec.check in predicted and bool(agree[a:b].all())
+        verdicts.append(fam.passed(plan.variant, rec) if same else fam.compare(plan.variant, rec))
+    return verdicts
 
 
 def compare_and_save(plan: Plan, out: np.ndarray, observations: Path | None
@@ -377,7 +392,9 @@ def run_variants(
             publish_observation(observations, outcome.plan)
         if progress:
             progress.update(1)
-        shared.release(outcome.plan.in_words, outcome.out_words)  # compared (and saved): no process attaches again
+        exp = outcome.plan.expected
+        # compared (and saved): no process attaches again
+        shared.release(outcome.plan.in_words, outcome.out_words, exp.words if exp is not None else None)
 
     recording = [False]  # an error while recording verdicts stops the run with nothing more written
     with shared.arena():  # words cross processes as shared files (the workers forked below inherit the arena)
@@ -409,7 +426,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
 
     def finish(plans: list[Plan], launched: list | None, share: float) -> None:
         if launched is None:  # abandoned by a stop before it was built: these variants were not run
-            shared.release(*(p.in_words for p in plans))
+            shared.release(*(p.in_words for p in plans), *(p.expected.words for p in plans if p.expected is not None))
             return
         if comparisons is None:
             for outcome in _compared_here(plans, launched, share, observations, stages):

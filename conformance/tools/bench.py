@@ -94,7 +94,8 @@ def host_cpu(stages: dict | None, cases: int | None) -> dict:
     per = {k: stages[name] for k, name in HOST_CPU_STAGES.items() if name in stages}
     total = sum(per.values())
     return {"cpu_s": per, "cpu_total_s": round(total, 3),
-            "ms_per_case": round(1e3 * total / cases, 3) if per and cases else None}
+            "ms_per_case": round(1e3 * total / cases, 3) if per and cases else None,
+            "ms_per_case_by_stage": {k: round(1e3 * s / cases, 3) for k, s in per.items()} if cases else {}}
 
 
 def _bound(entry: dict) -> dict:
@@ -367,6 +368,9 @@ def add_parser(sub) -> None:
     b.add_argument("--suite", action="store_true",
                    help="also time the whole `ptxconf run` (every family; --select narrows only the batched "
                         "comparison) cold and warm")
+    b.add_argument("--suite-only", action="store_true",
+                   help="only the --suite runs (cold, warm, warm without observations): no in-process batched "
+                        "comparison, no numerics model")
     b.add_argument("--suite-select", action="append", metavar="GLOB",
                    help="with --suite: time `ptxconf run --select GLOB` (repeatable) instead of the whole suite, e.g. "
                         "a few families' globs on the emulator, where the whole suite takes long on a small machine")
@@ -375,9 +379,6 @@ def add_parser(sub) -> None:
                         "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")
     b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
                    help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
-    b.add_argument("--suite-only", action="store_true",
-                   help="only the whole-suite timing of --suite (and --bulk if given): skips the in-process batched "
-                        "comparison and the numerics rates")
     b.add_argument("--numerics-only", action="store_true",
                    help="only the arithmetic model's dot products per second on this host, per path kind: NumPy "
                         "and compiled (numba, the extra `fast`); needs no GPU")

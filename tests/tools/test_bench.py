@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from ptxconf.cli.main import main
 
 M16 = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
@@ -31,6 +32,8 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
         host = r["host"]  # the host's CPU seconds per stage, and per case
         assert host["ms_per_case"] > 0 and host["cpu_total_s"] == round(sum(host["cpu_s"].values()), 3)
         assert set(host["cpu_s"]) == ({"plan", "compare"} if r is bare else {"plan", "compare", "save"})
+        assert set(host["ms_per_case_by_stage"]) == set(host["cpu_s"])
+        assert abs(sum(host["ms_per_case_by_stage"].values()) - host["ms_per_case"]) < 0.01
     assert b["suite"]["command"] == f"ptxconf run --backend emulator --select '{M16}'"
     assert b["batched_all_variants"]["non_passing_checks"] == 0 and b["baseline_one_case_per_launch"]["launches"] > 0
     paths = {p["variant"]: p for p in b["numerics"]["paths"]}

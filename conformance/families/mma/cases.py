@@ -82,6 +82,7 @@ class OperandCases:
     filler: dict[str, np.ndarray]  # operand -> uint64[case, lane, element] garbage for unheld slots
     params: dict[str, dict[str, int]]  # operand -> selector values (immediates of the probe)
     meta: dict = field(default_factory=dict)  # map checks: digits, blocks, alphabet
+    expected: np.ndarray | None = None  # uint32[case, lane, out_words]: the out words predicted (value check)
 
     @property
     def cases(self) -> int:

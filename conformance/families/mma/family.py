@@ -7,7 +7,9 @@ from collections.abc import Iterable
 import numpy as np
 from ptxconf.core.family import Family
 from ptxconf.core.plan import (
+    Expected,
     Plan,
+    expected_of,
     launches_by_probe,
     pick_build,
     split_launches,
@@ -15,10 +17,12 @@ from ptxconf.core.plan import (
     variant_rng,
     without_kernels,
 )
+from ptxconf.core.verdict import Verdict
 from ptxconf.generators.ptx import Surroundings, checksum
 from ptxconf.isa.packing import pack, unpack
 from ptxconf.isa.sparse import is_sparse, sparsity
 from ptxconf.isa.targets import PtxVersion, Target
+from ptxconf.oracle import mma
 
 from . import bulk, spec
 from . import undefined as ud
@@ -63,11 +67,13 @@ class MmaFamily(Family):
         slices, pos = stack_slices(case_sets)
         order, per_launch, wpb = split_launches(rng, pos, cases_per_launch)
         kernels = [Probe(v, cs.params, surroundings, cs.check.startswith("undefined.")) for cs in case_sets]
+        expected = _expected(v, case_sets, surroundings)
         # A kernel with an out-of-range selector stays a kernel of its own: ``settle`` asks ptxas whether it runs.
         selector = any(cs.check.startswith("undefined.selector") for cs in case_sets)
         if len({k.name for k in kernels}) == 1 and not selector:
             launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
-            return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, layout.out_words)
+            return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, layout.out_words,
+                        expected=expected)
         # Selector immediates differ between checks (or inputs are undefined): one kernel each, launches never mix them.
         probes: list[Probe] = []
         of_case = np.full(pos, -1, dtype=np.int64)
@@ -78,7 +84,7 @@ class MmaFamily(Family):
             of_case[a:b] = [p.name for p in probes].index(kernel.name)
         launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
         return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, layout.out_words,
-                    probes, launch_probe)
+                    probes, launch_probe, expected)
 
     def settle(self, plan: Plan, cc: tuple[int, int]) -> Plan:
         """A kernel with an out-of-range selector joins the module only where ptxas took it alone."""
@@ -141,6 +147,33 @@ class MmaFamily(Family):
 
     def compare(self, v, rec):
         return compare(v, rec)
+
+    def passed(self, v, rec):
+        """A value check whose D elements and checksum word are the predicted ones: the comparator's pass."""
+        return Verdict(v.id, rec.check, rec.seed, "pass", elements=len(rec.in_words) * _d_elements(v))
+
+
+def _d_elements(v) -> int:
+    lay = v.operands["D"].layout
+    return lay.matrices * lay.rows * lay.cols
+
+
+def _expected(v, case_sets: list, surroundings: Surroundings) -> Expected | None:
+    """The value check's out words from the bits it drew (the oracle's D, packed, and the checksum of the extra
+    registers), where its comparator would recompute them from the words; the tagged checks' comparators read
+    back maps, and what undefined inputs give is an observation: those always go to their comparators."""
+    layout, d = buffer_layout(v), v.operands["D"]
+    defined = np.zeros((32, layout.out_words), dtype=np.uint32)
+    lay = d.layout
+    defined[:, : d.words] = pack(d, np.full((1, lay.matrices, lay.rows, lay.cols), d.type.mask, dtype=np.uint64))[0]
+    defined[:, layout.checksum_offset] = 0xFFFFFFFF
+    for cs in case_sets:
+        if cs.check == "value":
+            exp = np.zeros((cs.cases, 32, layout.out_words), dtype=np.uint32)
+            exp[:, :, : d.words] = pack(d, mma(v, cs.bits))
+            exp[:, :, layout.checksum_offset] = checksum(np.arange(32), surroundings)[None, :]
+            cs.expected = exp
+    return expected_of(case_sets, defined)
 
 
 def _surroundings(v, rng: np.random.Generator) -> Surroundings:

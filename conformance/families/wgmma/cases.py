@@ -8,11 +8,14 @@ buffer is :mod:`.probe`'s contract.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.isa.packing import pack
 from ptxconf.isa.ptxtypes import TYPES
 
+from .compare import base_offset_problems
 from .desc import Desc
 from .probe import (
     A_REGION,
@@ -21,12 +24,14 @@ from .probe import (
     _words,
     a_off,
     b_base,
+    base_offset_of,
     c_off,
     fill_cases,
     image_bytes,
     immediate_sets,
     in_words,
     model_of,
+    predict,
     put_image,
     tile_addresses,
 )
@@ -77,23 +82,32 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     if major == "K" and sw != "none":
         lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
         start += 32 * int(rng.integers(0, max(1, (W - kbytes) // 32 + 1)))  # K start inside the swizzle row
-    return Desc(start, lbo, sbo, model.desc.base_offset_for(smem, sw, pattern), smem.code_of(sw)), pattern
+    return Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), smem.code_of(sw)), pattern
+
+
+@cache
+def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
+    """The container bits of every integer value ``lo .. hi`` in ``tname`` (looked up by value - lo): what
+    ``encode`` gives value by value, computed once per process instead of for every element drawn."""
+    t = TYPES[tname]
+    values = np.arange(lo, hi + 1)
+    return t.encode(values.astype(np.float64) if t.is_float else values, exact=False)
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
     t = TYPES[tname]
     if t.kind == "float":  # -3..3: exact in every element type (no exactness check to pay)
-        return t.encode(rng.integers(-3, 4, size=shape).astype(np.float64), exact=False)
+        return _encoded(tname, -3, 3)[rng.integers(-3, 4, size=shape) + 3]
     if t.kind == "bits":
         return rng.integers(0, 2, size=shape).astype(np.uint64)
     lo, hi = t.int_range()
-    return t.encode(rng.integers(lo, hi + 1, size=shape))
+    return _encoded(tname, lo, hi)[rng.integers(lo, hi + 1, size=shape) - lo]
 
 
 def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     dt = TYPES[v.dtype]
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        return dt.encode(rng.integers(-64, 65, size=(cases, 64, v.N)).astype(np.float64), exact=False)
+        return _encoded(v.dtype, -64, 64)[rng.integers(-64, 65, size=(cases, 64, v.N)) + 64]
     near = rng.integers(0, 2, size=(cases, 64, v.N))
     base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
     return dt.encode(base + rng.integers(-40, 41, size=near.shape))
@@ -107,6 +121,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     swz = list(smem.swizzles)
     out = []
     sets = immediate_sets(v)
+    parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
     for si, imm in enumerate(sets):
         tag = imm_tag(imm)
         wanted = [c for c in ("value", "map.A", "map.B") if c in checks]
@@ -212,9 +227,23 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
             out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            parts.append((np.stack([A for A, _ in plans]), np.stack([B for _, B in plans]), C, words[:, 0, 4] != 0, imm))
+    for cs, exp in zip(out, predict(v, parts)):
+        if not base_offset_problems(v, model, cs.words, cs.meta):  # else its comparator says what is wrong
+            cs.expected = exp
     return out
 
 
 def _digit(tname: str, d: np.ndarray) -> np.ndarray:
+    return _exact_digits(tname)[d]
+
+
+@cache
+def _exact_digits(tname: str) -> np.ndarray:
+    """Container bits of every digit a tag can have (0 .. 255, as far as ``tname`` holds them exactly; a digit past
+    that is refused, an IndexError): ``encode``'s, computed once per process instead of for every element."""
     t = TYPES[tname]
-    return t.encode(d.astype(np.float64) if t.is_float else d)
+    values = np.arange(256 if t.is_float else min(256, t.int_range()[1] + 1))
+    bits = t.encode(values.astype(np.float64) if t.is_float else values, exact=False)
+    exact = t.decode(bits) == values
+    return bits[: len(values) if exact.all() else int(np.argmax(~exact))]

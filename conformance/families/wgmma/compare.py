@@ -77,7 +77,7 @@ def d_verdict(v, rec: CheckRecord, exp: np.ndarray, got: np.ndarray, wrong_bo: l
     failure with ``diagnosis(failing cases)`` (the hypothesis that explains them), the first differing words
     and ``readback()`` (what the tags say the hardware used)."""
     ok = _per_case_equal(exp, got)
-    verdict = Verdict(v.id, rec.check, rec.seed, "pass", elements=int(exp.size))
+    verdict = wg.passed(v, rec)
     if ok.all() and not wrong_bo:
         return verdict
     verdict.status = "fail"
@@ -117,7 +117,7 @@ def base_offset_problems(v, model: wg.Model, in_words: np.ndarray, meta: dict | 
                 continue
             d = wg.decode_words(model, in_words[c, 0, lo], in_words[c, 0, hi])
             sw = model.smem.name_of(d.swizzle) or "none"
-            want = model.desc.base_offset_for(model.smem, sw, int(rec[4]))
+            want = wg.base_offset_of(model, sw, int(rec[4]))
             if d.base_offset != want:
                 rep = model.smem.swizzles[sw]["repeat"] if sw != "none" else 0
                 out.append(f"case {c} {op}: descriptor base offset {d.base_offset} where §{model.desc.section} requires {want} "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng
+from ptxconf.core.plan import Plan, expected_of, pick_build, plan_by_kernel, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
@@ -27,9 +28,13 @@ class WgmmaFamily(Family):
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
-        return plan_by_kernel(v, seed, version, target, case_sets,
+        plan = plan_by_kernel(v, seed, version, target, case_sets,
                               lambda cs: wg.WgProbe(v, tuple(sorted(cs.params["imm"].items()))), wg.out_words(v), rng,
                               cases_per_launch)
+        return replace(plan, expected=expected_of(case_sets, wg.defined_words(v)))
+
+    def passed(self, v, rec):
+        return wg.passed(v, rec)
 
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)

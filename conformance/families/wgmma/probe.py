@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from ptxconf.core.verdict import Verdict
 from ptxconf.families.wgmma.desc import Desc, decode, encode, shift_of
 from ptxconf.families.wgmma.spec import SmemSpec, WgmmaVariant
 from ptxconf.generators.ptx import KeyedProbe, case_prologue
@@ -92,6 +93,13 @@ def out_words(v: WgmmaVariant) -> int:
     return d_words(v) + d_words(v) % 2
 
 
+def defined_words(v: WgmmaVariant) -> np.ndarray:
+    """``uint32[lane, out_words]``: the bits of the out words a comparator reads (D's registers, not the padding)."""
+    mask = np.zeros((LANES, out_words(v)), dtype=np.uint32)
+    mask[:, : d_words(v)] = 0xFFFFFFFF
+    return mask
+
+
 def image_of(v: WgmmaVariant, words: np.ndarray) -> np.ndarray:
     """``uint32[case, lane, in_words]`` -> ``uint8[case, image_bytes]``."""
     w = np.ascontiguousarray(words[:, :, img_off(v) :], dtype="<u4")
@@ -149,6 +157,21 @@ def decode_words(model: Model, lo, hi) -> Desc:
 
 
 _DESCS: dict[tuple, tuple] = {}
+
+
+def base_offset_of(model: Model, sw: str, pattern: int) -> int:
+    """The base offset the spec's rule gives a ``sw`` pattern starting at ``pattern`` (image-relative bytes),
+    evaluated once per process and (layout spec, mode, start): every case asks, from a few hundred starts."""
+    key = (id(model.desc), id(model.smem), sw, int(pattern))
+    hit = _BASE_OFFSETS.get(key)
+    if hit is None or hit[0] is not model.desc or hit[1] is not model.smem:
+        if len(_BASE_OFFSETS) > 65536:
+            _BASE_OFFSETS.clear()
+        hit = _BASE_OFFSETS[key] = (model.desc, model.smem, model.desc.base_offset_for(model.smem, sw, int(pattern)))
+    return hit[2]
+
+
+_BASE_OFFSETS: dict[tuple, tuple] = {}
 
 
 def read_matrix(model: Model, v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int) -> np.ndarray:
@@ -256,20 +279,39 @@ _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
+def decoded(t, bits) -> np.ndarray:
+    """``t.decode(bits)``; for a type of at most 16 bits, looked up from a table of every pattern (one gather
+    instead of a mask, two conversions and a view per element)."""
+    if t.bits > 16:
+        return t.decode(bits)
+    table = _DECODED.get(t.name)
+    if table is None:
+        table = _DECODED[t.name] = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+    return table[np.asarray(bits, dtype=np.uint64) & np.uint64(t.mask)]
+
+
+_DECODED: dict[str, np.ndarray] = {}
+
+
+def _scaled(x: np.ndarray, scale: int) -> np.ndarray:
+    """``scale * x`` (imm-scale-a/b: 1 or -1), without a copy for 1 (``1 * x`` is ``x``, bit for bit)."""
+    return x if scale == 1 else scale * x
+
+
 def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) -> np.ndarray:
     """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
     say."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
-    a, b = at.decode(a_bits), bt.decode(b_bits)
+    a, b = decoded(at, a_bits), decoded(bt, b_bits)
     if dt.is_float:
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
-            acc = (imm.get("scale_a", 1) * a) @ (imm.get("scale_b", 1) * b)
+            acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
             if scale_d:
-                acc = acc + dt.decode(c_bits)
-            return dt.encode(acc.astype(np.float64), exact=False)
+                acc += decoded(dt, c_bits)
+            return dt.encode(acc, exact=False)  # float64 already
     acc = a.astype(np.int64) @ b.astype(np.int64)
     if scale_d:
-        acc = acc + dt.decode(c_bits).astype(np.int64)
+        acc += decoded(dt, c_bits).astype(np.int64)
     if v.satfinite:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)
@@ -322,6 +364,37 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
         if len(at):
             D[at] = spec_numerics(v, A[at], B[at], C[at], sd, imm)
     return D
+
+
+def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
+    """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
+    words: the out words ``uint32[case, 128, out_words]`` of each part, the parts of one immediate set in one
+    product."""
+    dop = v.operands["D"]
+    groups: dict[tuple, list[int]] = {}
+    for i, part in enumerate(parts):
+        groups.setdefault(tuple(sorted(part[4].items())), []).append(i)
+    out: list[np.ndarray] = [np.empty(0)] * len(parts)
+    for key, members in groups.items():
+        A, B, C, sd = (np.concatenate([parts[i][j] for i in members]) for j in range(4))
+        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+        dt = TYPES[v.dtype]
+        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+        D = spec_numerics(v, A, B, np.where(np.asarray(sd, dtype=bool)[:, None, None], C, nothing), True, dict(key))
+        words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
+        words[:, :, : dop.words] = pack(dop, D[:, None])
+        at = 0
+        for i in members:
+            n = len(parts[i][0])
+            out[i] = words[at : at + n]
+            at += n
+    return out
+
+
+def passed(v: WgmmaVariant, rec) -> Verdict:
+    """The comparator's verdict of a check whose D words are the spec's (the sparse family's too)."""
+    return Verdict(v.id, rec.check, rec.seed, "pass", elements=len(rec.in_words) * LANES * d_words(v))
 
 
 # --- a case's words: kernels per immediate set, descriptors, matrices in the image --------------------
@@ -381,8 +454,12 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     flat = img.reshape(-1)
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
-        at = addr[..., None] + np.arange(nb) + (np.arange(cases) * size)[:, None, None]
-        flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
+        at = addr + (np.arange(cases) * size)[:, None]
+        if nb in (1, 2, 4, 8) and size % nb == 0 and not (addr % nb).any():  # aligned elements: written whole
+            flat.view(f"<u{nb}")[(at // nb).ravel()] = vals.astype(f"<u{nb}").ravel()
+        else:
+            at = at[..., None] + np.arange(nb)
+            flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
     else:
         kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
         for c in range(cases):  # bits of one byte from several elements: case by case, in order

@@ -26,6 +26,7 @@ from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.families.mma import undefined as ud
 from ptxconf.families.wgmma import cases as wgc
 from ptxconf.families.wgmma import probe as wg
+from ptxconf.families.wgmma.compare import base_offset_problems
 from ptxconf.families.wgmma.desc import Desc
 from ptxconf.isa.packing import pack
 from ptxconf.isa.ptxtypes import TYPES
@@ -219,6 +220,8 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
     if "undefined.selector" in checks:  # the first immediate set, once per selector the form does not allow
         work += [(0, {**sets[0], "sel": s}, ["undefined.selector"]) for s in ud.out_of_range(v.selectors)]
     out = []
+    parts: list[tuple] = []  # per predicted case set: (dense A, B, C, scale-d, scales) as placed
+    predicted: list[CaseSet] = []
     for si, imm, jobs in work:
         map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # none on the first set, swizzled on the last
         for check in jobs:
@@ -278,4 +281,12 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
             sp.put_image(v, words, img)
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
+            if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
+                dense = sp.densify(v, np.stack([comp for comp, _, _ in plans]), fields)
+                scale = {k: val for k, val in imm.items() if k != "sel"}
+                parts.append((dense, np.stack([B for _, _, B in plans]), C, words[:, 0, 4] != 0, scale))
+                predicted.append(out[-1])
+    for cs, exp in zip(predicted, wg.predict(v, parts, sp.numerics)):
+        if not base_offset_problems(v, model, cs.words, cs.meta):
+            cs.expected = exp
     return out

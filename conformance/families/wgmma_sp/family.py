@@ -7,11 +7,13 @@ is sparse (the compressed A, the metadata and its selector) lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, plan_by_kernel, variant_rng, without_kernels
+from ptxconf.core.plan import Plan, expected_of, pick_build, plan_by_kernel, variant_rng, without_kernels
 from ptxconf.families.mma import undefined as ud
+from ptxconf.families.wgmma import probe as wg
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import probe as sp
@@ -36,8 +38,12 @@ class WgmmaSpFamily(Family):
         rng = variant_rng(v, seed)
         target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
-        return plan_by_kernel(v, seed, version, target, case_sets, lambda cs: _kernel(v, cs), sp.out_words(v), rng,
+        plan = plan_by_kernel(v, seed, version, target, case_sets, lambda cs: _kernel(v, cs), sp.out_words(v), rng,
                               cases_per_launch)
+        return replace(plan, expected=expected_of(case_sets, wg.defined_words(v)))
+
+    def passed(self, v, rec):
+        return wg.passed(v, rec)
 
     def settle(self, plan: Plan, cc: tuple[int, int]) -> Plan:
         v = plan.variant

@@ -150,12 +150,12 @@ def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict
     is about five times faster than einsum's loops at these shapes."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
     with np.errstate(invalid="ignore", over="ignore"):
-        a = at.decode(a_bits).astype(np.float64) * imm.get("scale_a", 1)
-        b = bt.decode(b_bits).astype(np.float64) * imm.get("scale_b", 1)
+        a = np.asarray(wg.decoded(at, a_bits), dtype=np.float64) * imm.get("scale_a", 1)
+        b = np.asarray(wg.decoded(bt, b_bits), dtype=np.float64) * imm.get("scale_b", 1)
         acc = np.matmul(a, b)
         if dt.is_float:
             if scale_d:
-                acc = acc + dt.decode(c_bits).astype(np.float64)
+                acc += wg.decoded(dt, c_bits)
             return dt.encode(acc, exact=False)
     acc = np.rint(acc).astype(np.int64)
     if scale_d:

@@ -18,7 +18,7 @@ from ptxconf.core.verdict import MAX_LISTED, Verdict
 from .memory import d_cells
 from .spec import WmmaSpec, WmmaVariant
 
-__all__ = ["Mismatch", "compare_wmma", "companion_of"]
+__all__ = ["Mismatch", "compare_wmma", "companion_of", "passed"]
 
 
 @dataclass
@@ -92,4 +92,17 @@ def compare_wmma(v: WmmaVariant, rec: CheckRecord) -> Verdict:
         msg = f"{len(bad)} of {exp.size} D elements differ, {len(stray)} stray bytes{via}"
         return Verdict(v.id, check, seed, "fail", message=msg, mismatches=mismatches, mismatch_count=count,
                        elements=int(exp.size))
-    return Verdict(v.id, check, seed, "pass", message=f"{exp.size} D elements exact{via}", elements=int(exp.size))
+    return _passed(v, mv, rec, int(exp.size))
+
+
+def passed(v: WmmaVariant, rec: CheckRecord) -> Verdict:
+    """The verdict of a check whose out words are the spec's (every D element exact, no byte outside D written),
+    made without reading them."""
+    mv = companion_of(v, rec.params)
+    rows, cols = v.doc.dims("d", mv.shape_name)
+    return _passed(v, mv, rec, len(rec.in_words) * rows * cols)
+
+
+def _passed(v: WmmaVariant, mv: WmmaVariant, rec: CheckRecord, elements: int) -> Verdict:
+    via = "" if mv is v else f" (through {mv.id})"
+    return Verdict(v.id, rec.check, rec.seed, "pass", message=f"{elements} D elements exact{via}", elements=elements)

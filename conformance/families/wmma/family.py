@@ -14,13 +14,13 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import Expected, Plan, pick_build, split_launches, stack_slices, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
 from . import probe as wm
 from .cases import CHECKS, make_cases
-from .compare import companion_of, compare_wmma
+from .compare import companion_of, compare_wmma, passed
 from .memory import apply, sizes
 
 
@@ -46,7 +46,14 @@ class WmmaFamily(Family):
         if probe.shared:
             wpb = max(w for w in (1, 2, 4, 8) if w <= wpb and w * probe.warp_bytes <= wm.SHARED_BUDGET)
         launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
-        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words)
+        # Every check's out image (D where the case stores it, zero elsewhere) in one pass over the plan's words.
+        words = apply(v.doc, mv, probe.routes, in_words, size.out_words)
+        expected = Expected(words, np.full(words.shape[1:], 0xFFFFFFFF, dtype=np.uint32), tuple(cs.check for cs in case_sets))
+        return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, size.out_words,
+                    expected=expected)
+
+    def passed(self, v, rec):
+        return passed(v, rec)
 
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
