@@ -54,6 +54,8 @@ def test_bench_suite_only_times_just_the_suite_and_keeps_each_section_as_it_ends
         return {"command": f"ptxconf run --backend {name}"}
 
     monkeypatch.setattr(bench, "suite", suite)
+    monkeypatch.setattr(bench, "bench", lambda *a, **k: pytest.fail("the in-process comparison ran"))
+    monkeypatch.setattr(bench, "numerics_rates", lambda *a, **k: pytest.fail("the numerics model ran"))
     monkeypatch.setattr(bench, "bulk_rate", lambda name, budget, seed: {"seen": json.loads(out.read_text())})
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--suite-only", "--bulk", "1", "-o", str(out)])
