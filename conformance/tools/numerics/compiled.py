@@ -20,6 +20,8 @@ two bit for bit on every path of specs/numerics.yaml.  numba is imported only he
 from __future__ import annotations
 
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
@@ -158,12 +160,9 @@ def available() -> tuple[bool, str]:
         return False, str(exc)
 
 
-def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """model.dot_bits compiled: (D bits ``uint64[N]``, rows left to model.py or None) of ``a_bits, b_bits [N, K]``,
-    ``c_bits [N]`` (``labels [N, K]``: the k of each column, as model.sparse_dots gives them).
-
-    ``NotCompiled`` where a parameter value is not compiled.  f64 rows whose exact rounding needs what a float64
-    FMA cannot tell (an underflowing product, an overflow) come back in the mask: model.py computes those."""
+def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> np.ndarray:
+    """model.dot_bits compiled: D bits ``uint64[N]`` of ``a_bits, b_bits [N, K]``, ``c_bits [N]`` (``labels [N, K]``:
+    the k of each column, as model.sparse_dots gives them).  ``NotCompiled`` where a parameter value is not compiled."""
     # uint64 containers as they come (one compiled signature); the kernels mask them as model.py's decoding does
     a = np.ascontiguousarray(np.atleast_2d(np.asarray(a_bits, dtype=np.uint64)))
     b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
@@ -172,9 +171,8 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
     prepared = _prepared(p, t, k)  # checks p: NotCompiled before numba is asked for
     kern = _kernels()
     out = np.zeros(n, dtype=np.uint64)
-    todo = None
     if n == 0:
-        return out, todo
+        return out
     if p.kind == "float":
         plan, table_a, table_b = prepared
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
@@ -182,29 +180,19 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
         blocks = _schedule_counts(p, lab)
         args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b,
                 a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
-        if n > kern.CHUNK:  # over the cores
-            kern.float_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.float_rows(0, n, *args)
+        _over_rows(kern.float_rows, n, args)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
-        todo = np.zeros(n, dtype=bool)
         args = (nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")), a.view(np.int64),
-                b.view(np.int64), c.view(np.int64), out, todo)
-        if n > kern.CHUNK:  # over the cores
-            kern.f64_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.f64_rows(0, n, *args)
+                b.view(np.int64), c.view(np.int64), out)
+        _over_rows(kern.f64_rows, n, args)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
         args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
                 int(t.satfinite), a, b, c, out)
-        if n > kern.CHUNK:  # over the cores
-            kern.int_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.int_rows(0, n, *args)
-    return out, todo
+        _over_rows(kern.int_rows, n, args)
+    return out
 
 
 @functools.lru_cache(maxsize=512)
@@ -230,6 +218,33 @@ def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------------
 # the kernels
+
+CHUNK = 4096  # rows: a batch up to this size runs on the calling thread (a one-dot replay waits for no other)
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def threads() -> int:
+    """Threads the kernels run on: the CPUs this process may use (its affinity), at most ``NUMBA_NUM_THREADS``."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    return max(1, min(n, int(env)) if env.isdigit() and int(env) > 0 else n)
+
+
+def _over_rows(rows_fn, n: int, args: tuple) -> None:
+    """``rows_fn(lo, hi, *args)`` over rows ``0..n``: in chunks over a pool of threads (the kernels release the
+    GIL).  A thread takes the next chunk when it is done with one, so a core that other work slows takes fewer;
+    a small batch runs on the calling thread."""
+    t = threads()
+    if t == 1 or n <= CHUNK:
+        rows_fn(0, n, *args)
+        return
+    pool = _POOLS.get(t)
+    if pool is None:
+        pool = _POOLS[t] = ThreadPoolExecutor(max_workers=t, thread_name_prefix="ptxconf-model")
+    step = max(CHUNK // 4, -(-n // (4 * t)))
+    for f in [pool.submit(rows_fn, lo, min(n, lo + step), *args) for lo in range(0, n, step)]:
+        f.result()
+
 # ---------------------------------------------------------------------------
 
 
