@@ -117,3 +117,43 @@ def test_the_reference_is_chosen_by_the_environment(monkeypatch):
     monkeypatch.setattr(compiled, "dot_bits", lambda *a, **k: (_ for _ in ()).throw(AssertionError("kernel called")))
     d = dot_bits(p, t, np.full((1, 16), 0x3C00), np.full((1, 16), 0x3C00), [0])
     assert int(d[0]) == 0x41800000  # 16 * 1.0
+
+
+def _f64_extremes(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f64 rows across the whole range: a third with exponent fields drawn over every binade (some subnormal), a
+    third with products and C at the bottom (subnormal results), a third at the top (overflow); C in two of five
+    rows the negated rounded product of the first pair plus a few ulps (cancellation)."""
+    zone = rng.integers(0, 3, (n, 1))  # 0 anywhere, 1 bottom, 2 top
+    target = np.where(zone == 1, rng.integers(-1110, -1000, (n, k)), rng.integers(990, 1030, (n, k)))
+    lo, hi = np.maximum(1, target), np.minimum(2046, target + 2046)  # fa + fb - 2046 = target, both fields valid
+    fa = np.where(zone == 0, rng.integers(1, 2047, (n, k)), lo + (rng.random((n, k)) * (hi - lo)).astype(np.int64))
+    fb = np.where(zone == 0, rng.integers(0, 2047, (n, k)), target - fa + 2046)
+    fa = np.where((zone == 0) & (rng.random((n, k)) < 0.3), 0, fa)
+    fc = np.where(zone[:, 0] == 0, rng.integers(0, 2047, n),
+                  np.where(zone[:, 0] == 1, rng.integers(0, 40, n), rng.integers(2000, 2047, n)))
+
+    def bits(field):
+        low = rng.integers(0, 1 << 52, field.shape, dtype=np.uint64)
+        sign = rng.integers(0, 2, field.shape, dtype=np.uint64) << np.uint64(63)
+        return sign | (field.astype(np.uint64) << np.uint64(52)) | low
+
+    a, b, c = bits(fa), bits(fb), bits(fc)
+    near = rng.random(n) < 0.4
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        first = -(a[:, 0].view(np.float64) * b[:, 0].view(np.float64))
+    nudged = first.view(np.uint64) + rng.integers(0, 4, n, dtype=np.uint64)
+    return a, b, np.where(near & np.isfinite(first), nudged, c)
+
+
+@pytest.mark.parametrize("rnd", ["rz", "rm", "rp", "rn"])
+def test_f64_directed_rounding_is_exact_over_the_whole_range(rnd):
+    """Each fused multiply-add of the f64 chain rounded in the kernel, subnormal and overflowing results included
+    (model.py rounds exact rationals)."""
+    p, t = SPEC.paths["f64"], Types("f64", "f64", "f64", "f64", rnd=rnd)
+    a, b, c = _f64_extremes(np.random.default_rng(7), 300, 4)
+    want = dot_bits(p, t, a, b, c, compiled=False)
+    got = dot_bits(p, t, a, b, c, compiled=True)
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), (f"{len(bad)} of {len(c)} rows differ; first a={[hex(x) for x in a[bad[0]]]} "
+                          f"b={[hex(x) for x in b[bad[0]]]} c={c[bad[0]]:#x}: compiled {got[bad[0]]:#x}, "
+                          f"model {want[bad[0]]:#x}")
