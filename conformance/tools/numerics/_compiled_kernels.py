@@ -92,7 +92,7 @@ def _index(tf32, conv, bits):
     return ((bits + add * finite) & 0xFFFFFFFF) >> (13 * tf32)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
     """(neg, inf, mag, exp): the exact ``(-1)^neg mag 2^exp`` to ``p`` bits within [emin, emax] (model.round_to_format)."""
     if mag == 0:
@@ -148,17 +148,39 @@ def _block_round(rp, neg, mag, exp):
     return _uf(uf_pos, _round_p(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
 
 
-@njit(cache=True)
+@intrinsic
+def _bits_of(typingctx, x):
+    """The bits of a float64 as int64 (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
+
+    return nbtypes.int64(nbtypes.float64), codegen
+
+
+@intrinsic
+def _of_bits(typingctx, x):
+    """The float64 of int64 bits (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
+
+    return nbtypes.float64(nbtypes.int64), codegen
+
+
+@njit(cache=True, inline="always")
 def _to_double(neg, mag, exp):
-    v = math.ldexp(float(mag), exp)  # exact: mag < 2^53, far inside float64's range
+    """``(-1)^neg mag 2^exp`` as a float64, exact: mag < 2^53, the scale a power of two built from its bits (no
+    libm call) where it is a normal float64."""
+    scale = _of_bits((exp + 1023) << 52) if -1022 <= exp <= 1023 else math.ldexp(1.0, exp)
+    v = float(mag) * scale
     return -v if neg else v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _from_double(x):
-    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp)."""
-    m, e = math.frexp(abs(x))
-    return (1 if x < 0 else 0), np.int64(m * 9007199254740992.0), e - 53
+    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp): its 53-bit significand, read from its
+    bits."""
+    bits = _bits_of(x)
+    return (1 if x < 0 else 0), (bits & 0xFFFFFFFFFFFFF) | (1 << 52), ((bits >> 52) & 0x7FF) - 1075
 
 
 @njit(cache=True, inline="always")
@@ -235,22 +257,26 @@ def _align(mag, s, align):
 
 
 @njit(cache=True)
-def _halves(lab, li, k, nh, order):
-    """The k_order halves of row ``li`` as one column list in ``order`` (in column order); returns the first's length."""
+def _halves(lab, li, k, nh, order, pos):
+    """The k_order halves of row ``li`` as one column list in ``order`` (in column order; ``pos``: its inverse, each
+    column's place); returns the first's length."""
+    h0 = k
     if nh == 1:
         for j in range(k):
             order[j] = j
-        return k
-    h0 = 0
-    for j in range(k):
-        if lab[li, j] % 4 < 2:
-            order[h0] = j
-            h0 += 1
-    h1 = h0
-    for j in range(k):
-        if lab[li, j] % 4 >= 2:
-            order[h1] = j
-            h1 += 1
+    else:
+        h0 = 0
+        for j in range(k):
+            if lab[li, j] % 4 < 2:
+                order[h0] = j
+                h0 += 1
+        h1 = h0
+        for j in range(k):
+            if lab[li, j] % 4 >= 2:
+                order[h1] = j
+                h1 += 1
+    for jj in range(k):
+        pos[order[jj]] = jj
     return h0
 
 
@@ -267,20 +293,14 @@ def _decb(eb, mb, bias, bits, in_flush):
 
 
 @njit(cache=True, inline="always")
-def _decode_row(x, i, mask, tab, table, eb, mb, bias, tf32, conv, in_flush, neg, mag, raw):
-    """Row ``i`` of operand ``x`` decoded into ``neg, mag, raw``; True where it holds an Inf or NaN.  One loop per
-    way of decoding, each without a branch (vectorised)."""
-    special = False
+def _elem(tab, table, eb, mb, bias, tf32, conv, bits, in_flush):
+    """(neg, mag, raw, special) of an A/B element: by table (8-bit and widened formats) or by ``_decb``.  Called in
+    float_rows's product loop, whose loop-invariant ``tab`` leaves it without a branch (vectorised)."""
     if tab:
-        for j in range(x.shape[1]):
-            e = table[np.int64(x[i, j] & mask)]
-            neg[j], mag[j], raw[j] = (e >> 2) & 1, e >> 16, ((e >> 3) & 0x1FFF) - 4096
-            special = special | ((e & 2) != 0)
-    else:
-        for j in range(x.shape[1]):
-            neg[j], mag[j], raw[j], sp = _decb(eb, mb, bias, _index(tf32, conv, np.int64(x[i, j] & mask)), in_flush)
-            special = special | sp
-    return special
+        e = table[bits]
+        return (e >> 2) & 1, e >> 16, ((e >> 3) & 0x1FFF) - 4096, (e >> 1) & 1
+    neg, mag, raw, special = _decb(eb, mb, bias, _index(tf32, conv, bits), in_flush)
+    return neg, mag, raw, np.int64(special)
 
 
 @njit(cache=True, inline="always")
@@ -327,21 +347,22 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     pmag = np.empty(k, np.int64)
     praw = np.empty(k, np.int64)
     order = np.empty(k, np.int64)
-    xneg, xmag, xraw = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
-    yneg, ymag, yraw = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
-    h0 = _halves(lab, 0, k, nh, order) if dense else 0
+    pos = np.empty(k, np.int64)  # the inverse of order: column j's place in block order
+    h0 = _halves(lab, 0, k, nh, order, pos) if dense else 0
     for i in range(lo, hi):
         li = 0 if dense else i
         cbits = np.int64(c[i] & c_mask)
         if not dense:
-            h0 = _halves(lab, li, k, nh, order)
-        special = _decode_row(a, i, a_mask, a_tab, ta, a_eb, a_mb, a_bias, a_tf32, a_conv, in_flush, xneg, xmag, xraw)
-        special |= _decode_row(b, i, b_mask, b_tab, tb, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush, yneg, ymag, yraw)
-        for jj in range(k):  # the products in block order: exact significands and raw exponents (0: zero, non-finite)
-            j = order[jj]
-            pmag[jj] = xmag[j] * ymag[j]
-            praw[jj] = xraw[j] + yraw[j]
-            pneg[jj] = xneg[j] ^ yneg[j]
+            h0 = _halves(lab, li, k, nh, order, pos)
+        special = 0
+        for j in range(k):  # the products in block order: exact significands and raw exponents (0: zero, non-finite)
+            xn, xm, xr, xs = _elem(a_tab, ta, a_eb, a_mb, a_bias, a_tf32, a_conv, np.int64(a[i, j] & a_mask), in_flush)
+            yn, ym, yr, ys = _elem(b_tab, tb, b_eb, b_mb, b_bias, b_tf32, b_conv, np.int64(b[i, j] & b_mask), in_flush)
+            jj = pos[j]
+            pmag[jj] = xm * ym
+            praw[jj] = xr + yr
+            pneg[jj] = xn ^ yn
+            special |= xs | ys
         cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
         nan = cc == 3
         found = False
@@ -548,24 +569,6 @@ def _two_sum(a, b):
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
-
-
-@intrinsic
-def _bits_of(typingctx, x):
-    """The bits of a float64 as int64 (a bitcast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
-
-    return nbtypes.int64(nbtypes.float64), codegen
-
-
-@intrinsic
-def _of_bits(typingctx, x):
-    """The float64 of int64 bits (a bitcast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
-
-    return nbtypes.float64(nbtypes.int64), codegen
 
 
 _ABS = 0x7FFFFFFFFFFFFFFF

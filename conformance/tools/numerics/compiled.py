@@ -160,9 +160,10 @@ def available() -> tuple[bool, str]:
         return False, str(exc)
 
 
-def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> np.ndarray:
+def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = None) -> np.ndarray:
     """model.dot_bits compiled: D bits ``uint64[N]`` of ``a_bits, b_bits [N, K]``, ``c_bits [N]`` (``labels [N, K]``:
-    the k of each column, as model.sparse_dots gives them).  ``NotCompiled`` where a parameter value is not compiled."""
+    the k of each column, as model.sparse_dots gives them) on ``n_threads`` threads (default ``threads()``).
+    ``NotCompiled`` where a parameter value is not compiled."""
     # uint64 containers as they come (one compiled signature); the kernels mask them as model.py's decoding does
     a = np.ascontiguousarray(np.atleast_2d(np.asarray(a_bits, dtype=np.uint64)))
     b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
@@ -180,18 +181,18 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> np.ndarray:
         blocks = _schedule_counts(p, lab)
         args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b,
                 a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
-        _over_rows(kern.float_rows, n, args)
+        _over_rows(kern.float_rows, n, args, n_threads)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
         args = (nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")), a.view(np.int64),
                 b.view(np.int64), c.view(np.int64), out)
-        _over_rows(kern.f64_rows, n, args)
+        _over_rows(kern.f64_rows, n, args, n_threads)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
         args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
                 int(t.satfinite), a, b, c, out)
-        _over_rows(kern.int_rows, n, args)
+        _over_rows(kern.int_rows, n, args, n_threads)
     return out
 
 
@@ -230,11 +231,11 @@ def threads() -> int:
     return max(1, min(n, int(env)) if env.isdigit() and int(env) > 0 else n)
 
 
-def _over_rows(rows_fn, n: int, args: tuple) -> None:
+def _over_rows(rows_fn, n: int, args: tuple, n_threads: int | None = None) -> None:
     """``rows_fn(lo, hi, *args)`` over rows ``0..n``: in chunks over a pool of threads (the kernels release the
     GIL).  A thread takes the next chunk when it is done with one, so a core that other work slows takes fewer;
     a small batch runs on the calling thread."""
-    t = threads()
+    t = n_threads or threads()
     if t == 1 or n <= CHUNK:
         rows_fn(0, n, *args)
         return
