@@ -257,26 +257,22 @@ def _align(mag, s, align):
 
 
 @njit(cache=True)
-def _halves(lab, li, k, nh, order, pos):
-    """The k_order halves of row ``li`` as one column list in ``order`` (in column order; ``pos``: its inverse, each
-    column's place); returns the first's length."""
-    h0 = k
+def _halves(lab, li, k, nh, order):
+    """The k_order halves of row ``li`` as one column list in ``order`` (in column order); returns the first's length."""
     if nh == 1:
         for j in range(k):
             order[j] = j
-    else:
-        h0 = 0
-        for j in range(k):
-            if lab[li, j] % 4 < 2:
-                order[h0] = j
-                h0 += 1
-        h1 = h0
-        for j in range(k):
-            if lab[li, j] % 4 >= 2:
-                order[h1] = j
-                h1 += 1
-    for jj in range(k):
-        pos[order[jj]] = jj
+        return k
+    h0 = 0
+    for j in range(k):
+        if lab[li, j] % 4 < 2:
+            order[h0] = j
+            h0 += 1
+    h1 = h0
+    for j in range(k):
+        if lab[li, j] % 4 >= 2:
+            order[h1] = j
+            h1 += 1
     return h0
 
 
@@ -347,22 +343,29 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     pmag = np.empty(k, np.int64)
     praw = np.empty(k, np.int64)
     order = np.empty(k, np.int64)
-    pos = np.empty(k, np.int64)  # the inverse of order: column j's place in block order
-    h0 = _halves(lab, 0, k, nh, order, pos) if dense else 0
+    natural = nh == 1  # block order is column order
+    if natural:
+        bmag, braw, bneg = pmag, praw, pneg
+    else:
+        bmag, braw, bneg = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
+    h0 = _halves(lab, 0, k, nh, order) if dense else 0
     for i in range(lo, hi):
         li = 0 if dense else i
         cbits = np.int64(c[i] & c_mask)
         if not dense:
-            h0 = _halves(lab, li, k, nh, order, pos)
+            h0 = _halves(lab, li, k, nh, order)
         special = 0
-        for j in range(k):  # the products in block order: exact significands and raw exponents (0: zero, non-finite)
+        for j in range(k):  # the products: exact significands and raw exponents (0: zero, non-finite)
             xn, xm, xr, xs = _elem(a_tab, ta, a_eb, a_mb, a_bias, a_tf32, a_conv, np.int64(a[i, j] & a_mask), in_flush)
             yn, ym, yr, ys = _elem(b_tab, tb, b_eb, b_mb, b_bias, b_tf32, b_conv, np.int64(b[i, j] & b_mask), in_flush)
-            jj = pos[j]
-            pmag[jj] = xm * ym
-            praw[jj] = xr + yr
-            pneg[jj] = xn ^ yn
+            pmag[j] = xm * ym
+            praw[j] = xr + yr
+            pneg[j] = xn ^ yn
             special |= xs | ys
+        if not natural:  # into block order (a separate loop: a scattering store above would not be vectorised)
+            for jj in range(k):
+                j = order[jj]
+                bmag[jj], braw[jj], bneg[jj] = pmag[j], praw[j], pneg[j]
         cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
         nan = cc == 3
         found = False
@@ -377,13 +380,13 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                     pcls[jj] = 3
                     nan = True
                 elif xc == 2 or yc == 2:
-                    pcls[jj] = 2 + 2 * pneg[jj]
-                    pinf = pinf or pneg[jj] == 0
-                    ninf = ninf or pneg[jj] == 1
+                    pcls[jj] = 2 + 2 * bneg[jj]
+                    pinf = pinf or bneg[jj] == 0
+                    ninf = ninf or bneg[jj] == 1
                 else:
                     pcls[jj] = 0
                 if pcls[jj] != 0:
-                    pneg[jj] = 0  # a non-finite product counts as +0 in a block's zero sign
+                    bneg[jj] = 0  # a non-finite product counts as +0 in a block's zero sign
             for j in range(k if nanp != 0 else 0):
                 aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
                 if _cls(a_tab, ta, aij, plan, _A, in_flush) == 3:
@@ -424,8 +427,8 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                 anchor = _LOWEXP
                 allneg = 1
                 for j in range(j0, j1):
-                    anchor = max(anchor, praw[j] if pmag[j] != 0 else _LOWEXP)
-                    allneg &= pneg[j]  # a non-finite product counts as +0
+                    anchor = max(anchor, braw[j] if bmag[j] != 0 else _LOWEXP)
+                    allneg &= bneg[j]  # a non-finite product counts as +0
                 anyp = anchor != _LOWEXP
                 cnz = cmag != 0
                 if fused and cnz:
@@ -437,14 +440,14 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                 total = 0
                 if align == 0:  # truncate, without a branch: every product's significand is below 2^22
                     for j in range(j0, j1):
-                        s = praw[j] + shift0 - anchor
-                        v = (pmag[j] << max(s, 0)) >> min(max(-s, 0), 63)
-                        sg = -pneg[j]
+                        s = braw[j] + shift0 - anchor
+                        v = (bmag[j] << max(s, 0)) >> min(max(-s, 0), 63)
+                        sg = -bneg[j]
                         total += (v ^ sg) - sg
                 else:
                     for j in range(j0, j1):
-                        v = _align(pmag[j], praw[j] + shift0 - anchor, align)
-                        total += -v if pneg[j] else v
+                        v = _align(bmag[j], braw[j] + shift0 - anchor, align)
+                        total += -v if bneg[j] else v
                 zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
                 r = (zneg, 0, 0, 0)
                 if lateb:
