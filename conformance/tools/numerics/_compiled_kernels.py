@@ -1,4 +1,5 @@
-"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows over the cores.
+"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows ``lo..hi`` per call
+(compiled.py spreads chunks of rows over threads: the kernels release the GIL).
 
 Every function mirrors a step of model.py (named in its docstring); ``plan`` is compiled._float_plan's vector.
 Everything is int64 (NumPy's promotion of uint64 with int64 would give float64).  Imported only by compiled.py, and

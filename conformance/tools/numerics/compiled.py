@@ -6,15 +6,17 @@ each input decodes to (sign, class, integer significand, raw exponent); a produc
 product; aligned terms are 64-bit integers summed exactly; every rounding acts on (significand, exponent).  Only the
 additions model.py itself does in float64 (``c_entry: late``, ``add_rne`` and ``block_add``) are float64 additions
 here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (LLVM's ``fma``), a directed rounding
-decided by the exact sign of the FMA's error (rows where that sign cannot be had in float64, a product in the
-subnormal range beside a subnormal result, come back to model.py).
+decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
+(every row is computed here; none comes back to model.py).
 
 One compiled kernel per path kind (float, f64, integer): a path's parameters are a small integer vector
 (``plan``), so no parameter set waits for a compile of its own and the machine code is cached on disk
 (``cache=True``).  A parameter value the kernels do not implement is refused (``check`` raises ``NotCompiled``),
-never approximated; model.dot_bits then computes the dots itself.  Batches of more than ``CHUNK`` rows run over
-the cores; smaller ones on the calling thread (a one-dot replay would otherwise wait for the pool to wake).  tests/tools/test_numerics_compiled.py checks the
-two bit for bit on every path of specs/numerics.yaml.  numba is imported only here, and only when a kernel runs.
+never approximated; model.dot_bits then computes the dots itself.  Batches of more than ``CHUNK`` rows run in
+chunks over a pool of ``threads()`` threads (the CPUs of this process's affinity, at most ``NUMBA_NUM_THREADS``);
+smaller ones on the calling thread (a one-dot replay waits for no other).  tests/tools/test_numerics_compiled.py
+checks the two bit for bit on every path of specs/numerics.yaml.  numba is imported only here, and only when a
+kernel runs.
 """
 
 from __future__ import annotations
