@@ -301,18 +301,25 @@ def _elem(tab, table, eb, mb, bias, tf32, conv, bits, in_flush):
 
 @njit(cache=True, inline="always")
 def _row_products(a_tab, b_tab, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg):
-    """Row ``i``'s products into ``pmag, praw, pneg`` (column order); whether it holds an Inf or NaN operand.
-    ``a_tab, b_tab`` are literal at each call (float_rows): the loop has no branch and is vectorised."""
+    """Row ``i``'s products into ``pmag, praw, pneg`` (column order); (whether it holds an Inf or NaN operand, the
+    largest raw exponent of a non-zero product, whether every product is negative: a block's anchor and zero sign
+    where the row is one block of finite products).  ``a_tab, b_tab`` are literal at each call (float_rows): the
+    loop has no branch and is vectorised."""
     a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush = dec
     special = 0
+    anchor = _LOWEXP
+    allneg = 1
     for j in range(a.shape[1]):
         xn, xm, xr, xs = _elem(a_tab, ta, a_eb, a_mb, a_bias, a_tf32, a_conv, np.int64(a[i, j] & a_mask), in_flush)
         yn, ym, yr, ys = _elem(b_tab, tb, b_eb, b_mb, b_bias, b_tf32, b_conv, np.int64(b[i, j] & b_mask), in_flush)
-        pmag[j] = xm * ym
-        praw[j] = xr + yr
-        pneg[j] = xn ^ yn
+        mag, raw, neg = xm * ym, xr + yr, xn ^ yn
+        pmag[j] = mag
+        praw[j] = raw
+        pneg[j] = neg
         special |= xs | ys
-    return special
+        anchor = max(anchor, raw if mag != 0 else _LOWEXP)
+        allneg &= neg
+    return special, anchor, allneg
 
 
 @njit(cache=True, inline="always")
@@ -365,6 +372,7 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     else:
         bmag, braw, bneg = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
     dec = (a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush)
+    one_block = nh == 1 and blocks[0] == 1  # every product of a row in one block
     h0 = _halves(lab, 0, k, nh, order) if dense else 0
     for i in range(lo, hi):
         li = 0 if dense else i
@@ -374,13 +382,17 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
         # the products: exact significands and raw exponents (0: zero, non-finite); one loop per way of decoding
         # A and B, each without a branch (two loop-invariant tests in one loop leave it unvectorised: 3.6x slower)
         if a_tab and b_tab:
-            special = _row_products(True, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg)
+            special, row_anchor, row_allneg = _row_products(True, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
         elif a_tab:
-            special = _row_products(True, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg)
+            special, row_anchor, row_allneg = _row_products(True, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
         elif b_tab:
-            special = _row_products(False, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg)
+            special, row_anchor, row_allneg = _row_products(False, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
         else:
-            special = _row_products(False, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg)
+            special, row_anchor, row_allneg = _row_products(False, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
         if not natural:  # into block order (a separate loop: a scattering store above would not be vectorised)
             for jj in range(k):
                 j = order[jj]
@@ -443,11 +455,14 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                             ninf = ninf or q == 4
                     cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
                     fused, lateb = c_entry != 1, c_entry == 1
-                anchor = _LOWEXP
-                allneg = 1
-                for j in range(j0, j1):
-                    anchor = max(anchor, braw[j] if bmag[j] != 0 else _LOWEXP)
-                    allneg &= bneg[j]  # a non-finite product counts as +0
+                if one_block and not special:  # read with the products
+                    anchor, allneg = row_anchor, row_allneg
+                else:
+                    anchor = _LOWEXP
+                    allneg = 1
+                    for j in range(j0, j1):
+                        anchor = max(anchor, braw[j] if bmag[j] != 0 else _LOWEXP)
+                        allneg &= bneg[j]  # a non-finite product counts as +0
                 anyp = anchor != _LOWEXP
                 cnz = cmag != 0
                 if fused and cnz:
