@@ -157,3 +157,17 @@ def test_f64_directed_rounding_is_exact_over_the_whole_range(rnd):
     assert not len(bad), (f"{len(bad)} of {len(c)} rows differ; first a={[hex(x) for x in a[bad[0]]]} "
                           f"b={[hex(x) for x in b[bad[0]]]} c={c[bad[0]]:#x}: compiled {got[bad[0]]:#x}, "
                           f"model {want[bad[0]]:#x}")
+
+
+@pytest.mark.parametrize("conversion", ["rna", "rne"])
+def test_tf32_input_conversions_not_in_the_spec_are_compiled_too(conversion):
+    """``input_conversion`` rna/rne (the spec measures truncate): the kernel's branch-free conversion of the 32-bit
+    container is model.convert_tf32's."""
+    v = next(v for v in VARIANTS if v.id == "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+    p, t = dataclasses.replace(path_of(SPEC, v), input_conversion=conversion), Types.of(v)
+    for i, recipe in enumerate(RECIPES):
+        a, b, c, _ = _dots(v, 2000 + i, recipe)
+        low = np.random.default_rng(i).integers(0, 1 << 13, a.shape, dtype=np.uint64)  # the bits the conversion reads
+        a = (a & np.uint64(0xFFFFE000)) | low
+        want = dot_bits(p, t, a, b, c, compiled=False)
+        assert np.array_equal(dot_bits(p, t, a, b, c, compiled=True), want), f"recipe {recipe}"
