@@ -634,11 +634,13 @@ def _directed(r, err, x, y, v, mode):
             if not (zeros_only and (_bits_of(x) ^ _bits_of(y)) >= 0 and _bits_of(v) >= 0):
                 return -0.0
         return r
+    # r is not zero here (an inexact sum rounds to zero only in a subnormal range _fma_dir scales away): its
+    # neighbour from its bits, sign and magnitude (one more or one less in the magnitude)
     if mode == 0:
-        return np.nextafter(r, 0.0) if (err < 0.0) == (r > 0.0) else r
+        return _of_bits(_bits_of(r) - 1) if (err < 0.0) == (r > 0.0) else r
     if mode == 3:
-        return np.nextafter(r, np.inf) if err > 0.0 else r
-    return np.nextafter(r, -np.inf) if err < 0.0 else r
+        return _of_bits(_bits_of(r) + (1 if r > 0.0 else -1)) if err > 0.0 else r
+    return _of_bits(_bits_of(r) + (-1 if r > 0.0 else 1)) if err < 0.0 else r
 
 
 _TINY = 2.0 ** -200  # stands for a term more than 900 binades below the other: a sticky bit of the same sign
