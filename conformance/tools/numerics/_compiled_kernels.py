@@ -93,7 +93,7 @@ def _index(tf32, conv, bits):
     return ((bits + add * finite) & 0xFFFFFFFF) >> (13 * tf32)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
     """(neg, inf, mag, exp): the exact ``(-1)^neg mag 2^exp`` to ``p`` bits within [emin, emax] (model.round_to_format)."""
     if mag == 0:
