@@ -172,3 +172,22 @@ def test_tf32_input_conversions_not_in_the_spec_are_compiled_too(conversion):
         a = (a & np.uint64(0xFFFFE000)) | low
         want = dot_bits(p, t, a, b, c, compiled=False)
         assert np.array_equal(dot_bits(p, t, a, b, c, compiled=True), want), f"recipe {recipe}"
+
+
+def test_rows_over_threads_are_the_rows_on_one_thread_and_a_forked_child_gets_its_own_pool():
+    """A batch past ``CHUNK`` rows runs in chunks over the thread pool: the same D bits as on the calling thread; a
+    child forked after the pool started computes on threads of its own (its parent's do not exist there)."""
+    import multiprocessing
+
+    p, t = _float_path()
+    a, b, c, _ = _dots(next(v for v in VARIANTS if v.id == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 5, RECIPES[1])
+    reps = -(-2 * compiled.CHUNK // len(c)) + 1
+    a, b, c = np.tile(a, (reps, 1)), np.tile(b, (reps, 1)), np.tile(c, reps)
+    one = compiled.dot_bits(p, t, a, b, c, n_threads=1)
+    assert np.array_equal(compiled.dot_bits(p, t, a, b, c, n_threads=2), one)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(compiled.dot_bits, (p, t, a, b, c, None, 2)).get(timeout=120)
+    assert np.array_equal(got, one)

@@ -223,7 +223,7 @@ def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
 # the kernels
 
 CHUNK = 4096  # rows: a batch up to this size runs on the calling thread (a one-dot replay waits for no other)
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 
 
 def threads() -> int:
@@ -241,9 +241,10 @@ def _over_rows(rows_fn, n: int, args: tuple, n_threads: int | None = None) -> No
     if t == 1 or n <= CHUNK:
         rows_fn(0, n, *args)
         return
-    pool = _POOLS.get(t)
+    key = (os.getpid(), t)  # a forked child has none of its parent's threads: its own pool
+    pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[t] = ThreadPoolExecutor(max_workers=t, thread_name_prefix="ptxconf-model")
+        pool = _POOLS[key] = ThreadPoolExecutor(max_workers=t, thread_name_prefix="ptxconf-model")
     step = max(CHUNK // 4, -(-n // (4 * t)))
     for f in [pool.submit(rows_fn, lo, min(n, lo + step), *args) for lo in range(0, n, step)]:
         f.result()
