@@ -108,5 +108,6 @@ def test_bench_numerics_only_times_the_model_per_path_without_a_backend(tmp_path
         assert r["numpy_dots"] == 300 and r["numpy_dots_per_s"] > 0 and r["numpy_dots_per_cpu_s"] > 0
         if compiled.available()[0]:
             assert r["equal_bit_for_bit"] and r["compiled_dots"] == 300 and r["compiled_dots_per_s"] > 0
+            assert r["compiled_1_thread_dots_per_cpu_s"] > 0 and isinstance(r["meets_target"], bool)
         else:
             assert "compiled_dots_per_s" not in r

@@ -117,3 +117,77 @@ def test_the_reference_is_chosen_by_the_environment(monkeypatch):
     monkeypatch.setattr(compiled, "dot_bits", lambda *a, **k: (_ for _ in ()).throw(AssertionError("kernel called")))
     d = dot_bits(p, t, np.full((1, 16), 0x3C00), np.full((1, 16), 0x3C00), [0])
     assert int(d[0]) == 0x41800000  # 16 * 1.0
+
+
+def _f64_extremes(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f64 rows across the whole range: a third with exponent fields drawn over every binade (some subnormal), a
+    third with products and C at the bottom (subnormal results), a third at the top (overflow); C in two of five
+    rows the negated rounded product of the first pair plus a few ulps (cancellation)."""
+    zone = rng.integers(0, 3, (n, 1))  # 0 anywhere, 1 bottom, 2 top
+    target = np.where(zone == 1, rng.integers(-1110, -1000, (n, k)), rng.integers(990, 1030, (n, k)))
+    lo, hi = np.maximum(1, target), np.minimum(2046, target + 2046)  # fa + fb - 2046 = target, both fields valid
+    fa = np.where(zone == 0, rng.integers(1, 2047, (n, k)), lo + (rng.random((n, k)) * (hi - lo)).astype(np.int64))
+    fb = np.where(zone == 0, rng.integers(0, 2047, (n, k)), target - fa + 2046)
+    fa = np.where((zone == 0) & (rng.random((n, k)) < 0.3), 0, fa)
+    fc = np.where(zone[:, 0] == 0, rng.integers(0, 2047, n),
+                  np.where(zone[:, 0] == 1, rng.integers(0, 40, n), rng.integers(2000, 2047, n)))
+
+    def bits(field):
+        low = rng.integers(0, 1 << 52, field.shape, dtype=np.uint64)
+        sign = rng.integers(0, 2, field.shape, dtype=np.uint64) << np.uint64(63)
+        return sign | (field.astype(np.uint64) << np.uint64(52)) | low
+
+    a, b, c = bits(fa), bits(fb), bits(fc)
+    near = rng.random(n) < 0.4
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        first = -(a[:, 0].view(np.float64) * b[:, 0].view(np.float64))
+    nudged = first.view(np.uint64) + rng.integers(0, 4, n, dtype=np.uint64)
+    return a, b, np.where(near & np.isfinite(first), nudged, c)
+
+
+@pytest.mark.parametrize("rnd", ["rz", "rm", "rp", "rn"])
+def test_f64_directed_rounding_is_exact_over_the_whole_range(rnd):
+    """Each fused multiply-add of the f64 chain rounded in the kernel, subnormal and overflowing results included
+    (model.py rounds exact rationals)."""
+    p, t = SPEC.paths["f64"], Types("f64", "f64", "f64", "f64", rnd=rnd)
+    a, b, c = _f64_extremes(np.random.default_rng(7), 300, 4)
+    want = dot_bits(p, t, a, b, c, compiled=False)
+    got = dot_bits(p, t, a, b, c, compiled=True)
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), (f"{len(bad)} of {len(c)} rows differ; first a={[hex(x) for x in a[bad[0]]]} "
+                          f"b={[hex(x) for x in b[bad[0]]]} c={c[bad[0]]:#x}: compiled {got[bad[0]]:#x}, "
+                          f"model {want[bad[0]]:#x}")
+
+
+@pytest.mark.parametrize("conversion", ["rna", "rne"])
+def test_tf32_input_conversions_not_in_the_spec_are_compiled_too(conversion):
+    """``input_conversion`` rna/rne (the spec measures truncate): the kernel's branch-free conversion of the 32-bit
+    container is model.convert_tf32's."""
+    v = next(v for v in VARIANTS if v.id == "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+    p, t = dataclasses.replace(path_of(SPEC, v), input_conversion=conversion), Types.of(v)
+    for i, recipe in enumerate(RECIPES):
+        a, b, c, _ = _dots(v, 2000 + i, recipe)
+        rng = np.random.default_rng(i)  # the bits the conversion reads, a third of them exact ties
+        low = np.where(rng.random(a.shape) < 0.3, np.uint64(0x1000), rng.integers(0, 1 << 13, a.shape, dtype=np.uint64))
+        a = (a & np.uint64(0xFFFFE000)) | low
+        want = dot_bits(p, t, a, b, c, compiled=False)
+        assert np.array_equal(dot_bits(p, t, a, b, c, compiled=True), want), f"recipe {recipe}"
+
+
+def test_rows_over_threads_are_the_rows_on_one_thread_and_a_forked_child_gets_its_own_pool():
+    """A batch past ``CHUNK`` rows runs in chunks over the thread pool: the same D bits as on the calling thread; a
+    child forked after the pool started computes on threads of its own (its parent's do not exist there)."""
+    import multiprocessing
+
+    p, t = _float_path()
+    a, b, c, _ = _dots(next(v for v in VARIANTS if v.id == "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 5, RECIPES[1])
+    reps = -(-2 * compiled.CHUNK // len(c)) + 1
+    a, b, c = np.tile(a, (reps, 1)), np.tile(b, (reps, 1)), np.tile(c, reps)
+    one = compiled.dot_bits(p, t, a, b, c, n_threads=1)
+    assert np.array_equal(compiled.dot_bits(p, t, a, b, c, n_threads=2), one)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(compiled.dot_bits, (p, t, a, b, c, None, 2)).get(timeout=120)
+    assert np.array_equal(got, one)

@@ -1,4 +1,5 @@
-"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows over the cores.
+"""numba kernels of compiled.py: model.py's arithmetic on integers, one dot product per row, rows ``lo..hi`` per call
+(compiled.py spreads chunks of rows over threads: the kernels release the GIL).
 
 Every function mirrors a step of model.py (named in its docstring); ``plan`` is compiled._float_plan's vector.
 Everything is int64 (NumPy's promotion of uint64 with int64 would give float64).  Imported only by compiled.py, and
@@ -11,7 +12,7 @@ import math
 import numba
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange
+from numba import njit
 from numba.core import types as nbtypes
 from numba.core.extending import intrinsic
 from numba.cpython.unsafe.numbers import leading_zeros
@@ -24,7 +25,6 @@ _UF_POS, _NANP, _ACC_EMIN, _ACC_EMAX, _TO_D, _PAIRS, _IN_FLUSH, _PLSB = range(12
 _EB, _MB, _BIAS, _FN, _P, _EMIN, _EMAX, _NSB, _NSM, _XEMIN, _TF32, _CONV = range(12)
 _A, _B, _C, _D = 24, 36, 48, 60
 _LOWEXP = -1000000
-CHUNK = 4096  # rows per parallel task (scratch arrays are allocated once per task); fewer rows: one thread
 
 
 @njit(cache=True)
@@ -86,15 +86,11 @@ def decode_table(plan, at, in_flush):
 
 @njit(cache=True, inline="always")
 def _index(tf32, conv, bits):
-    """The decode table's index of an operand's container bits (.tf32: converted, then its top 19 bits)."""
-    if tf32:
-        if (bits & 0x7F800000) != 0x7F800000:
-            if conv == 1:
-                bits = (bits + 0x1000) & 0xFFFFFFFF
-            elif conv == 2:
-                bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFFFFF
-        return bits >> 13
-    return bits
+    """The decode table's index of an operand's container bits (.tf32: converted, then its top 19 bits), without a
+    branch (a decode loop without branches is vectorised)."""
+    finite = np.int64((bits & 0x7F800000) != 0x7F800000) * tf32
+    add = np.int64(conv == 1) * 0x1000 + np.int64(conv == 2) * (0xFFF + ((bits >> 13) & 1))
+    return ((bits + add * finite) & 0xFFFFFFFF) >> (13 * tf32)
 
 
 @njit(cache=True)
@@ -153,17 +149,39 @@ def _block_round(rp, neg, mag, exp):
     return _uf(uf_pos, _round_p(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
 
 
-@njit(cache=True)
+@intrinsic
+def _bits_of(typingctx, x):
+    """The bits of a float64 as int64 (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
+
+    return nbtypes.int64(nbtypes.float64), codegen
+
+
+@intrinsic
+def _of_bits(typingctx, x):
+    """The float64 of int64 bits (a bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
+
+    return nbtypes.float64(nbtypes.int64), codegen
+
+
+@njit(cache=True, inline="always")
 def _to_double(neg, mag, exp):
-    v = math.ldexp(float(mag), exp)  # exact: mag < 2^53, far inside float64's range
+    """``(-1)^neg mag 2^exp`` as a float64, exact: mag < 2^53, the scale a power of two built from its bits (no
+    libm call) where it is a normal float64."""
+    scale = _of_bits((exp + 1023) << 52) if -1022 <= exp <= 1023 else math.ldexp(1.0, exp)
+    v = float(mag) * scale
     return -v if neg else v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _from_double(x):
-    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp)."""
-    m, e = math.frexp(abs(x))
-    return (1 if x < 0 else 0), np.int64(m * 9007199254740992.0), e - 53
+    """A finite non-zero float64 (never subnormal here) as (neg, mag, exp): its 53-bit significand, read from its
+    bits."""
+    bits = _bits_of(x)
+    return (1 if x < 0 else 0), (bits & 0xFFFFFFFFFFFFF) | (1 << 52), ((bits >> 52) & 0x7FF) - 1075
 
 
 @njit(cache=True, inline="always")
@@ -259,21 +277,66 @@ def _halves(lab, li, k, nh, order):
     return h0
 
 
-@njit(cache=True, parallel=True)
-def float_dots(plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
-    """float_rows over the cores, a chunk of rows per task."""
-    n = a.shape[0]
-    for t in prange((n + CHUNK - 1) // CHUNK):
-        float_rows(t * CHUNK, min(n, (t + 1) * CHUNK), plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask,
-                   b_mask, c_mask)
+@njit(cache=True, inline="always")
+def _decb(eb, mb, bias, bits, in_flush):
+    """(neg, mag, raw, special) of a format with infinities (f16, bf16, tf32's 19 bits) without a branch: a zero and
+    a flushed subnormal have mag 0; an Inf or NaN (``special``) mag 0 too (float_rows takes its row aside)."""
+    emask = (1 << eb) - 1
+    ef = (bits >> mb) & emask
+    normal = np.int64(ef != 0)
+    special = ef == emask
+    keep = (normal | (1 - in_flush)) & (1 - np.int64(special))
+    return (bits >> (eb + mb)) & 1, ((bits & ((1 << mb) - 1)) | (normal << mb)) * keep, max(ef, 1) - bias, special
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _elem(tab, table, eb, mb, bias, tf32, conv, bits, in_flush):
+    """(neg, mag, raw, special) of an A/B element: by table (8-bit and widened formats) or by ``_decb``."""
+    if tab:
+        e = table[bits]
+        return (e >> 2) & 1, e >> 16, ((e >> 3) & 0x1FFF) - 4096, (e >> 1) & 1
+    neg, mag, raw, special = _decb(eb, mb, bias, _index(tf32, conv, bits), in_flush)
+    return neg, mag, raw, np.int64(special)
+
+
+@njit(cache=True, inline="always")
+def _row_products(a_tab, b_tab, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw, pneg):
+    """Row ``i``'s products into ``pmag, praw, pneg`` (column order); (whether it holds an Inf or NaN operand, the
+    largest raw exponent of a non-zero product, whether every product is negative: a block's anchor and zero sign
+    where the row is one block of finite products).  ``a_tab, b_tab`` are literal at each call (float_rows): the
+    loop has no branch and is vectorised."""
+    a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush = dec
+    special = 0
+    anchor = _LOWEXP
+    allneg = 1
+    for j in range(a.shape[1]):
+        xn, xm, xr, xs = _elem(a_tab, ta, a_eb, a_mb, a_bias, a_tf32, a_conv, np.int64(a[i, j] & a_mask), in_flush)
+        yn, ym, yr, ys = _elem(b_tab, tb, b_eb, b_mb, b_bias, b_tf32, b_conv, np.int64(b[i, j] & b_mask), in_flush)
+        mag, raw, neg = xm * ym, xr + yr, xn ^ yn
+        pmag[j] = mag
+        praw[j] = raw
+        pneg[j] = neg
+        special |= xs | ys
+        anchor = max(anchor, raw if mag != 0 else _LOWEXP)
+        allneg &= neg
+    return special, anchor, allneg
+
+
+@njit(cache=True, inline="always")
+def _cls(tab, table, bits, plan, at, in_flush):
+    """An A/B element's class (0 zero, 1 finite, 2 Inf, 3 NaN): rows with an Inf or NaN operand only."""
+    x = np.int64(bits)
+    return table[x] & 3 if tab else _dec(plan, at, x, in_flush)[1]
+
+
+@njit(cache=True, nogil=True)
 def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
-    """model._float_dot, one row at a time (``lab``: the k labels of each row, or one row for all; container bits
+    """model._float_dot, rows ``lo..hi`` (``lab``: the k labels of each row, or one row for all; container bits
     ``uint64``, masked here as model.py's decoding masks them).
 
-    One function body: a helper taking an array would cost reference counting on every row."""
+    Each row: one pass decodes the products (a table for 8-bit and widened formats) into integer significands and
+    raw exponents; a row holding an Inf or NaN operand takes a second pass for the products' classes and the NaN
+    payload; then the blocks.  One function body: a helper taking an array would cost reference counting per row."""
     k = a.shape[1]
     nb = np.int64(nan_bits)
     # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
@@ -288,84 +351,81 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     a_nsb, a_nsm, b_nsb, b_nsm = plan[_A + _NSB], plan[_A + _NSM], plan[_B + _NSB], plan[_B + _NSM]
     c_nsb, c_nsm, c_p, c_emin0 = plan[_C + _NSB], plan[_C + _NSM], plan[_C + _P], plan[_C + _EMIN]
     c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
-    a_eb, a_mb, a_bias, a_fn = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS], plan[_A + _FN]
-    b_eb, b_mb, b_bias, b_fn = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS], plan[_B + _FN]
+    a_eb, a_mb, a_bias = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS]  # no .e4m3 here: it decodes by table
+    b_eb, b_mb, b_bias = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS]
     # 8-bit formats and widened ones (operand_cvt) decode by table (it stays in L1); wider ones by arithmetic (a
     # 64K-entry table misses the caches on random bits)
     a_tab = a_eb + a_mb < 8 or plan[_A + _XEMIN] != plan[_A + _EMIN]
     b_tab = b_eb + b_mb < 8 or plan[_B + _XEMIN] != plan[_B + _EMIN]
     late, chain = c_entry == 2, c_entry == 3
+    shift0 = frac + extra - plsb  # a product's grid shift is its raw exponent + shift0 - anchor
     nh = 2 if plan[_PAIRS] else 1
     dense = lab.shape[0] == 1  # one order of the columns for every row: the halves listed once
     pneg = np.empty(k, np.int64)
-    pcls = np.empty(k, np.int64)
+    pcls = np.empty(k, np.int64)  # rows with an Inf or NaN operand only: 0 finite, 2 +Inf, 4 -Inf, 3 NaN
     pmag = np.empty(k, np.int64)
     praw = np.empty(k, np.int64)
     order = np.empty(k, np.int64)
+    natural = nh == 1  # block order is column order
+    if natural:
+        bmag, braw, bneg = pmag, praw, pneg
+    else:
+        bmag, braw, bneg = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
+    dec = (a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush)
+    one_block = nh == 1 and blocks[0] == 1  # every product of a row in one block
     h0 = _halves(lab, 0, k, nh, order) if dense else 0
     for i in range(lo, hi):
-        li = i if lab.shape[0] > 1 else 0
+        li = 0 if dense else i
         cbits = np.int64(c[i] & c_mask)
-        nan = False
-        pinf = False
-        ninf = False
+        if not dense:
+            h0 = _halves(lab, li, k, nh, order)
+        # the products: exact significands and raw exponents (0: zero, non-finite); one loop per way of decoding
+        # A and B, each without a branch (two loop-invariant tests in one loop leave it unvectorised: 3.6x slower)
+        if a_tab and b_tab:
+            special, row_anchor, row_allneg = _row_products(True, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
+        elif a_tab:
+            special, row_anchor, row_allneg = _row_products(True, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
+        elif b_tab:
+            special, row_anchor, row_allneg = _row_products(False, True, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
+        else:
+            special, row_anchor, row_allneg = _row_products(False, False, i, a, b, a_mask, b_mask, ta, tb, dec, pmag, praw,
+                                                            pneg)
+        if not natural:  # into block order (a separate loop: a scattering store above would not be vectorised)
+            for jj in range(k):
+                j = order[jj]
+                bmag[jj], braw[jj], bneg[jj] = pmag[j], praw[j], pneg[j]
+        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+        nan = cc == 3
         found = False
         payload = 0
-        # each half's anchor, signs and infinities, for a half that is one block (most paths: read here, not again)
-        pmax0 = pmax1 = _LOWEXP
-        p_any0 = p_any1 = False
-        p_allneg0 = p_allneg1 = True
-        p_pinf0 = p_pinf1 = p_ninf0 = p_ninf1 = False
-        for j in range(k):
-            aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
-            if a_tab:
-                xe = ta[aij]
-                xc, xn, xr, xm = xe & 3, (xe >> 2) & 1, ((xe >> 3) & 0x1FFF) - 4096, xe >> 16
-            else:
-                xn, xc, xm, xr = _decf(a_eb, a_mb, a_bias, a_fn, _index(a_tf32, a_conv, aij), in_flush)
-            if b_tab:
-                ye = tb[bij]
-                yc, yn, yr, ym = ye & 3, (ye >> 2) & 1, ((ye >> 3) & 0x1FFF) - 4096, ye >> 16
-            else:
-                yn, yc, ym, yr = _decf(b_eb, b_mb, b_bias, b_fn, _index(b_tf32, b_conv, bij), in_flush)
-            if nanp != 0 and not found:  # the first NaN operand among a0, b0, a1, b1, ... as D's NaN
-                if xc == 3:
-                    found = True
-                    payload = _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
-                elif yc == 3:
-                    found = True
-                    payload = _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
-            if xc == 3 or yc == 3:
-                cls = 3
-            elif xc == 2 or yc == 2:
-                cls = 3 if (xc == 0 or yc == 0) else 2
-            elif xc == 0 or yc == 0:
-                cls = 0
-            else:
-                cls = 1
-            neg = xn ^ yn
-            pneg[j], pcls[j], pmag[j], praw[j] = neg, cls, xm * ym, xr + yr
-            nan = nan or cls == 3
-            pinf = pinf or (cls == 2 and neg == 0)
-            ninf = ninf or (cls == 2 and neg == 1)
-            if nh == 2 and lab[li, j] % 4 >= 2:
-                if cls == 1:
-                    pmax1 = max(pmax1, xr + yr)
-                    p_any1 = True
-                p_allneg1 = p_allneg1 and (cls <= 1 and neg == 1)
-                p_pinf1 = p_pinf1 or (cls == 2 and neg == 0)
-                p_ninf1 = p_ninf1 or (cls == 2 and neg == 1)
-            else:
-                if cls == 1:
-                    pmax0 = max(pmax0, xr + yr)
-                    p_any0 = True
-                p_allneg0 = p_allneg0 and (cls <= 1 and neg == 1)
-                p_pinf0 = p_pinf0 or (cls == 2 and neg == 0)
-                p_ninf0 = p_ninf0 or (cls == 2 and neg == 1)
-        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
-        nan = nan or cc == 3
-        pinf = pinf or (cc == 2 and cn == 0)
-        ninf = ninf or (cc == 2 and cn == 1)
+        pinf = cc == 2 and cn == 0
+        ninf = cc == 2 and cn == 1
+        if special:  # each product's class (block order); the first NaN operand among a0, b0, a1, b1, ... as D's NaN
+            for jj in range(k):
+                j = order[jj]
+                xc, yc = _cls(a_tab, ta, a[i, j] & a_mask, plan, _A, in_flush), _cls(b_tab, tb, b[i, j] & b_mask, plan, _B, in_flush)
+                if xc == 3 or yc == 3 or (xc == 2 and yc == 0) or (xc == 0 and yc == 2):
+                    pcls[jj] = 3
+                    nan = True
+                elif xc == 2 or yc == 2:
+                    pcls[jj] = 2 + 2 * bneg[jj]
+                    pinf = pinf or bneg[jj] == 0
+                    ninf = ninf or bneg[jj] == 1
+                else:
+                    pcls[jj] = 0
+                if pcls[jj] != 0:
+                    bneg[jj] = 0  # a non-finite product counts as +0 in a block's zero sign
+            for j in range(k if nanp != 0 else 0):
+                aij, bij = np.int64(a[i, j] & a_mask), np.int64(b[i, j] & b_mask)
+                if _cls(a_tab, ta, aij, plan, _A, in_flush) == 3:
+                    found, payload = True, _nan_conv(a_nsb, a_nsm, dp[0], dp[1], aij)
+                    break
+                if _cls(b_tab, tb, bij, plan, _B, in_flush) == 3:
+                    found, payload = True, _nan_conv(b_nsb, b_nsm, dp[0], dp[1], bij)
+                    break
         nan = nan or (pinf and ninf)
         c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
         if late:
@@ -377,8 +437,6 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
         if not chain:  # the infinities the blocks carry: C's enter with C (add_rne: at the final add)
             pinf = (not late) and cc == 2 and cn == 0
             ninf = (not late) and cc == 2 and cn == 1
-        if not dense:
-            h0 = _halves(lab, li, k, nh, order)
         for h in range(nh):
             hlo = 0 if h == 0 else h0
             hhi = h0 if h == 0 else k
@@ -387,35 +445,25 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                 j1 = min(hlo + bi * bsz + bsz, hhi)
                 # model._block: the products order[j0:j1] (and the running value when fused), aligned, summed
                 # exactly, rounded to out_precision bits; block_add: the block alone (C = -0), then one add
-                whole = blocks[h] == 1 and not chain  # the one block of its half: its products read above
                 if chain:
                     cneg, cmag, cexp, c_emin, fused, lateb = 1, 0, 0, acc_emin, True, False
-                else:  # a block holding an infinite product gives it (model._carry_inf below)
-                    if whole:
-                        pinf = pinf or (p_pinf1 if h == 1 else p_pinf0)
-                        ninf = ninf or (p_ninf1 if h == 1 else p_ninf0)
-                    else:
-                        for jj in range(j0, j1):
-                            j = order[jj]
-                            if pcls[j] == 2:
-                                pinf = pinf or pneg[j] == 0
-                                ninf = ninf or pneg[j] == 1
+                else:
+                    if special:  # a block holding an infinite product gives it (model._carry_inf below)
+                        for j in range(j0, j1):
+                            q = pcls[j]
+                            pinf = pinf or q == 2
+                            ninf = ninf or q == 4
                     cneg, cmag, cexp, c_emin = acc[0], acc[2], acc[3], emin
                     fused, lateb = c_entry != 1, c_entry == 1
-                if h == 1:
-                    anchor, anyp, allneg = pmax1, p_any1, p_allneg1
+                if one_block and not special:  # read with the products
+                    anchor, allneg = row_anchor, row_allneg
                 else:
-                    anchor, anyp, allneg = pmax0, p_any0, p_allneg0
-                if not whole:
                     anchor = _LOWEXP
-                    anyp = False
-                    allneg = True
-                    for jj in range(j0, j1):
-                        j = order[jj]
-                        if pcls[j] == 1:
-                            anchor = max(anchor, praw[j])
-                            anyp = True
-                        allneg = allneg and (pcls[j] <= 1 and pneg[j] == 1)  # a non-finite product counts as +0
+                    allneg = 1
+                    for j in range(j0, j1):
+                        anchor = max(anchor, braw[j] if bmag[j] != 0 else _LOWEXP)
+                        allneg &= bneg[j]  # a non-finite product counts as +0
+                anyp = anchor != _LOWEXP
                 cnz = cmag != 0
                 if fused and cnz:
                     anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, c_emin))
@@ -424,11 +472,16 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                 if anchor == _LOWEXP:
                     anchor = 0
                 total = 0
-                for jj in range(j0, j1):
-                    j = order[jj]
-                    if pcls[j] == 1:
-                        v = _align(pmag[j], praw[j] - plsb + frac + extra - anchor, align)
-                        total += -v if pneg[j] else v
+                if align == 0:  # truncate, without a branch: every product's significand is below 2^22
+                    for j in range(j0, j1):
+                        s = braw[j] + shift0 - anchor
+                        v = (bmag[j] << max(s, 0)) >> min(max(-s, 0), 63)
+                        sg = -bneg[j]
+                        total += (v ^ sg) - sg
+                else:
+                    for j in range(j0, j1):
+                        v = _align(bmag[j], braw[j] + shift0 - anchor, align)
+                        total += -v if bneg[j] else v
                 zneg = 1 if (negz and not anyp and not cnz and allneg and cneg) else 0
                 r = (zneg, 0, 0, 0)
                 if lateb:
@@ -508,15 +561,7 @@ def _sext(x, bits, signed):
     return x
 
 
-@njit(cache=True, parallel=True)
-def int_dots(a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
-    """int_rows over the cores."""
-    n = a.shape[0]
-    for t in prange((n + CHUNK - 1) // CHUNK):
-        int_rows(t * CHUNK, min(n, (t + 1) * CHUNK), a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out)
-
-
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
     """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
     k = a.shape[1]
@@ -563,80 +608,98 @@ def _two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-@intrinsic
-def _bits_of(typingctx, x):
-    """The bits of a float64 as int64 (a bitcast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
-
-    return nbtypes.int64(nbtypes.float64), codegen
-
-
-@intrinsic
-def _of_bits(typingctx, x):
-    """The float64 of int64 bits (a bitcast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(nbtypes.float64))
-
-    return nbtypes.float64(nbtypes.int64), codegen
-
-
 _ABS = 0x7FFFFFFFFFFFFFFF
 _INF = 0x7FF0000000000000
 _QUIET = 1 << 51
 
 
-@njit(cache=True)
-def _fma_dir(x, y, v, mode):
-    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd): (value, exact here?).
-
-    The RNE FMA, then the sign of its exact error from ErrFma (Boldo and Muller: r1 + r2 + r3 = x*y + v exactly,
-    r2 = RN(r2 + r3)), which holds where nothing underflows or overflows; elsewhere ``ok`` is False and model.py
-    computes that dot."""
-    r = _fma(x, y, v)
-    if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
-        return r, True
+@njit(cache=True, inline="always")
+def _err(x, y, v, r):
+    """A float64 whose sign is that of ``x*y + v - r`` (0: exact), ``r`` the RNE FMA: ErrFma (Boldo and Muller:
+    r1 + r2 + r3 = x*y + v exactly, r2 = RN(r2 + r3)), exact where none of its steps underflows or overflows."""
     p = x * y
-    if math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000 or (r != 0.0 and abs(r) < 2.0 ** -960):
-        return r, False
-    xs, ys, vs, rs = x, y, v, r
-    if x != 0.0 and y != 0.0 and abs(p) < 2.0 ** -960:
-        # a tiny product beside a result far above the subnormals: scaled by 2^200 (exact, as is the rounding of
-        # the scaled sum), the error has the same sign and its parts no longer underflow
-        if r == 0.0 or abs(v) > 2.0 ** 700:
-            return r, False
-        if abs(x) < abs(y):
-            xs = x * 2.0 ** 200
-        else:
-            ys = y * 2.0 ** 200
-        vs = v * 2.0 ** 200
-        rs = _fma(xs, ys, vs)
-        p = xs * ys
-        if rs != r * 2.0 ** 200 or abs(p) < 2.0 ** -960:
-            return r, False
-    u2 = _fma(xs, ys, -p)
-    a1, a2 = _two_sum(vs, u2)
+    u2 = _fma(x, y, -p)
+    a1, a2 = _two_sum(v, u2)
     b1, b2 = _two_sum(p, a1)
-    g = (b1 - rs) + b2
-    r2 = g + a2  # Fast2Sum's sum: RN of the exact error, so its sign is the error's
-    if r2 == 0.0:
-        if r == 0.0 and mode == 4:  # an exact zero sum under rd (model._zero_sum): -0 unless two +0 terms
+    return ((b1 - r) + b2) + a2
+
+
+@njit(cache=True, inline="always")
+def _directed(r, err, x, y, v, mode):
+    """The RNE result ``r`` moved to ``mode``'s side of the exact sum (``err``: the sign of exact - r), with IEEE's
+    sign of an exact zero sum (model._zero_sum: -0 under rd unless the terms are zeros of one sign)."""
+    if err == 0.0:
+        if r == 0.0 and mode == 4:
             zeros_only = (x == 0.0 or y == 0.0) and v == 0.0
             if not (zeros_only and (_bits_of(x) ^ _bits_of(y)) >= 0 and _bits_of(v) >= 0):
-                return -0.0, True
-        return r, True
-    if r == 0.0:
-        return r, False
+                return -0.0
+        return r
+    # r is not zero here (an inexact sum rounds to zero only in a subnormal range _fma_dir scales away): its
+    # neighbour from its bits, sign and magnitude (one more or one less in the magnitude)
     if mode == 0:
-        return (np.nextafter(r, 0.0) if (r2 < 0.0) == (r > 0.0) else r), True
+        return _of_bits(_bits_of(r) - 1) if (err < 0.0) == (r > 0.0) else r
     if mode == 3:
-        return (np.nextafter(r, np.inf) if r2 > 0.0 else r), True
-    return (np.nextafter(r, -np.inf) if r2 < 0.0 else r), True
+        return _of_bits(_bits_of(r) + (1 if r > 0.0 else -1)) if err > 0.0 else r
+    return _of_bits(_bits_of(r) + (-1 if r > 0.0 else 1)) if err < 0.0 else r
+
+
+_TINY = 2.0 ** -200  # stands for a term more than 900 binades below the other: a sticky bit of the same sign
+
+
+@njit(cache=True)
+def _fma_dir(x, y, v, mode):
+    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd), every input.
+
+    The RNE FMA and the sign of its error (``_err``) where nothing can underflow or overflow; elsewhere the same in
+    a scaled copy: the larger of the product and ``v`` scaled to about 1, so nothing underflows or overflows, a term
+    more than 900 binades below it replaced by a tiny one of its sign (it only tells which side of a 53-bit value
+    the sum lies); the directed 53-bit result is then scaled back with the same directed rounding onto the
+    subnormal grid, or to the overflow value of ``mode`` (a directed rounding of a directed rounding onto a
+    coarser grid is the one rounding)."""
+    r = _fma(x, y, v)
+    if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
+        return r
+    p = x * y
+    if x == 0.0 or y == 0.0 or not (math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000
+                                    or (r != 0.0 and abs(r) < 2.0 ** -960) or abs(p) < 2.0 ** -960):
+        return _directed(r, _err(x, y, v, r), x, y, v, mode)
+    fx, ex = math.frexp(x)
+    fy, ey = math.frexp(y)
+    top = ex + ey
+    ev = 0
+    if v != 0.0:
+        fv, ev = math.frexp(v)
+        top = max(top, ev)
+    if ex + ey - top < -900:
+        xs, ys = math.copysign(_TINY, fx), math.copysign(1.0, fy)
+    else:
+        xs, ys = fx, math.ldexp(fy, ex + ey - top)
+    vs = v
+    if v != 0.0:
+        vs = math.copysign(_TINY, v) if ev - top < -900 else math.ldexp(fv, ev - top)
+    rs = _fma(xs, ys, vs)
+    d = _directed(rs, _err(xs, ys, vs, rs), x, y, v, mode)
+    if d == 0.0:
+        return d
+    fd, ed = math.frexp(d)
+    e = ed + top  # |result| in [2^(e-1), 2^e)
+    neg = d < 0.0
+    if e > 1024:  # past the largest finite: Inf, or the largest finite where mode rounds toward zero
+        big = np.inf if (mode == 3 and not neg) or (mode == 4 and neg) else 1.7976931348623157e308
+        return -big if neg else big
+    if e - 1 >= -1022:
+        return math.ldexp(d, top)  # a normal result: exact
+    m = np.int64(abs(fd) * 9007199254740992.0)  # 53 bits, the value m 2^(e - 53), onto the grid 2^-1074
+    s = -1074 - (e - 53)
+    q = m >> s if s < 63 else 0
+    if ((m & ((1 << s) - 1)) != 0 if s < 63 else m != 0) and ((mode == 3 and not neg) or (mode == 4 and neg)):
+        q += 1
+    return _of_bits(q | (np.int64(-9223372036854775808) if neg else 0))
 
 
 @njit(cache=True)
 def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
-    """model._f64_dot of one row: (D bits, exact here?)."""
+    """model._f64_dot of one row: its D bits."""
     k = a.shape[0]
     v = _of_bits(cbits)
     has_nan = (cbits & _ABS) > _INF
@@ -671,29 +734,15 @@ def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
             if prod_inf:
                 v = -np.inf if psign else np.inf
             continue
-        r, ok = _fma_dir(x, y, v, mode)
-        if not ok:
-            return 0, False
-        v = r
+        v = _fma_dir(x, y, v, mode)
     if has_nan:
-        return vnan, True
-    return _bits_of(v), True
+        return vnan
+    return _bits_of(v)
 
 
-@njit(cache=True, parallel=True)
-def f64_dots(nanp, mode, reverse, nan_bits, a, b, c, out, todo):
-    """f64_rows over the cores."""
-    n = a.shape[0]
-    for t in prange((n + CHUNK - 1) // CHUNK):
-        f64_rows(t * CHUNK, min(n, (t + 1) * CHUNK), nanp, mode, reverse, nan_bits, a, b, c, out, todo)
-
-
-@njit(cache=True)
-def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out, todo):
-    """Rows model.py must compute itself (an underflowing product, an overflow under a directed rounding) come back
-    flagged in ``todo``; ``out`` holds the D bits of the others."""
+@njit(cache=True, nogil=True)
+def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out):
+    """model._f64_dot, rows ``lo..hi``: D bits in ``out``."""
     nb = np.int64(nan_bits)
     for i in range(lo, hi):
-        d, ok = _dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i])
-        out[i] = np.uint64(d)
-        todo[i] = not ok
+        out[i] = np.uint64(_dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i]))

@@ -6,20 +6,24 @@ each input decodes to (sign, class, integer significand, raw exponent); a produc
 product; aligned terms are 64-bit integers summed exactly; every rounding acts on (significand, exponent).  Only the
 additions model.py itself does in float64 (``c_entry: late``, ``add_rne`` and ``block_add``) are float64 additions
 here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (LLVM's ``fma``), a directed rounding
-decided by the exact sign of the FMA's error (rows where that sign cannot be had in float64, a product in the
-subnormal range beside a subnormal result, come back to model.py).
+decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
+(every row is computed here; none comes back to model.py).
 
 One compiled kernel per path kind (float, f64, integer): a path's parameters are a small integer vector
 (``plan``), so no parameter set waits for a compile of its own and the machine code is cached on disk
 (``cache=True``).  A parameter value the kernels do not implement is refused (``check`` raises ``NotCompiled``),
-never approximated; model.dot_bits then computes the dots itself.  Batches of more than ``CHUNK`` rows run over
-the cores; smaller ones on the calling thread (a one-dot replay would otherwise wait for the pool to wake).  tests/tools/test_numerics_compiled.py checks the
-two bit for bit on every path of specs/numerics.yaml.  numba is imported only here, and only when a kernel runs.
+never approximated; model.dot_bits then computes the dots itself.  Batches of more than ``CHUNK`` rows run in
+chunks over a pool of ``threads()`` threads (the CPUs of this process's affinity, at most ``NUMBA_NUM_THREADS``);
+smaller ones on the calling thread (a one-dot replay waits for no other).  tests/tools/test_numerics_compiled.py
+checks the two bit for bit on every path of specs/numerics.yaml.  numba is imported only here, and only when a
+kernel runs.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
@@ -158,12 +162,10 @@ def available() -> tuple[bool, str]:
         return False, str(exc)
 
 
-def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.ndarray | None]:
-    """model.dot_bits compiled: (D bits ``uint64[N]``, rows left to model.py or None) of ``a_bits, b_bits [N, K]``,
-    ``c_bits [N]`` (``labels [N, K]``: the k of each column, as model.sparse_dots gives them).
-
-    ``NotCompiled`` where a parameter value is not compiled.  f64 rows whose exact rounding needs what a float64
-    FMA cannot tell (an underflowing product, an overflow) come back in the mask: model.py computes those."""
+def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = None) -> np.ndarray:
+    """model.dot_bits compiled: D bits ``uint64[N]`` of ``a_bits, b_bits [N, K]``, ``c_bits [N]`` (``labels [N, K]``:
+    the k of each column, as model.sparse_dots gives them) on ``n_threads`` threads (default ``threads()``).
+    ``NotCompiled`` where a parameter value is not compiled."""
     # uint64 containers as they come (one compiled signature); the kernels mask them as model.py's decoding does
     a = np.ascontiguousarray(np.atleast_2d(np.asarray(a_bits, dtype=np.uint64)))
     b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
@@ -172,9 +174,8 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
     prepared = _prepared(p, t, k)  # checks p: NotCompiled before numba is asked for
     kern = _kernels()
     out = np.zeros(n, dtype=np.uint64)
-    todo = None
     if n == 0:
-        return out, todo
+        return out
     if p.kind == "float":
         plan, table_a, table_b = prepared
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
@@ -182,29 +183,19 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None) -> tuple[np.ndarray, np.
         blocks = _schedule_counts(p, lab)
         args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b,
                 a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
-        if n > kern.CHUNK:  # over the cores
-            kern.float_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.float_rows(0, n, *args)
+        _over_rows(kern.float_rows, n, args, n_threads)
     elif p.kind == "f64":
         nanp = _NAN.index(p.nan_propagation)
         mode = _ROUNDING.index(f64_rounding(p, t.rnd))
-        todo = np.zeros(n, dtype=bool)
         args = (nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")), a.view(np.int64),
-                b.view(np.int64), c.view(np.int64), out, todo)
-        if n > kern.CHUNK:  # over the cores
-            kern.f64_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.f64_rows(0, n, *args)
+                b.view(np.int64), c.view(np.int64), out)
+        _over_rows(kern.f64_rows, n, args, n_threads)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
         args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
                 int(t.satfinite), a, b, c, out)
-        if n > kern.CHUNK:  # over the cores
-            kern.int_dots(*args)
-        else:  # one thread: no wake-up of the others for a few rows
-            kern.int_rows(0, n, *args)
-    return out, todo
+        _over_rows(kern.int_rows, n, args, n_threads)
+    return out
 
 
 @functools.lru_cache(maxsize=512)
@@ -230,6 +221,34 @@ def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
 
 # ---------------------------------------------------------------------------
 # the kernels
+
+CHUNK = 4096  # rows: a batch up to this size runs on the calling thread (a one-dot replay waits for no other)
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+
+
+def threads() -> int:
+    """Threads the kernels run on: the CPUs this process may use (its affinity), at most ``NUMBA_NUM_THREADS``."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    return max(1, min(n, int(env)) if env.isdigit() and int(env) > 0 else n)
+
+
+def _over_rows(rows_fn, n: int, args: tuple, n_threads: int | None = None) -> None:
+    """``rows_fn(lo, hi, *args)`` over rows ``0..n``: in chunks over a pool of threads (the kernels release the
+    GIL).  A thread takes the next chunk when it is done with one, so a core that other work slows takes fewer;
+    a small batch runs on the calling thread."""
+    t = n_threads or threads()
+    if t == 1 or n <= CHUNK:
+        rows_fn(0, n, *args)
+        return
+    key = (os.getpid(), t)  # a forked child has none of its parent's threads: its own pool
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = ThreadPoolExecutor(max_workers=t, thread_name_prefix="ptxconf-model")
+    step = max(CHUNK // 4, -(-n // (4 * t)))
+    for f in [pool.submit(rows_fn, lo, min(n, lo + step), *args) for lo in range(0, n, step)]:
+        f.result()
+
 # ---------------------------------------------------------------------------
 
 

@@ -649,15 +649,10 @@ def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, spa
         from . import compiled as fast
 
         try:
-            out, todo = fast.dot_bits(p, t, a_bits, b_bits, c_bits, labels)
+            return fast.dot_bits(p, t, a_bits, b_bits, c_bits, labels)
         except (fast.NotCompiled, fast.Unavailable):
             if compiled:
                 raise
-        else:
-            if todo is not None and todo.any():  # rows the kernel leaves to the reference
-                out[todo] = _dot_bits(p, t, a_bits[todo], b_bits[todo], c_bits[todo], None,
-                                      None if labels is None else labels[todo])
-            return out
     return _dot_bits(p, t, a_bits, b_bits, c_bits, trace, labels)
 
 
