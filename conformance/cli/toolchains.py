@@ -190,7 +190,7 @@ def cmd_neighbourhood(args) -> int:
     import random
 
     from ptxconf.tools.toolchains.differential import representative
-    from ptxconf.tools.toolchains.neighbourhood import narrowed, neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood import fresh, narrowed, neighbours, run_campaign
     from ptxconf.tools.toolchains.neighbourhood_report import load_campaign, prior_codes, write_outputs
 
     if args.jobs < 1 or args.chunk < 1:
@@ -203,7 +203,7 @@ def cmd_neighbourhood(args) -> int:
     for src in priors:
         if not (src / "cells.csv.gz").is_file():
             raise _fail(f"--prior {src}: no cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
-    if priors and args.refused_share is None:
+    if priors and args.refused_share is None and not args.fresh:
         raise _fail("--prior needs --refused-share F (which share of the neighbours refused before to ask again)")
     if args.refused_share is not None and not 0 <= args.refused_share <= 1:
         raise _fail("--refused-share must be between 0 and 1")
@@ -215,7 +215,15 @@ def cmd_neighbourhood(args) -> int:
         raise _fail(f"--out {out}: exists and is not a directory")
     bases = representative(forms) if args.forms == "representative" else forms
     known = sorted({t for tc in toolchains for t in tc.targets})
-    if priors:  # the earlier campaigns' own neighbours (of forms still in the specs), narrowed
+    if args.fresh and not priors:
+        raise _fail("--fresh needs --prior CAMPAIGN (the campaigns whose neighbours to leave out)")
+    if args.fresh:  # what the generator makes now that the earlier campaigns never asked about
+        _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
+        ns, said = fresh(bases, known, set(prior_codes(priors)), reorders=args.reorders, universe=every)
+        note = f"{args.forms}: {len(bases)} of {len(forms)} selected; {said} ({', '.join(d.name for d in priors)})"
+        if args.reorders > 1:
+            note += f"; one in {args.reorders} reorder steps"
+    elif priors:  # the earlier campaigns' own neighbours (of forms still in the specs), narrowed
         by_id = {v.id: v for v in forms}
         ns = list({n.id: n for d in priors for n in load_campaign(d)[0].neighbours if n.base in by_id}.values())
         ns, said = narrowed(ns, prior_codes(priors), args.refused_share, args.seed)
@@ -260,8 +268,32 @@ def cmd_neighbourhood_summary(args) -> int:
     print(overview(dirs, title=args.title, root=root))
     print("## Acceptance history\n")
     print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
-          "it and the ones that refused it (a release that does not know the target or .version is neither).\n")
+          "it and the ones that refused it (a release that did not run the cell is neither).\n")
     print(history(dirs), end="")
+    return 0
+
+
+def cmd_neighbourhood_merge(args) -> int:
+    from ptxconf.tools.toolchains.neighbourhood_report import MergeError, load_campaign, merged, write_outputs
+
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not all((src / f).is_file() for f in ("summary.json", "cells.csv.gz", "words.json")):
+            raise _fail(f"CAMPAIGN {src}: no summary.json, cells.csv.gz and words.json "
+                        "(run: ptxconf toolchains neighbourhood --out DIR)")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory")
+    loaded = [load_campaign(d) for d in dirs]
+    try:
+        camp = merged([c for c, _ in loaded])
+    except MergeError as exc:
+        raise _fail(f"CAMPAIGN {' '.join(map(str, dirs))}: {exc}") from None
+    note = "merged from " + "; ".join(f"{len(doc['releases'])} releases: {doc['forms_note']} (`{doc['command']}`)"
+                                      for _, doc in loaded)
+    doc = write_outputs(out, camp, command=_command(args), wall_s=sum(d["wall_s"] for _, d in loaded),
+                        forms=len({n.base for n in camp.neighbours}), forms_note=note)
+    print(f"{doc['neighbours']} neighbours, {doc['cells']} cells over {len(doc['releases'])} releases; wrote {out}")
     return 0
 
 
@@ -505,6 +537,9 @@ def add_parser(sub) -> None:
     s.add_argument("--prior", action="append", metavar="CAMPAIGN",
                    help="an earlier campaign's --out folder (repeatable): ask about its neighbours, those it did not "
                         "refuse somewhere, every target and .version step, and --refused-share of the rest")
+    s.add_argument("--fresh", action="store_true",
+                   help="with --prior: only the neighbours the generator makes now that the earlier campaigns never "
+                        "tried (the specs or the generator grew since)")
     s.add_argument("--refused-share", type=float, metavar="F",
                    help="with --prior: the share of the neighbours it refused everywhere to ask again (seeded)")
     s.add_argument("--reorders", type=int, default=1, metavar="N",
@@ -525,6 +560,12 @@ def add_parser(sub) -> None:
     s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
     s.add_argument("--root", metavar="DIR", help="the folder the table goes into: links are relative to it")
     s.set_defaults(func=cmd_neighbourhood_summary)
+
+    s = ts.add_parser("neighbourhood-merge", help="one campaign from neighbourhood campaigns of one family that "
+                                                   "asked other releases (or neighbours): history across all of them")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_neighbourhood_merge)
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
                                            "campaign's files")
