@@ -81,6 +81,7 @@ class Kind:
     sparse_requires: tuple[Requirement, ...] | None
     block_scaled: bool
     scale_types: tuple[str, ...]
+    scale_requires: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # a scale type's own targets
 
 
 @dataclass(frozen=True)
@@ -151,17 +152,37 @@ class Field:
     dim: str | None = None
     shift: int = 0
     note: str | None = None
+    upper: tuple[int, int] | None = None  # where the code's high bits sit, when the field is split (ISA 9.4 K)
+    requires: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # symbol -> targets it needs
 
     @property
     def width(self) -> int:
-        return self.hi - self.lo + 1
+        return self.hi - self.lo + 1 + (self.upper[1] - self.upper[0] + 1 if self.upper else 0)
+
+    @property
+    def bits(self) -> tuple[int, ...]:
+        """Every descriptor bit the field owns, its code's least significant first."""
+        return tuple(range(self.lo, self.hi + 1)) + (tuple(range(self.upper[0], self.upper[1] + 1)) if self.upper else ())
 
     @property
     def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lo
+        return sum(1 << b for b in self.bits)
+
+    @property
+    def where(self) -> str:
+        """``bit 3`` / ``bits 7-9`` / ``bits 31, 3`` (a split field: low part first)."""
+        part = f"{self.lo}" if self.lo == self.hi else f"{self.lo}-{self.hi}"
+        if self.upper:
+            up = f"{self.upper[0]}" if self.upper[0] == self.upper[1] else f"{self.upper[0]}-{self.upper[1]}"
+            return f"bits {part} (low), {up} (high)"
+        return f"bit {part}" if self.lo == self.hi else f"bits {part}"
 
     def get(self, value: int) -> int:
-        return (value >> self.lo) & ((1 << self.width) - 1)
+        return sum(((value >> b) & 1) << i for i, b in enumerate(self.bits))
+
+    def put(self, code: int) -> int:
+        """``code`` placed in the field's bits (the inverse of :meth:`get`)."""
+        return sum(((code >> i) & 1) << b for i, b in enumerate(self.bits))
 
     def codes_for(self, kind: str | None) -> dict[str, int] | None:
         if not self.codes:
@@ -433,7 +454,8 @@ class Tcgen05Spec:
         return kind.requires
 
     def min_ptx(self, t: MmaTuple) -> PtxVersion:
-        return max([self.kinds[t.kind].min_ptx] + [min(r.min_ptx for r in self.requirements(t))])
+        scale = self.kinds[t.kind].scale_requires.get(t.scale or "", ())
+        return max([self.kinds[t.kind].min_ptx] + [min(r.min_ptx for r in reqs) for reqs in (self.requirements(t), scale) if reqs])
 
     def valid_on(self, t: MmaTuple, target: Target | str, ptx: PtxVersion | str | None = None) -> str | None:
         """None when ``t`` is valid PTX for ``target`` at ``.version ptx``; else why not."""
@@ -445,6 +467,10 @@ class Tcgen05Spec:
         kind = self.kinds[t.kind]
         if ptx is not None and ptx < kind.min_ptx:
             return f".kind::{t.kind} needs .version {kind.min_ptx} (PTX ISA notes)"
+        if t.scale in kind.scale_requires:
+            reason = why_not(kind.scale_requires[t.scale], target, ptx, f"scale type .{t.scale}")
+            if reason:
+                return reason
         return why_not(self.requirements(t), target, ptx, str(t))
 
     def combos(self) -> list[tuple[str, bool, int, str]]:
@@ -517,6 +543,9 @@ def _field(body: dict, path: tuple, src: Source, kinds: tuple[str, ...] | None) 
     lo, hi = body["bits"]
     if hi < lo:
         raise src.error(path + ("bits",), f"bits [{lo}, {hi}] run backwards")
+    upper = tuple(body["upper_bits"]) if body.get("upper_bits") else None
+    if upper and upper[1] < upper[0]:
+        raise src.error(path + ("upper_bits",), f"bits [{upper[0]}, {upper[1]}] run backwards")
     f = Field(
         name=body["name"],
         lo=lo,
@@ -531,7 +560,14 @@ def _field(body: dict, path: tuple, src: Source, kinds: tuple[str, ...] | None) 
         dim=body.get("dim"),
         shift=body.get("shift", 0),
         note=body.get("note"),
+        upper=upper,  # type: ignore[arg-type]
+        requires={str(sym): _reqs(reqs, path + ("requires", sym), src) or ()
+                  for sym, reqs in (body.get("requires") or {}).items()},
     )
+    known = {sym for table in f.codes.values() for sym in table}
+    for sym in f.requires:
+        if sym not in known:
+            raise src.error(path + ("requires", sym), f"{sym!r} is no code of this field ({', '.join(sorted(known))})")
     limit = 1 << f.width
     for k, table in f.codes.items():
         if kinds is not None and k != "all" and k not in kinds:
@@ -552,7 +588,7 @@ def _check_cover(fields: tuple[Field, ...], bits: int, path: tuple, src: Source)
     """Fields tile the descriptor: no overlap, no gap."""
     owner: dict[int, str] = {}
     for i, f in enumerate(fields):
-        for b in range(f.lo, f.hi + 1):
+        for b in f.bits:
             if b >= bits:
                 raise src.error(path + (i, "bits"), f"bit {b} is outside the {bits}-bit descriptor")
             if b in owner:
@@ -585,9 +621,14 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
             sparse_requires=_reqs(k.get("sparse_requires"), p + ("sparse_requires",), src),
             block_scaled=bool(k.get("block_scaled")),
             scale_types=tuple(k.get("scale_types") or ()),
+            scale_requires={str(t): _reqs(r, p + ("scale_requires", t), src) or ()
+                            for t, r in (k.get("scale_requires") or {}).items()},
         )
         if kinds[name].block_scaled and not kinds[name].scale_types:
             raise src.error(p, "a block-scaled kind needs scale_types")
+        for t in kinds[name].scale_requires:
+            if t not in kinds[name].scale_types:
+                raise src.error(p + ("scale_requires", t), f"{t!r} is not one of scale_types ({', '.join(kinds[name].scale_types)})")
 
     formats: dict[str, DescFormat] = {}
     claimed: dict[str, str] = {}
