@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|sp-vectors|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -315,24 +315,44 @@ def cmd_pin_refusals(args) -> int:
 
 
 def cmd_ld_red(args) -> int:
-    from collections import Counter
-
-    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
-    from ptxconf.run.files import atomic_write
     from ptxconf.tools.toolchains.ld_red import check_ld_red
-    from ptxconf.tools.toolchains.report import release_ranges
+
+    return _check_transcription(args, "ld_red", check_ld_red, "tcgen05.ld.red")
+
+
+def cmd_sp_vectors(args) -> int:
+    from ptxconf.tools.toolchains.sp_vectors import check_sp_vectors
+
+    return _check_transcription(args, "sparse_vectors", check_sp_vectors, "spcompress/spdecompress", stem="sp_vectors")
+
+
+def _check_transcription(args, section: str, check, what: str, *, stem: str | None = None) -> int:
+    """One section of specs/tcgen05.yaml, every form of it through every release and target asked (``check``)."""
+    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
 
     targets = [t.name for t in _targets(args.arch)]
     toolchains = _toolchains(args.ptxas)
     try:
-        spec = load_tcgen05(args.specs).ld_red
+        spec = getattr(load_tcgen05(args.specs), section)
     except SpecError as exc:
         raise _fail(f"--specs: {exc}") from None
     if spec is None:
-        raise _fail("--specs: the tcgen05 document transcribes no ld_red")
+        raise _fail(f"--specs: the tcgen05 document transcribes no {section}")
     t0 = time.monotonic()
-    cells = check_ld_red(spec, targets, toolchains, use_cache=not args.no_cache)
-    order = [tc.name for tc in toolchains]
+    cells = check(spec, targets, toolchains, use_cache=not args.no_cache)
+    return _report_form_cells(args, cells, targets, [tc.name for tc in toolchains], t0, what, stem or section)
+
+
+def _report_form_cells(args, cells: dict, targets: list[str], order: list[str], t0: float, what: str,
+                       stem: str) -> int:
+    """Print and (with --out) write a per-form check over releases and targets: ``STEM.json`` (the cells grouped
+    by target, code and what ptxas or the spec said, with the releases) and ``cells.json.gz`` (every cell)."""
+    import gzip
+    from collections import Counter
+
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.report import release_ranges
+
     per: dict[tuple[str, str, str], list[str]] = {}
     for cs in cells.values():
         for c in cs:
@@ -344,24 +364,23 @@ def cmd_ld_red(args) -> int:
                      "releases": release_ranges(sorted(set(rels), key=order.index), order), "said": said})
     codes = Counter(c.code for cs in cells.values() for c in cs)
     doc = {"command": _command(args), "forms": len(cells), "targets": targets, "releases": order,
-           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows,
-           "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs] for form, cs in cells.items()}}
+           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows}
     shown: dict[tuple[str, str, str], list[str]] = {}
     for r in rows:
         shown.setdefault((r["target"], r["code"], r["releases"]), []).append(r["said"])
     for (target, code, releases), said in shown.items():
         print(f"{target:<8} {code} {releases}: {len(said)} distinct ({'; '.join(said[:3])}{'; ...' if len(said) > 3 else ''})")
-    print(f"{len(cells)} tcgen05.ld.red forms x {len(targets)} targets x {len(order)} releases: "
+    print(f"{len(cells)} {what} forms x {len(targets)} targets x {len(order)} releases: "
           + ", ".join(f"{k} {n}" for k, n in sorted(codes.items())) + f" [{doc['wall_s']} s]")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        import gzip
-
-        cells_doc = {"command": doc["command"], "cells": doc.pop("cells")}
-        atomic_write(out / "ld_red.json", (json.dumps(doc, indent=1) + "\n").encode())
+        cells_doc = {"command": doc["command"],
+                     "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs]
+                               for form, cs in cells.items()}}
+        atomic_write(out / f"{stem}.json", (json.dumps(doc, indent=1) + "\n").encode())
         atomic_write(out / "cells.json.gz", gzip.compress(json.dumps(cells_doc).encode(), mtime=0))
-        print(f"wrote {out / 'ld_red.json'}, {out / 'cells.json.gz'}")
+        print(f"wrote {out / f'{stem}.json'}, {out / 'cells.json.gz'}")
     return 1 if codes.get("X") or codes.get("F") or codes.get("C") else 0
 
 
@@ -586,5 +605,15 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the cubin cache")
     s.add_argument("--out", metavar="DIR", help="write ld_red.json here")
     s.set_defaults(func=cmd_ld_red)
+
+    s = ts.add_parser("sp-vectors", help="every spcompress/spdecompress form (ISA 9.4) with every release and target "
+                                         "that takes .version 9.4, against the spec's rules")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default="sm_100a,sm_103a,sm_107a,sm_107f,sm_110a,sm_120a", help="comma-separated targets")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--out", metavar="DIR", help="write sp_vectors.json here")
+    s.set_defaults(func=cmd_sp_vectors)
 
     add_differential(ts)

@@ -11,6 +11,7 @@ and says, for any other tuple, which row or rule forbids it.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ __all__ = [
     "SmemDescSpec",
     "ScaleForm",
     "CollectorB",
+    "SparseVectors",
+    "SpVectorForm",
+    "REGISTER_LIMIT",
     "LdStShape",
     "Tcgen05Spec",
     "load_document",
@@ -331,6 +335,90 @@ class LdRed:
         return why_not(self.requires, target, ptx, "tcgen05.ld.red")
 
 
+# --- spcompress / spdecompress (ISA 9.4, §9.7.10.30-31) ----------------------------------------------------
+# Dense <-> structured-sparse vectors of 8- or 16-bit elements in .b32 registers.  The operand vector sizes are the
+# ISA's formulas (Tables 37 and 39 of ISA 9.4) and spdecompress's validity conditions are inequalities over the
+# qualifiers, so the forms are enumerated from the syntax and judged here; ptxconf toolchains sp-vectors asks
+# ptxas about every one.
+
+REGISTER_LIMIT = 253  # "vecSize(...) + vecSize(...) + vecSize(...) <= 253" (both instructions)
+
+
+@dataclass(frozen=True)
+class SpVectorForm:
+    """One spelling of spcompress or spdecompress: its operand vector sizes and why the ISA forbids it (or None)."""
+
+    instruction: str
+    op: str  # "spcompress" | "spdecompress"
+    elemsize: int
+    idxsize: int
+    src: int  # the .sp::src:target factor
+    target: int
+    num: int
+    data: int  # .b32 registers of the dense vector
+    cdata: int  # ... of the compressed vector
+    mdata: int  # ... of the metadata
+    invalid: str | None = None
+
+
+@dataclass(frozen=True)
+class SparseVectors:
+    """The transcription: qualifier values per instruction, targets and .version, and the public sources."""
+
+    sections: dict[str, str]  # instruction -> section
+    min_ptx: PtxVersion
+    requires: tuple  # tuple[Requirement, ...] of spec.py
+    elemsize: tuple[int, ...]
+    idxsize: tuple[int, ...]
+    num: tuple[int, ...]
+    spfactor: dict[str, tuple[tuple[int, int], ...]]  # instruction -> (src, target) pairs
+    spdesc: dict  # the spcompress descriptor's fields (Table 38), as transcribed
+    sources: tuple[dict, ...]
+
+    def forms(self) -> list[SpVectorForm]:
+        """Every (.elemsize, .idxsize, .spfactor, .num) of both syntaxes, valid or not."""
+        out = []
+        for op in ("spcompress", "spdecompress"):
+            for e in self.elemsize:
+                for i in self.idxsize:
+                    for s, t in self.spfactor[op]:
+                        for n in self.num:
+                            out.append(_form(op, e, i, s, t, n))
+        return out
+
+    def valid_on(self, target: Target, ptx: PtxVersion | None = None) -> str | None:
+        """Why PTX of ``target``/``.version`` must refuse the instructions (every form alike), or None."""
+        if ptx is not None and ptx < self.min_ptx:
+            return f"spcompress/spdecompress need .version {self.min_ptx} (PTX ISA notes)"
+        return why_not(self.requires, target, ptx, "spcompress/spdecompress")
+
+
+def _form(op: str, e: int, i: int, s: int, t: int, n: int) -> SpVectorForm:
+    text = f"{op}.b{e}.b{i}.sp::{s}:{t}.x{n}"
+    if op == "spcompress":  # Table 37: data 2 * num, cdata num, mdata ceil(num * idxsize / elemsize)
+        data, cdata, mdata = 2 * n, n, math.ceil(n * i / e)
+        why = None
+    else:  # Table 39: mdata ceil(src * idx * num / 32), cdata ceil(src * elem * num / 32), data ceil(tgt * elem * num / 32)
+        mdata, cdata, data = math.ceil(s * i * n / 32), math.ceil(s * e * n / 32), math.ceil(t * e * n / 32)
+        why = _spdecompress_rule(e, i, s, t, n)
+    if why is None and data + cdata + mdata > REGISTER_LIMIT:
+        why = f"the operands take {data + cdata + mdata} .b32 registers; at most {REGISTER_LIMIT}"
+    return SpVectorForm(text, op, e, i, s, t, n, data, cdata, mdata, why)
+
+
+def _spdecompress_rule(e: int, i: int, s: int, t: int, n: int) -> str | None:
+    """The first of §9.7.10.31's conditions the form breaks (None: it meets them all)."""
+    if s * e > 32:
+        return f"num_src * .elemsize = {s * e} > 32: one .num iteration's input must fit a .b32 register"
+    if t > 1 << i:
+        return f".b{i} indices cannot reach num_target = {t} elements"
+    if t * e * n < 32:
+        return f"num_target * .elemsize * .num = {t * e * n} < 32: data must be at least one register"
+    if t * e * n > 4096:
+        return f"num_target * .elemsize * .num = {t * e * n} > 4096: data may be at most 128 registers"
+    return None
+
+
 @dataclass
 class Tcgen05Spec:
     """The loaded tcgen05 document."""
@@ -356,6 +444,7 @@ class Tcgen05Spec:
     tmem_operands: dict = field(default_factory=dict)  # metadata / scale-factor placement in Tensor Memory
     ld_red: LdRed | None = None  # tcgen05.ld.red, where the document transcribes it
     collector_b: CollectorB | None = None  # .collector::b::*, where the document transcribes it
+    sparse_vectors: SparseVectors | None = None  # spcompress / spdecompress (ISA 9.4), where transcribed
     pending: tuple[dict, ...] = ()  # additions known but not transcribed, and why
 
     # --- Table 39 ---------------------------------------------------------------------------
@@ -753,6 +842,26 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         collector_b = CollectorB(c["section"], PtxVersion.parse(c["min_ptx"]), tuple(c["usages"]), tuple(c["forms"]),
                                  _reqs(c["requires"], ("collector_b", "requires"), src) or ())
 
+    sparse_vectors = None
+    if "sparse_vectors" in doc:
+        v = doc["sparse_vectors"]
+        p = ("sparse_vectors",)
+        factors = {}
+        for op, items in v["spfactor"].items():
+            pairs = []
+            for i, f in enumerate(items):
+                src_n, tgt_n = (int(x) for x in f.split(":"))
+                if not 0 < src_n < tgt_n:
+                    raise src.error(p + ("spfactor", op, i), f"{f}: num_src must be below num_target")
+                pairs.append((src_n, tgt_n))
+            factors[op] = tuple(pairs)
+        spdesc = tuple(_field(f, p + ("spdesc", i), src, None) for i, f in enumerate(v["spdesc"]))
+        _check_cover(spdesc, 32, p + ("spdesc",), src)
+        sparse_vectors = SparseVectors(dict(v["sections"]), PtxVersion.parse(v["min_ptx"]),
+                                       _reqs(v["requires"], p + ("requires",), src) or (), tuple(v["elemsize"]),
+                                       tuple(v["idxsize"]), tuple(v["num"]), factors,
+                                       {f.name: f for f in spdesc}, tuple(v["sources"]))
+
     for i, s in enumerate(doc.get("syntax") or ()):
         for k in s["kinds"]:
             if k not in kinds:
@@ -780,6 +889,7 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         tmem_operands=dict(doc.get("tmem_operands") or {}),
         ld_red=ld_red,
         collector_b=collector_b,
+        sparse_vectors=sparse_vectors,
         pending=tuple(doc.get("pending") or ()),
     )
 
