@@ -307,7 +307,22 @@ def cmd_pin_refusals(args) -> int:
             raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
     if args.per_group < 1:
         raise _fail("--per-group must be at least 1")
-    text = pin(dirs, per_group=args.per_group,
+    keep, base_ok = [], None
+    if args.keep or args.max_ptx:
+        from ptxconf.isa import SpecError, load_specs
+        from ptxconf.isa.targets import PtxVersion
+        from ptxconf.tools.toolchains.refuse import refuse_spec
+
+        try:
+            specs = load_specs(args.specs)
+            keep = refuse_spec(specs).cases if args.keep else []
+            limit = PtxVersion.parse(args.max_ptx) if args.max_ptx else None
+        except (SpecError, KeyError, ValueError) as exc:
+            raise _fail(f"--keep/--max-ptx: {exc}") from None
+        if limit is not None:
+            def base_ok(base: str) -> bool:
+                return base in specs.variants and specs.variants[base].min_ptx <= limit
+    text = pin(dirs, per_group=args.per_group, keep=keep, base_ok=base_ok,
                source=args.source or "ptxconf toolchains neighbourhood: " + ", ".join(d.name for d in dirs))
     atomic_write(Path(args.out), text.encode())
     print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
@@ -593,6 +608,11 @@ def add_parser(sub) -> None:
     s.add_argument("--per-group", type=int, default=6, metavar="N",
                    help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")
     s.add_argument("--source", metavar="TEXT", help="what the file says it was pinned from")
+    s.add_argument("--keep", action="store_true",
+                   help="keep the cases the specs' refuse document already pins, and add the campaigns' new ones")
+    s.add_argument("--max-ptx", metavar="X.Y", help="pin only neighbours of forms a ptxas taking .version X.Y can "
+                                                    "assemble (CI's ptxas 13.0: 9.0)")
+    s.add_argument("--specs", metavar="DIR")
     s.set_defaults(func=cmd_pin_refusals)
 
     s = ts.add_parser("ld-red", help="every tcgen05.ld.red form of specs/tcgen05.yaml with every release and target, "

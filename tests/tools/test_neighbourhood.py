@@ -142,6 +142,26 @@ def test_report_files_and_the_pinned_refusals(tmp_path, specs):
     assert version.version == "6.3" and version.targets == ("sm_70",) and "PTX ISA notes" in version.rule
 
 
+def test_pinning_keeps_what_is_pinned_and_only_forms_a_release_can_judge(tmp_path, capsys):
+    nr.write_outputs(tmp_path / "c", _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    first = rf.load_document(*_yaml_of(tmp_path / "a.yaml", rf.pin(tmp_path / "c", source="a"))).cases
+    kept = first[:1]
+    again = rf.load_document(*_yaml_of(tmp_path / "b.yaml", rf.pin(tmp_path / "c", source="b", keep=kept))).cases
+    assert again[0] == kept[0] and len(again) == len(first)  # kept first, never twice
+    none = rf.load_document(*_yaml_of(tmp_path / "n.yaml", rf.pin(tmp_path / "c", source="n", keep=kept,
+                                                                    base_ok=lambda base: False))).cases
+    assert none == kept
+    # m8n8k4 is PTX 6.4: a ptxas taking .version 6.3 cannot judge its neighbours
+    assert main(["toolchains", "pin-refusals", str(tmp_path / "c"), "--max-ptx", "6.3", "--out", str(tmp_path / "o.yaml")]) == 0
+    assert "0 cases" in capsys.readouterr().out
+    assert main(["toolchains", "pin-refusals", str(tmp_path / "c"), "--max-ptx", "9", "--out", str(tmp_path / "o.yaml")]) == 2
+
+
+def _yaml_of(path, text: str):
+    path.write_text(text)
+    return load_yaml(path)
+
+
 def test_a_bad_refuse_document_names_file_line_and_field(tmp_path):
     path = tmp_path / "refuse.yaml"
     path.write_text("schema: refuse/1\nfamily: refuse\ndocument: x\nsource: y\ncases:\n"
