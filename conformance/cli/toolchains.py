@@ -269,7 +269,20 @@ def cmd_neighbourhood_summary(args) -> int:
     print("## Acceptance history\n")
     print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
           "it and the ones that refused it (a release that did not run the cell is neither).\n")
-    print(history(dirs), end="")
+    print(history(dirs, root), end="")
+    if args.json:
+        from ptxconf.run.files import atomic_write
+        from ptxconf.tools.toolchains.neighbourhood_report import history_rows
+
+        doc = {"title": args.title, "campaigns": []}
+        for d in dirs:
+            one = json.loads((d / "summary.json").read_text())
+            doc["campaigns"].append({
+                "campaign": d.resolve().relative_to(root.resolve()).as_posix() if root else d.name,
+                **{k: one[k] for k in ("command", "releases", "targets", "neighbours", "cells", "codes", "findings",
+                                       "forms_note")}})
+        doc["history"] = history_rows(dirs, root)
+        atomic_write(Path(args.json), (json.dumps(doc, indent=1) + "\n").encode())
     return 0
 
 
@@ -593,6 +606,7 @@ def add_parser(sub) -> None:
     s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
     s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
     s.add_argument("--root", metavar="DIR", help="the folder the table goes into: links are relative to it")
+    s.add_argument("--json", metavar="FILE", help="also write the campaigns' totals and the history as JSON")
     s.set_defaults(func=cmd_neighbourhood_summary)
 
     s = ts.add_parser("neighbourhood-merge", help="one campaign from neighbourhood campaigns of one family that "

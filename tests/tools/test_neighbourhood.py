@@ -292,6 +292,12 @@ def test_acceptance_history_says_which_releases_took_a_form(tmp_path, capsys):
     assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "| c | 13.5.37 | 13.0.88 | 1 | 0 |" in out and "| c | 13.0.88..13.5.37 | none | 2 | 2 |" in out
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c"), "--root", str(tmp_path),
+                 "--json", str(tmp_path / "s.json")]) == 0
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["campaigns"][0]["campaign"] == "c" and doc["campaigns"][0]["cells"] == 10
+    assert {(r["accepted_by"], r["refused_by"], r["pairs"]) for r in doc["history"]} == {
+        ("13.5.37", "13.0.88", 1), ("13.0.88..13.5.37", "none", 2)}
     assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "nothing")]) == 2
 
 

@@ -34,7 +34,7 @@ from .neighbourhood import (
 from .report import release_ranges
 
 __all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview",
-           "prior_codes", "acceptance_history", "history", "MergeError", "merged"]
+           "prior_codes", "acceptance_history", "history", "history_rows", "MergeError", "merged"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -241,20 +241,33 @@ def acceptance_history(camp: Campaign) -> list[dict]:
     return out
 
 
-def history(directories: Sequence[Path]) -> str:
-    """Markdown: per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases
-    accepted and which refused them (first and last accepting release), emptied ones counted apart."""
-    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
-             "|---|---|---|---|---|---|"]
+def history_rows(directories: Sequence[Path], root: Path | None = None) -> list[dict]:
+    """Per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases accepted
+    and which refused them (first and last accepting release), emptied ones counted apart; ``campaign`` is the
+    folder relative to ``root`` (default: its name)."""
+    rows = []
     for d in directories:
         camp, _ = load_campaign(d)
+        name = d.resolve().relative_to(root.resolve()).as_posix() if root else d.name
         groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for h in acceptance_history(camp):
             groups[h["accepted_by"], h["refused_by"] or "none"].append(h)
         for (took, refused), hs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             eg = hs[0]
-            lines.append(f"| {d.name} | {took} | {refused} | {len(hs)} | {sum(h['emptied'] for h in hs)} | "
-                         f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
+            rows.append({"campaign": name, "accepted_by": took, "refused_by": refused, "pairs": len(hs),
+                         "emptied": sum(h["emptied"] for h in hs),
+                         "example": {"neighbour": eg["neighbour"], "target": eg["target"], "sass": eg["sass"]}})
+    return rows
+
+
+def history(directories: Sequence[Path], root: Path | None = None) -> str:
+    """Markdown of :func:`history_rows`."""
+    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
+             "|---|---|---|---|---|---|"]
+    for r in history_rows(directories, root):
+        eg = r["example"]
+        lines.append(f"| {r['campaign']} | {r['accepted_by']} | {r['refused_by']} | {r['pairs']} | {r['emptied']} | "
+                     f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
