@@ -1,4 +1,4 @@
-"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|differential``: many ptxas releases side by side.
+"""``ptxconf toolchains list|install|path|matrix|neighbourhood|pin-refusals|ld-red|sp-vectors|differential``: many ptxas releases side by side.
 
 Exit status: 0 done (matrix: no disagreement; differential run: every build agrees and passes), 1 a
 disagreement or failure found, 2 a usage or environment error (one line naming the argument).
@@ -190,7 +190,7 @@ def cmd_neighbourhood(args) -> int:
     import random
 
     from ptxconf.tools.toolchains.differential import representative
-    from ptxconf.tools.toolchains.neighbourhood import narrowed, neighbours, run_campaign
+    from ptxconf.tools.toolchains.neighbourhood import fresh, narrowed, neighbours, run_campaign
     from ptxconf.tools.toolchains.neighbourhood_report import load_campaign, prior_codes, write_outputs
 
     if args.jobs < 1 or args.chunk < 1:
@@ -203,7 +203,7 @@ def cmd_neighbourhood(args) -> int:
     for src in priors:
         if not (src / "cells.csv.gz").is_file():
             raise _fail(f"--prior {src}: no cells.csv.gz (run: ptxconf toolchains neighbourhood --out DIR)")
-    if priors and args.refused_share is None:
+    if priors and args.refused_share is None and not args.fresh:
         raise _fail("--prior needs --refused-share F (which share of the neighbours refused before to ask again)")
     if args.refused_share is not None and not 0 <= args.refused_share <= 1:
         raise _fail("--refused-share must be between 0 and 1")
@@ -215,7 +215,15 @@ def cmd_neighbourhood(args) -> int:
         raise _fail(f"--out {out}: exists and is not a directory")
     bases = representative(forms) if args.forms == "representative" else forms
     known = sorted({t for tc in toolchains for t in tc.targets})
-    if priors:  # the earlier campaigns' own neighbours (of forms still in the specs), narrowed
+    if args.fresh and not priors:
+        raise _fail("--fresh needs --prior CAMPAIGN (the campaigns whose neighbours to leave out)")
+    if args.fresh:  # what the generator makes now that the earlier campaigns never asked about
+        _, every = _forms(argparse.Namespace(specs=args.specs, select=None))
+        ns, said = fresh(bases, known, set(prior_codes(priors)), reorders=args.reorders, universe=every)
+        note = f"{args.forms}: {len(bases)} of {len(forms)} selected; {said} ({', '.join(d.name for d in priors)})"
+        if args.reorders > 1:
+            note += f"; one in {args.reorders} reorder steps"
+    elif priors:  # the earlier campaigns' own neighbours (of forms still in the specs), narrowed
         by_id = {v.id: v for v in forms}
         ns = list({n.id: n for d in priors for n in load_campaign(d)[0].neighbours if n.base in by_id}.values())
         ns, said = narrowed(ns, prior_codes(priors), args.refused_share, args.seed)
@@ -260,8 +268,45 @@ def cmd_neighbourhood_summary(args) -> int:
     print(overview(dirs, title=args.title, root=root))
     print("## Acceptance history\n")
     print("Each (neighbour, target) pair some release accepted outside the specs, grouped by the releases that accepted "
-          "it and the ones that refused it (a release that does not know the target or .version is neither).\n")
-    print(history(dirs), end="")
+          "it and the ones that refused it (a release that did not run the cell is neither).\n")
+    print(history(dirs, root), end="")
+    if args.json:
+        from ptxconf.run.files import atomic_write
+        from ptxconf.tools.toolchains.neighbourhood_report import history_rows
+
+        doc = {"title": args.title, "campaigns": []}
+        for d in dirs:
+            one = json.loads((d / "summary.json").read_text())
+            doc["campaigns"].append({
+                "campaign": d.resolve().relative_to(root.resolve()).as_posix() if root else d.name,
+                **{k: one[k] for k in ("command", "releases", "targets", "neighbours", "cells", "codes", "findings",
+                                       "forms_note")}})
+        doc["history"] = history_rows(dirs, root)
+        atomic_write(Path(args.json), (json.dumps(doc, indent=1) + "\n").encode())
+    return 0
+
+
+def cmd_neighbourhood_merge(args) -> int:
+    from ptxconf.tools.toolchains.neighbourhood_report import MergeError, load_campaign, merged, write_outputs
+
+    dirs = [Path(c) for c in args.campaign]
+    for src in dirs:
+        if not all((src / f).is_file() for f in ("summary.json", "cells.csv.gz", "words.json")):
+            raise _fail(f"CAMPAIGN {src}: no summary.json, cells.csv.gz and words.json "
+                        "(run: ptxconf toolchains neighbourhood --out DIR)")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _fail(f"--out {out}: exists and is not a directory")
+    loaded = [load_campaign(d) for d in dirs]
+    try:
+        camp = merged([c for c, _ in loaded])
+    except MergeError as exc:
+        raise _fail(f"CAMPAIGN {' '.join(map(str, dirs))}: {exc}") from None
+    note = "merged from " + "; ".join(f"{len(doc['releases'])} releases: {doc['forms_note']} (`{doc['command']}`)"
+                                      for _, doc in loaded)
+    doc = write_outputs(out, camp, command=_command(args), wall_s=sum(d["wall_s"] for _, d in loaded),
+                        forms=len({n.base for n in camp.neighbours}), forms_note=note)
+    print(f"{doc['neighbours']} neighbours, {doc['cells']} cells over {len(doc['releases'])} releases; wrote {out}")
     return 0
 
 
@@ -275,7 +320,22 @@ def cmd_pin_refusals(args) -> int:
             raise _fail(f"CAMPAIGN {src}: no cells.csv.gz and words.json (run: ptxconf toolchains neighbourhood --out DIR)")
     if args.per_group < 1:
         raise _fail("--per-group must be at least 1")
-    text = pin(dirs, per_group=args.per_group,
+    keep, base_ok = [], None
+    if args.keep or args.max_ptx:
+        from ptxconf.isa import SpecError, load_specs
+        from ptxconf.isa.targets import PtxVersion
+        from ptxconf.tools.toolchains.refuse import refuse_spec
+
+        try:
+            specs = load_specs(args.specs)
+            keep = refuse_spec(specs).cases if args.keep else []
+            limit = PtxVersion.parse(args.max_ptx) if args.max_ptx else None
+        except (SpecError, KeyError, ValueError) as exc:
+            raise _fail(f"--keep/--max-ptx: {exc}") from None
+        if limit is not None:
+            def base_ok(base: str) -> bool:
+                return base in specs.variants and specs.variants[base].min_ptx <= limit
+    text = pin(dirs, per_group=args.per_group, keep=keep, base_ok=base_ok,
                source=args.source or "ptxconf toolchains neighbourhood: " + ", ".join(d.name for d in dirs))
     atomic_write(Path(args.out), text.encode())
     print(f"{args.out}: {text.count(chr(10) + '  - ')} cases")
@@ -283,24 +343,44 @@ def cmd_pin_refusals(args) -> int:
 
 
 def cmd_ld_red(args) -> int:
-    from collections import Counter
-
-    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
-    from ptxconf.run.files import atomic_write
     from ptxconf.tools.toolchains.ld_red import check_ld_red
-    from ptxconf.tools.toolchains.report import release_ranges
+
+    return _check_transcription(args, "ld_red", check_ld_red, "tcgen05.ld.red")
+
+
+def cmd_sp_vectors(args) -> int:
+    from ptxconf.tools.toolchains.sp_vectors import check_sp_vectors
+
+    return _check_transcription(args, "sparse_vectors", check_sp_vectors, "spcompress/spdecompress", stem="sp_vectors")
+
+
+def _check_transcription(args, section: str, check, what: str, *, stem: str | None = None) -> int:
+    """One section of specs/tcgen05.yaml, every form of it through every release and target asked (``check``)."""
+    from ptxconf.families.tcgen05.spec import SpecError, load_tcgen05
 
     targets = [t.name for t in _targets(args.arch)]
     toolchains = _toolchains(args.ptxas)
     try:
-        spec = load_tcgen05(args.specs).ld_red
+        spec = getattr(load_tcgen05(args.specs), section)
     except SpecError as exc:
         raise _fail(f"--specs: {exc}") from None
     if spec is None:
-        raise _fail("--specs: the tcgen05 document transcribes no ld_red")
+        raise _fail(f"--specs: the tcgen05 document transcribes no {section}")
     t0 = time.monotonic()
-    cells = check_ld_red(spec, targets, toolchains, use_cache=not args.no_cache)
-    order = [tc.name for tc in toolchains]
+    cells = check(spec, targets, toolchains, use_cache=not args.no_cache)
+    return _report_form_cells(args, cells, targets, [tc.name for tc in toolchains], t0, what, stem or section)
+
+
+def _report_form_cells(args, cells: dict, targets: list[str], order: list[str], t0: float, what: str,
+                       stem: str) -> int:
+    """Print and (with --out) write a per-form check over releases and targets: ``STEM.json`` (the cells grouped
+    by target, code and what ptxas or the spec said, with the releases) and ``cells.json.gz`` (every cell)."""
+    import gzip
+    from collections import Counter
+
+    from ptxconf.run.files import atomic_write
+    from ptxconf.tools.toolchains.report import release_ranges
+
     per: dict[tuple[str, str, str], list[str]] = {}
     for cs in cells.values():
         for c in cs:
@@ -312,24 +392,23 @@ def cmd_ld_red(args) -> int:
                      "releases": release_ranges(sorted(set(rels), key=order.index), order), "said": said})
     codes = Counter(c.code for cs in cells.values() for c in cs)
     doc = {"command": _command(args), "forms": len(cells), "targets": targets, "releases": order,
-           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows,
-           "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs] for form, cs in cells.items()}}
+           "codes": dict(codes), "wall_s": round(time.monotonic() - t0, 1), "groups": rows}
     shown: dict[tuple[str, str, str], list[str]] = {}
     for r in rows:
         shown.setdefault((r["target"], r["code"], r["releases"]), []).append(r["said"])
     for (target, code, releases), said in shown.items():
         print(f"{target:<8} {code} {releases}: {len(said)} distinct ({'; '.join(said[:3])}{'; ...' if len(said) > 3 else ''})")
-    print(f"{len(cells)} tcgen05.ld.red forms x {len(targets)} targets x {len(order)} releases: "
+    print(f"{len(cells)} {what} forms x {len(targets)} targets x {len(order)} releases: "
           + ", ".join(f"{k} {n}" for k, n in sorted(codes.items())) + f" [{doc['wall_s']} s]")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        import gzip
-
-        cells_doc = {"command": doc["command"], "cells": doc.pop("cells")}
-        atomic_write(out / "ld_red.json", (json.dumps(doc, indent=1) + "\n").encode())
+        cells_doc = {"command": doc["command"],
+                     "cells": {form: [[c.release, c.target, c.version, c.code, c.said] for c in cs]
+                               for form, cs in cells.items()}}
+        atomic_write(out / f"{stem}.json", (json.dumps(doc, indent=1) + "\n").encode())
         atomic_write(out / "cells.json.gz", gzip.compress(json.dumps(cells_doc).encode(), mtime=0))
-        print(f"wrote {out / 'ld_red.json'}, {out / 'cells.json.gz'}")
+        print(f"wrote {out / f'{stem}.json'}, {out / 'cells.json.gz'}")
     return 1 if codes.get("X") or codes.get("F") or codes.get("C") else 0
 
 
@@ -505,6 +584,9 @@ def add_parser(sub) -> None:
     s.add_argument("--prior", action="append", metavar="CAMPAIGN",
                    help="an earlier campaign's --out folder (repeatable): ask about its neighbours, those it did not "
                         "refuse somewhere, every target and .version step, and --refused-share of the rest")
+    s.add_argument("--fresh", action="store_true",
+                   help="with --prior: only the neighbours the generator makes now that the earlier campaigns never "
+                        "tried (the specs or the generator grew since)")
     s.add_argument("--refused-share", type=float, metavar="F",
                    help="with --prior: the share of the neighbours it refused everywhere to ask again (seeded)")
     s.add_argument("--reorders", type=int, default=1, metavar="N",
@@ -524,7 +606,14 @@ def add_parser(sub) -> None:
     s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
     s.add_argument("--title", default="The neighbourhood of specs/", metavar="TEXT")
     s.add_argument("--root", metavar="DIR", help="the folder the table goes into: links are relative to it")
+    s.add_argument("--json", metavar="FILE", help="also write the campaigns' totals and the history as JSON")
     s.set_defaults(func=cmd_neighbourhood_summary)
+
+    s = ts.add_parser("neighbourhood-merge", help="one campaign from neighbourhood campaigns of one family that "
+                                                   "asked other releases (or neighbours): history across all of them")
+    s.add_argument("campaign", nargs="+", metavar="CAMPAIGN", help="--out folders of ptxconf toolchains neighbourhood")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_neighbourhood_merge)
 
     s = ts.add_parser("pin-refusals", help="write the must-reject cases (specs/refuse.yaml) from a neighbourhood "
                                            "campaign's files")
@@ -533,6 +622,11 @@ def add_parser(sub) -> None:
     s.add_argument("--per-group", type=int, default=6, metavar="N",
                    help="cases per (family, step, change) of refused and of accepted neighbours (default 6)")
     s.add_argument("--source", metavar="TEXT", help="what the file says it was pinned from")
+    s.add_argument("--keep", action="store_true",
+                   help="keep the cases the specs' refuse document already pins, and add the campaigns' new ones")
+    s.add_argument("--max-ptx", metavar="X.Y", help="pin only neighbours of forms a ptxas taking .version X.Y can "
+                                                    "assemble (CI's ptxas 13.0: 9.0)")
+    s.add_argument("--specs", metavar="DIR")
     s.set_defaults(func=cmd_pin_refusals)
 
     s = ts.add_parser("ld-red", help="every tcgen05.ld.red form of specs/tcgen05.yaml with every release and target, "
@@ -545,5 +639,15 @@ def add_parser(sub) -> None:
     s.add_argument("--no-cache", action="store_true", help="neither read nor fill the cubin cache")
     s.add_argument("--out", metavar="DIR", help="write ld_red.json here")
     s.set_defaults(func=cmd_ld_red)
+
+    s = ts.add_parser("sp-vectors", help="every spcompress/spdecompress form (ISA 9.4) with every release and target "
+                                         "that takes .version 9.4, against the spec's rules")
+    s.add_argument("--ptxas", action="append", metavar="VERSION|PATH|all",
+                   help="releases (repeatable, or comma-separated; default: the ptxas on PATH)")
+    s.add_argument("--arch", default="sm_100a,sm_103a,sm_107a,sm_107f,sm_110a,sm_120a", help="comma-separated targets")
+    s.add_argument("--specs", metavar="DIR")
+    s.add_argument("--no-cache", action="store_true", help="neither read nor fill the assemble cache")
+    s.add_argument("--out", metavar="DIR", help="write sp_vectors.json here")
+    s.set_defaults(func=cmd_sp_vectors)
 
     add_differential(ts)

@@ -142,6 +142,26 @@ def test_report_files_and_the_pinned_refusals(tmp_path, specs):
     assert version.version == "6.3" and version.targets == ("sm_70",) and "PTX ISA notes" in version.rule
 
 
+def test_pinning_keeps_what_is_pinned_and_only_forms_a_release_can_judge(tmp_path, capsys):
+    nr.write_outputs(tmp_path / "c", _campaign(), command="x", wall_s=1.0, forms=1, forms_note="t")
+    first = rf.load_document(*_yaml_of(tmp_path / "a.yaml", rf.pin(tmp_path / "c", source="a"))).cases
+    kept = first[:1]
+    again = rf.load_document(*_yaml_of(tmp_path / "b.yaml", rf.pin(tmp_path / "c", source="b", keep=kept))).cases
+    assert again[0] == kept[0] and len(again) == len(first)  # kept first, never twice
+    none = rf.load_document(*_yaml_of(tmp_path / "n.yaml", rf.pin(tmp_path / "c", source="n", keep=kept,
+                                                                    base_ok=lambda base: False))).cases
+    assert none == kept
+    # m8n8k4 is PTX 6.4: a ptxas taking .version 6.3 cannot judge its neighbours
+    assert main(["toolchains", "pin-refusals", str(tmp_path / "c"), "--max-ptx", "6.3", "--out", str(tmp_path / "o.yaml")]) == 0
+    assert "0 cases" in capsys.readouterr().out
+    assert main(["toolchains", "pin-refusals", str(tmp_path / "c"), "--max-ptx", "9", "--out", str(tmp_path / "o.yaml")]) == 2
+
+
+def _yaml_of(path, text: str):
+    path.write_text(text)
+    return load_yaml(path)
+
+
 def test_a_bad_refuse_document_names_file_line_and_field(tmp_path):
     path = tmp_path / "refuse.yaml"
     path.write_text("schema: refuse/1\nfamily: refuse\ndocument: x\nsource: y\ncases:\n"
@@ -272,7 +292,71 @@ def test_acceptance_history_says_which_releases_took_a_form(tmp_path, capsys):
     assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "| c | 13.5.37 | 13.0.88 | 1 | 0 |" in out and "| c | 13.0.88..13.5.37 | none | 2 | 2 |" in out
+    assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "c"), "--root", str(tmp_path),
+                 "--json", str(tmp_path / "s.json")]) == 0
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["campaigns"][0]["campaign"] == "c" and doc["campaigns"][0]["cells"] == 10
+    assert {(r["accepted_by"], r["refused_by"], r["pairs"]) for r in doc["history"]} == {
+        ("13.5.37", "13.0.88", 1), ("13.0.88..13.5.37", "none", 2)}
     assert main(["toolchains", "neighbourhood-summary", str(tmp_path / "nothing")]) == 2
+
+
+def _older(camp: nb.Campaign, releases: list[str]) -> nb.Campaign:
+    """The same neighbours asked of other releases: the newer campaign's cells, renamed."""
+    out = nb.Campaign(camp.neighbours, camp.targets, releases, stats=Stats())
+    for (r, t, i), cell in camp.cells.items():
+        out.cells[releases[camp.releases.index(r)], t, i] = cell
+    return out
+
+
+def test_campaigns_of_other_releases_merge_into_one_history(tmp_path, capsys):
+    newer = _campaign()
+    older = _older(newer, ["12.0.76", "12.9.86"])
+    older.neighbours = older.neighbours[:2]  # a narrowed older campaign did not ask the .version step
+    older.cells = {k: c for k, c in older.cells.items() if k[2] < 2}
+    nr.write_outputs(tmp_path / "new", newer, command="n", wall_s=2.0, forms=1, forms_note="new")
+    nr.write_outputs(tmp_path / "old", older, command="o", wall_s=3.0, forms=1, forms_note="old")
+    assert main(["toolchains", "neighbourhood-merge", str(tmp_path / "old"), str(tmp_path / "new"),
+                 "--out", str(tmp_path / "all")]) == 0
+    doc = json.loads((tmp_path / "all" / "summary.json").read_text())
+    assert doc["releases"] == ["12.0.76", "12.9.86", "13.0.88", "13.5.37"] and doc["wall_s"] == 5.0
+    assert doc["neighbours"] == 3 and doc["cells"] == 2 * 4 + 2 * 4 + 2
+    assert "(`o`)" in doc["forms_note"] and "(`n`)" in doc["forms_note"]
+    hist = {(h["neighbour"], h["target"]): h for h in nr.acceptance_history(nr.load_campaign(tmp_path / "all")[0])}
+    drop = hist["mma.sync.m8n8k4.row.col.f32.f16.f16.f32", "sm_90a"]
+    assert (drop["accepted_by"], drop["refused_by"]) == ("12.9.86, 13.5.37", "12.0.76, 13.0.88")
+    rows = list(csv.DictReader(io.StringIO(gzip.decompress((tmp_path / "all" / "cells.csv.gz").read_bytes()).decode())))
+    step = next(r for r in rows if r["step"] == "version")
+    assert step["12.0.76"] == "-" and step["13.0.88"].startswith("R")  # not asked: neither accepted nor refused
+
+
+def test_a_merge_refuses_campaigns_that_disagree(tmp_path, capsys):
+    camp = _campaign()
+    nr.write_outputs(tmp_path / "a", camp, command="a", wall_s=1.0, forms=1, forms_note="a")
+    camp.cells["13.5.37", "sm_80", 1] = nb.Cell("U", sass="HMMA.884.F32.STEP0")
+    nr.write_outputs(tmp_path / "b", camp, command="b", wall_s=1.0, forms=1, forms_note="b")
+    assert main(["toolchains", "neighbourhood-merge", str(tmp_path / "a"), str(tmp_path / "b"),
+                 "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "mma.sync.m8n8k4.row.col.f32.f16.f16.f32 on sm_80 with 13.5.37: R in one campaign, U in another" in err
+    assert main(["toolchains", "neighbourhood-merge", str(tmp_path / "none"), "--out", str(tmp_path / "c")]) == 2
+    assert "no summary.json" in capsys.readouterr().err
+
+
+def test_fresh_asks_only_what_the_earlier_campaign_never_tried(tmp_path, specs, capsys):
+    """--fresh: the generator's neighbours now, less those an earlier campaign holds (the specs grew since)."""
+    base = [v for v in specs.variants.values() if v.id == M8N8K4]
+    made = nb.neighbours(base, ("sm_80",), universe=[v for v in specs.variants.values() if v.family == "mma.sync"])
+    assert len(made) > 5
+    camp = nb.Campaign(made[:5], ["sm_80"], ["13.5.37"], stats=Stats())
+    for i in range(5):
+        camp.cells["13.5.37", "sm_80", i] = nb.Cell("R", message="Unknown modifier")
+    nr.write_outputs(tmp_path / "p", camp, command="p", wall_s=1.0, forms=1, forms_note="p")
+    assert main(["toolchains", "neighbourhood", "--fresh", "--out", str(tmp_path / "o")]) == 2
+    assert "--fresh needs --prior" in capsys.readouterr().err
+    mma = [v for v in specs.variants.values() if v.family == "mma.sync"]
+    ns, note = nb.fresh(base, ("sm_80",), set(nr.prior_codes([tmp_path / "p"])), universe=mma)
+    assert [n.id for n in ns] == [n.id for n in made[5:]] and f"the {len(made) - 5} of their {len(made)}" in note
 
 
 @pytest.mark.ptxas

@@ -135,8 +135,10 @@ def variant_id(t: MmaTuple, vec: int | None = None) -> str:
 
 def _base_tuples(doc: Tcgen05Spec) -> list[MmaTuple]:
     """The tuples of rows that hold on their kind's own targets and whose descriptor is transcribed: what
-    a run on those targets can encode (a row narrowed to other targets, e.g. ISA 9.4's sm_107 K values, is not)."""
-    return [t for r in doc.rows if not r.invalid and r.requires is None and not r.descriptor for t in doc.row_tuples(r)]
+    a run on those targets can encode (a row narrowed to other targets, e.g. ISA 9.4's sm_107 K values, is not,
+    nor a scale type with targets of its own, ISA 9.4's .ue5m3)."""
+    return [t for r in doc.rows if not r.invalid and r.requires is None and not r.descriptor for t in doc.row_tuples(r)
+            if t.scale not in doc.kinds[t.kind].scale_requires]
 
 
 def extra_tuples(doc: Tcgen05Spec) -> list[tuple[MmaTuple, int | None]]:

@@ -46,7 +46,7 @@ def _fields(args):
         ws=args.ws, cta_group=args.cta_group, sparse=args.sparse, sparsity_selector=args.selector,
         saturate=args.saturate, negate_a=args.negate_a, negate_b=args.negate_b, transpose_a=args.transpose_a,
         transpose_b=args.transpose_b, max_shift=args.max_shift, scale=args.scale, scale_a_id=args.scale_a_id,
-        scale_b_id=args.scale_b_id,
+        scale_b_id=args.scale_b_id, scale_a_layout=args.scale_a_layout, sparsity_version=args.sparsity_version,
     )
 
 
@@ -169,7 +169,7 @@ def add_parser(commands) -> None:
 
     s = sub.add_parser("list", help="every valid Table 39 tuple, with counts per kind")
     common(s)
-    s.add_argument("--kind", help="only this .kind (f16, tf32, f8f6f4, i8, mxf8f6f4, mxf4, mxf4nvf4)")
+    s.add_argument("--kind", help="only this .kind (f16, tf32, f8f6f4, i8, mxf8f6f4, mxf4, mxf4nvf4, ti16)")
     s.add_argument("--counts", action="store_true", help="counts per kind only")
     s.set_defaults(func=cmd_list)
 
@@ -193,7 +193,11 @@ def add_parser(commands) -> None:
     e.add_argument("--transpose-a", action="store_true")
     e.add_argument("--transpose-b", action="store_true")
     e.add_argument("--max-shift", default="none", choices=("none", "8", "16", "32"))
-    e.add_argument("--scale", default=None, help="scale-factor type (ue8m0, ue4m3) for block-scaled kinds")
+    e.add_argument("--scale", default=None, help="scale-factor type (ue8m0, ue4m3, ue5m3) for block-scaled kinds")
+    e.add_argument("--scale-a-layout", type=int, default=32, choices=(32, 128),
+                   help="lanes of the A scale factors (ISA 9.4; 128 needs sm_107f)")
+    e.add_argument("--sparsity-version", default=None, choices=("v0", "v1"),
+                   help="mxf4 kinds (ISA 9.4): default the one --target takes (v1 on sm_107a), else v0")
     e.add_argument("--scale-a-id", type=int, default=0)
     e.add_argument("--scale-b-id", type=int, default=0)
     e.add_argument("--target", default=None, help="also check the Target ISA notes for this target")

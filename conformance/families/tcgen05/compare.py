@@ -24,9 +24,7 @@ __all__ = ["compare_tcgen05", "descriptor_diagnosis"]
 
 
 def _field_text(v: TcVariant, name: str) -> str:
-    fld = v.doc.format_for(v.t.kind).field(name)
-    bits = f"bit {fld.lo}" if fld.lo == fld.hi else f"bits {fld.lo}-{fld.hi}"
-    return f"field {name} ({bits})"
+    return f"field {name} ({v.doc.format_for(v.t.kind).field(name).where})"
 
 
 def descriptor_diagnosis(v: TcVariant, idesc: int, raw: dict) -> list[str]:
@@ -53,7 +51,7 @@ def descriptor_diagnosis(v: TcVariant, idesc: int, raw: dict) -> list[str]:
         lines.append(f"this spec cannot encode the case's tuple: {exc}")
         return lines
     if mine != idesc:
-        diffs = [f"{f.name} (bits {f.lo}-{f.hi}): recorded {f.get(idesc)}, this spec encodes {f.get(mine)}"
+        diffs = [f"{f.name} ({f.where}): recorded {f.get(idesc)}, this spec encodes {f.get(mine)}"
                  for f in fmt.fields if f.get(idesc) != f.get(mine)]
         lines.append(f"this spec encodes the case's tuple as {mine:#010x}, the probe carried {idesc:#010x}; fields differing: " + "; ".join(diffs))
     return lines

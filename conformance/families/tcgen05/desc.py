@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ptxconf.isa.targets import PtxVersion, Target, parse_target
 
-from .spec import DescFormat, MmaTuple, Tcgen05Spec
+from .spec import DescFormat, MmaTuple, Tcgen05Spec, why_not
 
 __all__ = [
     "DescriptorError",
@@ -22,6 +22,7 @@ __all__ = [
     "encode_idesc",
     "decode_idesc",
     "decode_idesc_any",
+    "k_symbol",
     "SmemDesc",
     "encode_smem_desc",
     "decode_smem_desc",
@@ -60,6 +61,8 @@ class IdescFields:
     scale: str | None = None
     scale_a_id: int = 0
     scale_b_id: int = 0
+    scale_a_layout: int = 32  # lanes of the A scale factors in Tensor Memory (ISA 9.4: 32 or 128)
+    sparsity_version: str | None = None  # mxf4 kinds (ISA 9.4): v0/v1; None: the one the target takes
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -79,17 +82,37 @@ def _tuple(spec: Tcgen05Spec, f: IdescFields) -> MmaTuple:
 
 
 def _where(spec: Tcgen05Spec, fmt: DescFormat, name: str) -> str:
-    fld = fmt.field(name)
-    bits = f"bit {fld.lo}" if fld.lo == fld.hi else f"bits {fld.lo}-{fld.hi}"
-    return f"§{spec.idesc_section} {fmt.table} {name} ({bits})"
+    return f"§{spec.idesc_section} {fmt.table} {name} ({fmt.field(name).where})"
 
 
-def _put(spec: Tcgen05Spec, fmt: DescFormat, kind: str, name: str, symbol: str) -> int:
+def _put(spec: Tcgen05Spec, fmt: DescFormat, kind: str, name: str, symbol: str,
+         target: Target | None = None, ptx: PtxVersion | None = None) -> int:
+    """The field's code for ``symbol``, placed; with a target, the field's Target ISA Note must allow it."""
     fld = fmt.field(name)
     codes = fld.codes_for(kind) or {}
     if symbol not in codes:
         raise DescriptorError(f"{_where(spec, fmt, name)} has no code for {symbol!r} with .kind::{kind}; it takes {', '.join(codes) or 'nothing'}")
-    return codes[symbol] << fld.lo
+    if target is not None and symbol in fld.requires:
+        reason = why_not(fld.requires[symbol], target, ptx, f"{_where(spec, fmt, name)} = {symbol}")
+        if reason:
+            raise DescriptorError(reason)
+    return fld.put(codes[symbol])
+
+
+def k_symbol(sparse: bool, k: int) -> str:
+    """The K field's symbol for a K (ISA 9.4 codes K with the sparsity: ``dense_k64``, ``sparse_k128``)."""
+    return f"{'sparse' if sparse else 'dense'}_k{k}"
+
+
+def _default_symbol(fmt: DescFormat, kind: str, name: str, target: Target | None, ptx: PtxVersion | None) -> str:
+    """The first code of a field whose Target ISA Note ``target`` meets (the first code without a target)."""
+    fld = fmt.field(name)
+    codes = list(fld.codes_for(kind) or {})
+    if target is not None:
+        for sym in codes:
+            if sym in fld.requires and why_not(fld.requires[sym], target, ptx, name) is None:
+                return sym
+    return codes[0]
 
 
 def _yn(b: bool) -> str:
@@ -116,6 +139,8 @@ def encode_idesc(spec: Tcgen05Spec, f: IdescFields, target: Target | str | None 
         raise UntranscribedDescriptor(f"{row.descriptor} ({spec.file}:{row.line})")
     fmt = spec.format_for(f.kind)
     names = {fl.name for fl in fmt.fields}
+    tgt = parse_target(target) if isinstance(target, str) else target
+    ver = PtxVersion.parse(ptx) if isinstance(ptx, str) else ptx
     v = 0
     v |= _put(spec, fmt, f.kind, "sparsity", "sparse" if f.sparse else "dense")
     v |= _put(spec, fmt, f.kind, "dtype", f.dtype) if "dtype" in names else 0
@@ -135,7 +160,7 @@ def encode_idesc(spec: Tcgen05Spec, f: IdescFields, target: Target | str | None 
         allowed = fmt.field("sparsity_selector").values_for(f.kind) or ()
         if f.sparsity_selector not in allowed:
             raise DescriptorError(f"{_where(spec, fmt, 'sparsity_selector')} takes {list(allowed)}; got {f.sparsity_selector}")
-        v |= f.sparsity_selector << fmt.field("sparsity_selector").lo
+        v |= fmt.field("sparsity_selector").put(f.sparsity_selector)
     elif f.sparsity_selector:
         raise DescriptorError(f"{fmt.table} has no sparsity selector (bits 0-1 are reserved) for .kind::{f.kind}")
     if "max_shift" in names:
@@ -149,18 +174,27 @@ def encode_idesc(spec: Tcgen05Spec, f: IdescFields, target: Target | str | None 
             allowed = fmt.field(name).values_for(f.kind) or ()
             if val not in allowed:
                 raise DescriptorError(f"{_where(spec, fmt, name)} takes {list(allowed)} with .kind::{f.kind}; got {val}")
-            v |= val << fmt.field(name).lo
+            v |= fmt.field(name).put(val)
         elif val:
             raise DescriptorError(f"{fmt.table} has no {name} for .kind::{f.kind}")
     if "scale_type" in names:
         v |= _put(spec, fmt, f.kind, "scale_type", f.scale or "")
     if "k_dim" in names:
-        v |= _put(spec, fmt, f.kind, "k_dim", "k96" if t.K == 96 else "k64_or_sparse_k128")
+        v |= _put(spec, fmt, f.kind, "k_dim", k_symbol(f.sparse, t.K), tgt, ver)
+    if "scale_a_layout" in names:
+        v |= _put(spec, fmt, f.kind, "scale_a_layout", f"lane{f.scale_a_layout}", tgt, ver)
+    elif f.scale_a_layout != 32:
+        raise DescriptorError(f"{fmt.table} has no scale-A layout field for .kind::{f.kind}")
+    if "sparsity_version" in names:
+        version = f.sparsity_version or _default_symbol(fmt, f.kind, "sparsity_version", tgt, ver)
+        v |= _put(spec, fmt, f.kind, "sparsity_version", version, tgt, ver)
+    elif f.sparsity_version:
+        raise DescriptorError(f"{fmt.table} has no sparsity-version field for .kind::{f.kind}")
     for name, dim in (("m", f.M), ("n", f.N)):
         fld = fmt.field(name)
         if dim % (1 << fld.shift) or (dim >> fld.shift) >= (1 << fld.width) or dim <= 0:
             raise DescriptorError(f"{_where(spec, fmt, name)} holds {fld.dim} >> {fld.shift} in {fld.width} bits; {fld.dim} = {dim} does not fit")
-        v |= (dim >> fld.shift) << fld.lo
+        v |= fld.put(dim >> fld.shift)
     return v
 
 
@@ -183,7 +217,9 @@ def decode_idesc(spec: Tcgen05Spec, value: int, kind: str, *, ws: bool = False, 
             continue
         codes = fld.codes_for(kind)
         if codes is not None:
-            back = {c: s for s, c in codes.items()}
+            back = {c: s for s, c in reversed(codes.items())}  # a code several symbols share: the first
+            if fld.name == "k_dim" and "sparsity" in raw:  # K's symbols share codes across sparsities
+                back = {c: s for s, c in reversed(codes.items()) if s.startswith(str(raw["sparsity"]))} or back
             if x not in back:
                 problems.append(f"{_where(spec, fmt, fld.name)} = {x} is no code of .kind::{kind} (codes: {codes})")
             else:
@@ -198,9 +234,7 @@ def decode_idesc(spec: Tcgen05Spec, value: int, kind: str, *, ws: bool = False, 
     if any(k not in sym for k in ("atype", "btype", "sparsity")) or ("dtype" in raw and "dtype" not in sym):
         return None, raw, problems
     sparse = sym["sparsity"] == "sparse"
-    k = None
-    if "k_dim" in sym:
-        k = 96 if sym["k_dim"] == "k96" else (128 if sparse else 64)
+    k = int(sym["k_dim"].split("_k")[1]) if "k_dim" in sym else None
     f = IdescFields(
         kind=kind,
         dtype=sym.get("dtype", "f32"),
@@ -222,6 +256,8 @@ def decode_idesc(spec: Tcgen05Spec, value: int, kind: str, *, ws: bool = False, 
         scale=sym.get("scale_type"),
         scale_a_id=int(raw.get("scale_a_id", 0)) if isinstance(raw.get("scale_a_id", 0), int) else 0,
         scale_b_id=int(raw.get("scale_b_id", 0)) if isinstance(raw.get("scale_b_id", 0), int) else 0,
+        scale_a_layout=int(sym["scale_a_layout"][4:]) if "scale_a_layout" in sym else 32,
+        sparsity_version=sym.get("sparsity_version"),
     )
     t = _tuple(spec, f)
     raw["K"] = t.K

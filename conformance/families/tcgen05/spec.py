@@ -11,6 +11,7 @@ and says, for any other tuple, which row or rule forbids it.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ __all__ = [
     "SmemDescSpec",
     "ScaleForm",
     "CollectorB",
+    "SparseVectors",
+    "SpVectorForm",
+    "REGISTER_LIMIT",
     "LdStShape",
     "Tcgen05Spec",
     "load_document",
@@ -81,6 +85,7 @@ class Kind:
     sparse_requires: tuple[Requirement, ...] | None
     block_scaled: bool
     scale_types: tuple[str, ...]
+    scale_requires: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # a scale type's own targets
 
 
 @dataclass(frozen=True)
@@ -151,17 +156,37 @@ class Field:
     dim: str | None = None
     shift: int = 0
     note: str | None = None
+    upper: tuple[int, int] | None = None  # where the code's high bits sit, when the field is split (ISA 9.4 K)
+    requires: dict[str, tuple[Requirement, ...]] = field(default_factory=dict)  # symbol -> targets it needs
 
     @property
     def width(self) -> int:
-        return self.hi - self.lo + 1
+        return self.hi - self.lo + 1 + (self.upper[1] - self.upper[0] + 1 if self.upper else 0)
+
+    @property
+    def bits(self) -> tuple[int, ...]:
+        """Every descriptor bit the field owns, its code's least significant first."""
+        return tuple(range(self.lo, self.hi + 1)) + (tuple(range(self.upper[0], self.upper[1] + 1)) if self.upper else ())
 
     @property
     def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lo
+        return sum(1 << b for b in self.bits)
+
+    @property
+    def where(self) -> str:
+        """``bit 3`` / ``bits 7-9`` / ``bits 31, 3`` (a split field: low part first)."""
+        part = f"{self.lo}" if self.lo == self.hi else f"{self.lo}-{self.hi}"
+        if self.upper:
+            up = f"{self.upper[0]}" if self.upper[0] == self.upper[1] else f"{self.upper[0]}-{self.upper[1]}"
+            return f"bits {part} (low), {up} (high)"
+        return f"bit {part}" if self.lo == self.hi else f"bits {part}"
 
     def get(self, value: int) -> int:
-        return (value >> self.lo) & ((1 << self.width) - 1)
+        return sum(((value >> b) & 1) << i for i, b in enumerate(self.bits))
+
+    def put(self, code: int) -> int:
+        """``code`` placed in the field's bits (the inverse of :meth:`get`)."""
+        return sum(((code >> i) & 1) << b for i, b in enumerate(self.bits))
 
     def codes_for(self, kind: str | None) -> dict[str, int] | None:
         if not self.codes:
@@ -310,6 +335,90 @@ class LdRed:
         return why_not(self.requires, target, ptx, "tcgen05.ld.red")
 
 
+# --- spcompress / spdecompress (ISA 9.4, §9.7.10.30-31) ----------------------------------------------------
+# Dense <-> structured-sparse vectors of 8- or 16-bit elements in .b32 registers.  The operand vector sizes are the
+# ISA's formulas (Tables 37 and 39 of ISA 9.4) and spdecompress's validity conditions are inequalities over the
+# qualifiers, so the forms are enumerated from the syntax and judged here; ptxconf toolchains sp-vectors asks
+# ptxas about every one.
+
+REGISTER_LIMIT = 253  # "vecSize(...) + vecSize(...) + vecSize(...) <= 253" (both instructions)
+
+
+@dataclass(frozen=True)
+class SpVectorForm:
+    """One spelling of spcompress or spdecompress: its operand vector sizes and why the ISA forbids it (or None)."""
+
+    instruction: str
+    op: str  # "spcompress" | "spdecompress"
+    elemsize: int
+    idxsize: int
+    src: int  # the .sp::src:target factor
+    target: int
+    num: int
+    data: int  # .b32 registers of the dense vector
+    cdata: int  # ... of the compressed vector
+    mdata: int  # ... of the metadata
+    invalid: str | None = None
+
+
+@dataclass(frozen=True)
+class SparseVectors:
+    """The transcription: qualifier values per instruction, targets and .version, and the public sources."""
+
+    sections: dict[str, str]  # instruction -> section
+    min_ptx: PtxVersion
+    requires: tuple  # tuple[Requirement, ...] of spec.py
+    elemsize: tuple[int, ...]
+    idxsize: tuple[int, ...]
+    num: tuple[int, ...]
+    spfactor: dict[str, tuple[tuple[int, int], ...]]  # instruction -> (src, target) pairs
+    spdesc: dict  # the spcompress descriptor's fields (Table 38), as transcribed
+    sources: tuple[dict, ...]
+
+    def forms(self) -> list[SpVectorForm]:
+        """Every (.elemsize, .idxsize, .spfactor, .num) of both syntaxes, valid or not."""
+        out = []
+        for op in ("spcompress", "spdecompress"):
+            for e in self.elemsize:
+                for i in self.idxsize:
+                    for s, t in self.spfactor[op]:
+                        for n in self.num:
+                            out.append(_form(op, e, i, s, t, n))
+        return out
+
+    def valid_on(self, target: Target, ptx: PtxVersion | None = None) -> str | None:
+        """Why PTX of ``target``/``.version`` must refuse the instructions (every form alike), or None."""
+        if ptx is not None and ptx < self.min_ptx:
+            return f"spcompress/spdecompress need .version {self.min_ptx} (PTX ISA notes)"
+        return why_not(self.requires, target, ptx, "spcompress/spdecompress")
+
+
+def _form(op: str, e: int, i: int, s: int, t: int, n: int) -> SpVectorForm:
+    text = f"{op}.b{e}.b{i}.sp::{s}:{t}.x{n}"
+    if op == "spcompress":  # Table 37: data 2 * num, cdata num, mdata ceil(num * idxsize / elemsize)
+        data, cdata, mdata = 2 * n, n, math.ceil(n * i / e)
+        why = None
+    else:  # Table 39: mdata ceil(src * idx * num / 32), cdata ceil(src * elem * num / 32), data ceil(tgt * elem * num / 32)
+        mdata, cdata, data = math.ceil(s * i * n / 32), math.ceil(s * e * n / 32), math.ceil(t * e * n / 32)
+        why = _spdecompress_rule(e, i, s, t, n)
+    if why is None and data + cdata + mdata > REGISTER_LIMIT:
+        why = f"the operands take {data + cdata + mdata} .b32 registers; at most {REGISTER_LIMIT}"
+    return SpVectorForm(text, op, e, i, s, t, n, data, cdata, mdata, why)
+
+
+def _spdecompress_rule(e: int, i: int, s: int, t: int, n: int) -> str | None:
+    """The first of §9.7.10.31's conditions the form breaks (None: it meets them all)."""
+    if s * e > 32:
+        return f"num_src * .elemsize = {s * e} > 32: one .num iteration's input must fit a .b32 register"
+    if t > 1 << i:
+        return f".b{i} indices cannot reach num_target = {t} elements"
+    if t * e * n < 32:
+        return f"num_target * .elemsize * .num = {t * e * n} < 32: data must be at least one register"
+    if t * e * n > 4096:
+        return f"num_target * .elemsize * .num = {t * e * n} > 4096: data may be at most 128 registers"
+    return None
+
+
 @dataclass
 class Tcgen05Spec:
     """The loaded tcgen05 document."""
@@ -335,6 +444,7 @@ class Tcgen05Spec:
     tmem_operands: dict = field(default_factory=dict)  # metadata / scale-factor placement in Tensor Memory
     ld_red: LdRed | None = None  # tcgen05.ld.red, where the document transcribes it
     collector_b: CollectorB | None = None  # .collector::b::*, where the document transcribes it
+    sparse_vectors: SparseVectors | None = None  # spcompress / spdecompress (ISA 9.4), where transcribed
     pending: tuple[dict, ...] = ()  # additions known but not transcribed, and why
 
     # --- Table 39 ---------------------------------------------------------------------------
@@ -433,7 +543,8 @@ class Tcgen05Spec:
         return kind.requires
 
     def min_ptx(self, t: MmaTuple) -> PtxVersion:
-        return max([self.kinds[t.kind].min_ptx] + [min(r.min_ptx for r in self.requirements(t))])
+        scale = self.kinds[t.kind].scale_requires.get(t.scale or "", ())
+        return max([self.kinds[t.kind].min_ptx] + [min(r.min_ptx for r in reqs) for reqs in (self.requirements(t), scale) if reqs])
 
     def valid_on(self, t: MmaTuple, target: Target | str, ptx: PtxVersion | str | None = None) -> str | None:
         """None when ``t`` is valid PTX for ``target`` at ``.version ptx``; else why not."""
@@ -445,6 +556,10 @@ class Tcgen05Spec:
         kind = self.kinds[t.kind]
         if ptx is not None and ptx < kind.min_ptx:
             return f".kind::{t.kind} needs .version {kind.min_ptx} (PTX ISA notes)"
+        if t.scale in kind.scale_requires:
+            reason = why_not(kind.scale_requires[t.scale], target, ptx, f"scale type .{t.scale}")
+            if reason:
+                return reason
         return why_not(self.requirements(t), target, ptx, str(t))
 
     def combos(self) -> list[tuple[str, bool, int, str]]:
@@ -517,6 +632,9 @@ def _field(body: dict, path: tuple, src: Source, kinds: tuple[str, ...] | None) 
     lo, hi = body["bits"]
     if hi < lo:
         raise src.error(path + ("bits",), f"bits [{lo}, {hi}] run backwards")
+    upper = tuple(body["upper_bits"]) if body.get("upper_bits") else None
+    if upper and upper[1] < upper[0]:
+        raise src.error(path + ("upper_bits",), f"bits [{upper[0]}, {upper[1]}] run backwards")
     f = Field(
         name=body["name"],
         lo=lo,
@@ -531,7 +649,14 @@ def _field(body: dict, path: tuple, src: Source, kinds: tuple[str, ...] | None) 
         dim=body.get("dim"),
         shift=body.get("shift", 0),
         note=body.get("note"),
+        upper=upper,  # type: ignore[arg-type]
+        requires={str(sym): _reqs(reqs, path + ("requires", sym), src) or ()
+                  for sym, reqs in (body.get("requires") or {}).items()},
     )
+    known = {sym for table in f.codes.values() for sym in table}
+    for sym in f.requires:
+        if sym not in known:
+            raise src.error(path + ("requires", sym), f"{sym!r} is no code of this field ({', '.join(sorted(known))})")
     limit = 1 << f.width
     for k, table in f.codes.items():
         if kinds is not None and k != "all" and k not in kinds:
@@ -552,7 +677,7 @@ def _check_cover(fields: tuple[Field, ...], bits: int, path: tuple, src: Source)
     """Fields tile the descriptor: no overlap, no gap."""
     owner: dict[int, str] = {}
     for i, f in enumerate(fields):
-        for b in range(f.lo, f.hi + 1):
+        for b in f.bits:
             if b >= bits:
                 raise src.error(path + (i, "bits"), f"bit {b} is outside the {bits}-bit descriptor")
             if b in owner:
@@ -585,9 +710,14 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
             sparse_requires=_reqs(k.get("sparse_requires"), p + ("sparse_requires",), src),
             block_scaled=bool(k.get("block_scaled")),
             scale_types=tuple(k.get("scale_types") or ()),
+            scale_requires={str(t): _reqs(r, p + ("scale_requires", t), src) or ()
+                            for t, r in (k.get("scale_requires") or {}).items()},
         )
         if kinds[name].block_scaled and not kinds[name].scale_types:
             raise src.error(p, "a block-scaled kind needs scale_types")
+        for t in kinds[name].scale_requires:
+            if t not in kinds[name].scale_types:
+                raise src.error(p + ("scale_requires", t), f"{t!r} is not one of scale_types ({', '.join(kinds[name].scale_types)})")
 
     formats: dict[str, DescFormat] = {}
     claimed: dict[str, str] = {}
@@ -712,6 +842,26 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         collector_b = CollectorB(c["section"], PtxVersion.parse(c["min_ptx"]), tuple(c["usages"]), tuple(c["forms"]),
                                  _reqs(c["requires"], ("collector_b", "requires"), src) or ())
 
+    sparse_vectors = None
+    if "sparse_vectors" in doc:
+        v = doc["sparse_vectors"]
+        p = ("sparse_vectors",)
+        factors = {}
+        for op, items in v["spfactor"].items():
+            pairs = []
+            for i, f in enumerate(items):
+                src_n, tgt_n = (int(x) for x in f.split(":"))
+                if not 0 < src_n < tgt_n:
+                    raise src.error(p + ("spfactor", op, i), f"{f}: num_src must be below num_target")
+                pairs.append((src_n, tgt_n))
+            factors[op] = tuple(pairs)
+        spdesc = tuple(_field(f, p + ("spdesc", i), src, None) for i, f in enumerate(v["spdesc"]))
+        _check_cover(spdesc, 32, p + ("spdesc",), src)
+        sparse_vectors = SparseVectors(dict(v["sections"]), PtxVersion.parse(v["min_ptx"]),
+                                       _reqs(v["requires"], p + ("requires",), src) or (), tuple(v["elemsize"]),
+                                       tuple(v["idxsize"]), tuple(v["num"]), factors,
+                                       {f.name: f for f in spdesc}, tuple(v["sources"]))
+
     for i, s in enumerate(doc.get("syntax") or ()):
         for k in s["kinds"]:
             if k not in kinds:
@@ -739,6 +889,7 @@ def load_document(doc: dict, src: Source) -> Tcgen05Spec:
         tmem_operands=dict(doc.get("tmem_operands") or {}),
         ld_red=ld_red,
         collector_b=collector_b,
+        sparse_vectors=sparse_vectors,
         pending=tuple(doc.get("pending") or ()),
     )
 

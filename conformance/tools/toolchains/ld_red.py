@@ -28,15 +28,17 @@ from .matrix import (
 )
 from .sass import SassUnavailable, kernels_sass
 
-__all__ = ["kernel", "module", "Cell", "check_ld_red"]
+__all__ = ["kernel", "module", "Cell", "NamedForm", "check_ld_red"]
 
 _LDTM = re.compile(r"\b(LDTM(?:\.[A-Za-z0-9_]+)*)")
 
 
 @dataclass(frozen=True)
-class _Form:
+class NamedForm:
+    """A form and the kernel name it is assembled under (what :func:`settle` asks for)."""
+
     id: str
-    form: LdRedForm
+    form: LdRedForm | object
 
     @property
     def name(self) -> str:
@@ -57,7 +59,7 @@ def kernel(f: LdRedForm, name: str) -> str:
             f"    ret;\n}}\n")
 
 
-def module(forms: Sequence[_Form], version: PtxVersion, target: Target) -> str:
+def module(forms: Sequence[NamedForm], version: PtxVersion, target: Target) -> str:
     return (f".version {version}\n.target {target.name}\n.address_size 64\n\n"
             + "".join(kernel(f.form, f.name) for f in forms))
 
@@ -75,7 +77,7 @@ def check_ld_red(spec: LdRed, targets: Sequence[str], toolchains: Sequence[Toolc
                  use_cache: bool = True) -> dict[str, list[Cell]]:
     """``{instruction: [Cell per (release, target)]}``: every form at ``.version`` max(8.8, the target's minimum),
     capped at what each release takes."""
-    forms = [_Form(f.instruction, f) for f in spec.forms()]
+    forms = [NamedForm(f.instruction, f) for f in spec.forms()]
     out: dict[str, list[Cell]] = {f.id: [] for f in forms}
     for tc in toolchains:
         for name in targets:

@@ -40,7 +40,7 @@ from .matrix import CODES as MATRIX_CODES
 from .sass import SassUnavailable, kernel_ops, lowered
 
 __all__ = ["Neighbour", "STEPS", "CODES", "token_class", "neighbours", "specified_instructions", "version_below",
-           "target_below", "narrowed",
+           "target_below", "narrowed", "fresh",
            "Cell", "Campaign", "run_campaign", "kernel_of"]
 
 STEPS = {
@@ -62,7 +62,7 @@ CODES = {
     EMPTIED: "accepted, and the SASS holds no matrix instruction (silently emptied or lowered in software)",
     WRONGLY_REFUSED: MATRIX_CODES[WRONGLY_REFUSED],
     CRASHED: MATRIX_CODES[CRASHED],
-    NOT_RUN: "the release does not know the target or .version",
+    NOT_RUN: "not run: the release does not know the target or .version, or a narrowed campaign did not ask it",
 }
 # PTX ISA versions in order (what "one step down" walks); 6.x to 9.5.
 _VERSIONS = tuple(PtxVersion(6, m) for m in range(6)) + tuple(PtxVersion(7, m) for m in range(9)) + tuple(
@@ -254,6 +254,15 @@ def narrowed(ns: Sequence[Neighbour], prior: dict[str, set[str]], share: float, 
             f"target and .version steps, {sum(1 for n in ns if n.id not in prior)} not tried before, and "
             f"{len(drawn)} of the {len(refused)} refused everywhere before (drawn with seed {seed})")
     return kept, note
+
+
+def fresh(forms: Sequence[Variant], known_targets: Sequence[str], tried: set[str], *, reorders: int = 1,
+          universe: Sequence[Variant] | None = None) -> tuple[list[Neighbour], str]:
+    """The neighbours :func:`neighbours` makes now that no earlier campaign tried (``tried``: their ids): what the
+    specs or the generator added since, to be asked as a campaign of its own.  Returns them and a note."""
+    made = neighbours(forms, known_targets, reorders=reorders, universe=universe)
+    ns = [n for n in made if n.id not in tried]
+    return ns, f"the {len(ns)} of their {len(made)} neighbours no earlier campaign tried"
 
 
 @dataclass

@@ -34,7 +34,7 @@ from .neighbourhood import (
 from .report import release_ranges
 
 __all__ = ["FILES", "FINDING_CODES", "findings", "write_outputs", "load_campaign", "without", "overview",
-           "prior_codes", "acceptance_history", "history"]
+           "prior_codes", "acceptance_history", "history", "history_rows", "MergeError", "merged"]
 
 FILES = ("cells.csv.gz", "words.json", "findings.json", "summary.md", "summary.json")
 FINDING_CODES = {UNSPECIFIED: "accepted-but-unspecified", EMPTIED: "accepted-and-emptied",
@@ -241,20 +241,33 @@ def acceptance_history(camp: Campaign) -> list[dict]:
     return out
 
 
-def history(directories: Sequence[Path]) -> str:
-    """Markdown: per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases
-    accepted and which refused them (first and last accepting release), emptied ones counted apart."""
-    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
-             "|---|---|---|---|---|---|"]
+def history_rows(directories: Sequence[Path], root: Path | None = None) -> list[dict]:
+    """Per campaign, the (neighbour, target) pairs accepted outside the specs grouped by which releases accepted
+    and which refused them (first and last accepting release), emptied ones counted apart; ``campaign`` is the
+    folder relative to ``root`` (default: its name)."""
+    rows = []
     for d in directories:
         camp, _ = load_campaign(d)
+        name = d.resolve().relative_to(root.resolve()).as_posix() if root else d.name
         groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for h in acceptance_history(camp):
             groups[h["accepted_by"], h["refused_by"] or "none"].append(h)
         for (took, refused), hs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             eg = hs[0]
-            lines.append(f"| {d.name} | {took} | {refused} | {len(hs)} | {sum(h['emptied'] for h in hs)} | "
-                         f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
+            rows.append({"campaign": name, "accepted_by": took, "refused_by": refused, "pairs": len(hs),
+                         "emptied": sum(h["emptied"] for h in hs),
+                         "example": {"neighbour": eg["neighbour"], "target": eg["target"], "sass": eg["sass"]}})
+    return rows
+
+
+def history(directories: Sequence[Path], root: Path | None = None) -> str:
+    """Markdown of :func:`history_rows`."""
+    lines = ["| campaign | accepted by | refused by | (neighbour, target) pairs | of them emptied | e.g. |",
+             "|---|---|---|---|---|---|"]
+    for r in history_rows(directories, root):
+        eg = r["example"]
+        lines.append(f"| {r['campaign']} | {r['accepted_by']} | {r['refused_by']} | {r['pairs']} | {r['emptied']} | "
+                     f"`{eg['neighbour']}` on {eg['target']}: {' / '.join(eg['sass']) or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -269,6 +282,45 @@ def prior_codes(directories: Sequence[Path]) -> dict[str, set[str]]:
             for row in reader:
                 out[row[0]].update(c[:1] for c in row[first:])
     return dict(out)
+
+
+class MergeError(ValueError):
+    """Two campaigns disagree about one cell: they are not runs of one question."""
+
+
+def _release_key(name: str) -> tuple:
+    """Releases in version order (``12.9.86`` before ``13.0.48``); a path sorts after every version."""
+    parts = name.split(".")
+    return (0, tuple(int(p) for p in parts)) if all(p.isdigit() for p in parts) else (1, name)
+
+
+def merged(campaigns: Sequence[Campaign]) -> Campaign:
+    """One campaign from several that asked other releases (or other neighbours) of one family: the releases in
+    version order, every neighbour once.  A cell two of them hold must carry one code (each release was asked
+    the same module text, so anything else is a run gone wrong); a cell none holds stays ``-``."""
+    releases = sorted({r for c in campaigns for r in c.releases}, key=_release_key)
+    targets = list(dict.fromkeys(t for c in campaigns for t in c.targets))
+    index: dict[str, int] = {}
+    neighbours: list[Neighbour] = []
+    out = Campaign(neighbours, targets, releases)
+    for camp in campaigns:
+        for (r, t, i), cell in camp.cells.items():
+            n = camp.neighbours[i]
+            if n.id not in index:
+                index[n.id] = len(neighbours)
+                neighbours.append(n)
+            key = (r, t, index[n.id])
+            have = out.cells.get(key)
+            if have is not None and have.code != cell.code:
+                raise MergeError(f"{n.id} on {t} with {r}: {have.code} in one campaign, {cell.code} in another")
+            out.cells.setdefault(key, cell)
+        for n in camp.neighbours:  # a neighbour with no cell at all (no release knew its target) is kept too
+            if n.id not in index:
+                index[n.id] = len(neighbours)
+                neighbours.append(n)
+        out.stats.modules += camp.stats.modules
+        out.sass_missing += camp.sass_missing
+    return out
 
 
 def without(camp: Campaign, drop: set[str]) -> Campaign:

@@ -17,7 +17,7 @@ import io
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,18 +154,20 @@ def _cells(directory: Path) -> tuple[list[dict], list[str], list[str]]:
     return rows, releases, words
 
 
-def pin(directories: Path | Sequence[Path], *, per_group: int = 6, source: str) -> str:
+def pin(directories: Path | Sequence[Path], *, per_group: int = 6, source: str, keep: Sequence[RefuseCase] = (),
+        base_ok: Callable[[str], bool] | None = None) -> str:
     """The YAML of specs/refuse.yaml from a neighbourhood campaign's files: for every (family, step, change class)
     up to ``per_group`` neighbours every release refused for a reason naming the form, and as many a release
     accepted (findings, with the releases and SASS; all of them are in the campaign's findings.json), each with
-    its ISA rule."""
+    its ISA rule.  ``keep``: cases pinned before, written first and never twice (new campaigns add to them);
+    ``base_ok``: which base forms may be pinned (e.g. those the CI's ptxas can assemble)."""
     dirs = [directories] if isinstance(directories, Path) else list(directories)
     per: dict[tuple[str, str, str], dict] = {}
     groups: dict[tuple, list[str]] = defaultdict(list)
     for directory in dirs:
         rows, releases, words = _cells(directory)
-        _pin_rows(rows, releases, words, per, groups)
-    return _yaml(per, groups, per_group, source)
+        _pin_rows([r for r in rows if base_ok is None or base_ok(r["base"])], releases, words, per, groups)
+    return _yaml(per, groups, per_group, source, keep)
 
 
 def _pin_rows(rows: list[dict], releases: list[str], words: list[str], per: dict, groups: dict) -> None:
@@ -194,14 +196,29 @@ def _pin_rows(rows: list[dict], releases: list[str], words: list[str], per: dict
             groups["refused", row["family"], row["step"], change_class].append(key)
 
 
-def _yaml(per: dict, groups: dict, per_group: int, source: str) -> str:
+def _case_key(item: dict) -> tuple:
+    return item["instruction"], item["step"], tuple(item["targets"]), item.get("version")
+
+
+def _item(c: RefuseCase) -> dict:
+    """A loaded case back in the file's form."""
+    item = {"instruction": c.instruction, "base": c.base, "step": c.step, "change": c.change,
+            "targets": list(c.targets), "rule": c.rule}
+    if c.version is not None:
+        item["version"] = c.version
+    if c.accepted_by:
+        item["accepted_by"] = dict(c.accepted_by)
+    return item
+
+
+def _yaml(per: dict, groups: dict, per_group: int, source: str, keep: Sequence[RefuseCase] = ()) -> str:
     for k, e in per.items():
         if e["accepted_by"]:
             change_class = re.sub(r"[\w:]+->", "", e["change"]) if e["step"] in ("type", "shape") else e["change"]
             groups["accepted", e["family"], e["step"], change_class].append(k)
-    keep = set()
+    keep_new = set()
     for members in groups.values():
-        keep |= set(sorted(set(members))[:per_group])
+        keep_new |= set(sorted(set(members))[:per_group])
     lines = ["# Must-reject forms: neighbours of spec forms (one step from them) that the ISA forbids.",
              "# Pinned by `ptxconf toolchains pin-refusals`; checked by `ptxconf assemble --check refuse` (and CI).",
              "# A case every release refused is a regression case; `accepted_by` lists the releases and targets",
@@ -209,7 +226,10 @@ def _yaml(per: dict, groups: dict, per_group: int, source: str) -> str:
              "schema: refuse/1", "family: refuse",
              'document: "the neighbourhood of specs/, as the ISA\'s syntax and tables forbid it"',
              f"source: {json.dumps(source)}", "cases:"]
-    for k in sorted(keep, key=lambda k: (per[k]["family"], per[k]["step"], per[k]["instruction"])):
+    kept = [_item(c) for c in keep]
+    seen = {_case_key(item) for item in kept}
+    lines += ["  - " + json.dumps(item) for item in kept]
+    for k in sorted(keep_new, key=lambda k: (per[k]["family"], per[k]["step"], per[k]["instruction"])):
         e = per[k]
         item = {"instruction": e["instruction"], "base": e["base"], "step": e["step"], "change": e["change"],
                 "targets": sorted(set(e["targets"])), "rule": RULES[e["step"]]}
@@ -217,5 +237,6 @@ def _yaml(per: dict, groups: dict, per_group: int, source: str) -> str:
             item["version"] = e["version"]
         if e["accepted_by"]:
             item["accepted_by"] = dict(sorted(e["accepted_by"].items()))
-        lines.append("  - " + json.dumps(item))
+        if _case_key(item) not in seen:
+            lines.append("  - " + json.dumps(item))
     return "\n".join(lines) + "\n"

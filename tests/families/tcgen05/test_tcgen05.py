@@ -24,10 +24,10 @@ from ptxconf.isa import SpecError, load_specs
 from ptxconf.isa.targets import PtxVersion, parse_target
 
 SPEC = load_tcgen05()
-# What specs/ can encode: not the ISA 9.4 rows whose descriptor is untranscribed, not f8f6f4's F16 accumulator
-# (Table 42 has no code for it: errata f8f6f4-f16-dtype).
+# What specs/ can encode: every tuple but f8f6f4's sparse K = 128 (ISA 9.4's Table 51 gives it no K code: errata
+# f8f6f4-sparse-k128-code); no row lacks its descriptor encoding since ISA 9.4's Tables 51-53 were read.
 TRANSCRIBED = [t for r in SPEC.rows if not r.invalid and not r.descriptor for t in SPEC.row_tuples(r)]
-ENCODABLE = [t for t in TRANSCRIBED if not (t.kind == "f8f6f4" and t.dtype == "f16")]
+ENCODABLE = [t for t in TRANSCRIBED if not (t.kind == "f8f6f4" and t.sparsity == "sparse" and t.K == 128)]
 
 
 def _fields(t: MmaTuple, **kw) -> IdescFields:
@@ -37,9 +37,10 @@ def _fields(t: MmaTuple, **kw) -> IdescFields:
 def test_counts_per_kind_are_pinned():
     # f8f6f4: D .f32 or .f16 x 25 A/B pairs (ISA 9.2 read .f16 as an A/B type: 36 pairs, D .f32 only), plus
     # ISA 9.4's K1 rows (.e4m3/.e5m2 only); the block-scaled kinds gain ISA 9.4's K values; ti16 is new in 9.4.
+    # mxf4nvf4: ISA 9.4's .ue5m3 scale type is a third scale (224 tuples more).
     assert SPEC.counts() == {"f16": 621, "tf32": 207, "f8f6f4": 10982, "i8": 476, "mxf8f6f4": 5200, "mxf4": 224,
-                             "mxf4nvf4": 448, "ti16": 143}
-    assert len(SPEC.tuples) - len(TRANSCRIBED) == 632 + 2400 + 64 + 128 + 143
+                             "mxf4nvf4": 672, "ti16": 143}
+    assert len(TRANSCRIBED) == len(SPEC.tuples) and len(SPEC.tuples) - len(ENCODABLE) == 304
 
 
 def test_k96_on_sm_103a_and_sm_107a():
@@ -73,13 +74,53 @@ def test_isa94_rows_and_targets():
     assert cb.valid_on(parse_target("sm_100a"), PtxVersion(9, 4)) and cb.valid_on(parse_target("sm_107a"), PtxVersion(9, 3))
 
 
-def test_untranscribed_descriptors_are_refused_with_the_row():
+def test_isa94_descriptor_codes():
+    """ISA 9.4 Tables 51-53: the K field (bit 29; bit 31; bits 31 and 3), ti16, .ue5m3, scale-A layout, sparsity version."""
+    ti16 = encode_idesc(SPEC, IdescFields("ti16", "s32", "s1z4m11", "s1z4m11", 128, 16, negate_a=True), "sm_107f", "9.4")
+    assert ti16 == 2 << 4 | 3 << 7 | 3 << 10 | 1 << 13 | 2 << 17 | 8 << 24
+    with pytest.raises(DescriptorError, match="transpose_a"):  # errata ti16-transpose: Table 51 has no code
+        encode_idesc(SPEC, IdescFields("ti16", "s32", "s1z4m11", "s1z4m11", 128, 16, transpose_a=True))
+    k64 = IdescFields("f8f6f4", "f16", "e4m3", "e5m2", 128, 16, K=64)
+    assert encode_idesc(SPEC, k64, "sm_107f", "9.4") == 1 << 29 | 0 << 4 | 1 << 10 | 2 << 17 | 8 << 24
+    assert encode_idesc(SPEC, IdescFields("f8f6f4", "f16", "e4m3", "e5m2", 128, 16, K=32)) >> 29 & 1 == 0
+    with pytest.raises(DescriptorError, match="sm_107f"):
+        encode_idesc(SPEC, k64, "sm_100a", "9.4")
+    with pytest.raises(DescriptorError, match="sparse_k128"):  # errata f8f6f4-sparse-k128-code
+        encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "e4m3", "e4m3", 128, 16, K=128, sparse=True))
+    mx = IdescFields("mxf8f6f4", "f32", "e2m1", "e2m1", 128, 64, K=128, sparse=True, scale_a_layout=128)
+    assert encode_idesc(SPEC, mx, "sm_107f", "9.4") >> 31 == 1 and encode_idesc(SPEC, mx) >> 26 & 1 == 1
+    with pytest.raises(DescriptorError, match="scale_a_layout"):
+        encode_idesc(SPEC, IdescFields("mxf8f6f4", "f32", "e4m3", "e4m3", 128, 64, scale_a_layout=128), "sm_100a", "9.4")
+    # mxf4's two-bit K: bit 31 low, bit 3 high.  Dense 128 = 2 (bit 3 alone), 96 = 1, 64 = 0.
+    for k, code in ((64, 0), (96, 1), (128, 2)):
+        f = IdescFields("mxf4", "f32", "e2m1", "e2m1", 256, 64, K=k, cta_group=2)
+        v = encode_idesc(SPEC, f)
+        assert (v >> 31 & 1) | (v >> 3 & 1) << 1 == code
+        back, raw, problems = decode_idesc(SPEC, v, "mxf4", cta_group=2)
+        assert back.K == k and not problems and raw["k_dim"] == f"dense_k{k}"
+    nv = IdescFields("mxf4nvf4", "f32", "e2m1", "e2m1", 128, 64, sparse=True, scale="ue5m3", K=192)
+    v = encode_idesc(SPEC, nv, "sm_107a", "9.4")  # the sparsity version follows the target: v1 on sm_107a
+    assert v >> 23 & 3 == 2 and v >> 12 & 1 == 1 and (v >> 31 & 1, v >> 3 & 1) == (1, 0)
+    assert decode_idesc(SPEC, v, "mxf4nvf4")[0].sparsity_version == "v1"
+    sp = IdescFields("mxf4", "f32", "e2m1", "e2m1", 128, 64, sparse=True, K=128)
+    assert encode_idesc(SPEC, sp, "sm_100a", "9.4") >> 12 & 1 == 0
+    with pytest.raises(DescriptorError, match="sparsity_version"):
+        encode_idesc(SPEC, IdescFields(**{**sp.as_dict(), "sparsity_version": "v1"}), "sm_100a", "9.4")
+    with pytest.raises(DescriptorError, match="ue5m3"):  # .ue5m3 needs sm_107f (§9.7.18.10.7.1)
+        encode_idesc(SPEC, IdescFields("mxf4nvf4", "f32", "e2m1", "e2m1", 128, 64, scale="ue5m3"), "sm_100a", "9.4")
+
+
+def test_untranscribed_descriptors_are_refused_with_the_row(tmp_path):
+    import yaml
+    from ptxconf.families.tcgen05.spec import load_tcgen05 as load
+
+    doc = yaml.safe_load(open(SPEC.file))
+    row = next(r for r in doc["table39"]["rows"] if r["kind"] == "ti16")
+    row["descriptor"] = "not transcribed, for this test"
+    (tmp_path / "tcgen05.yaml").write_text(yaml.safe_dump(doc))
+    spec = load(tmp_path)
     with pytest.raises(UntranscribedDescriptor, match=r"tcgen05\.yaml:\d+"):
-        encode_idesc(SPEC, IdescFields("ti16", "s32", "s1z4m11", "s1z4m11", 128, 16))
-    with pytest.raises(UntranscribedDescriptor, match="K"):
-        encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "e4m3", "e4m3", 128, 16, K=64))
-    # The same form at its ISA 9.2 K still encodes (K implied).
-    encode_idesc(SPEC, IdescFields("f8f6f4", "f32", "e4m3", "e4m3", 128, 16, K=32))
+        encode_idesc(spec, IdescFields("ti16", "s32", "s1z4m11", "s1z4m11", 64, 16))
 
 
 @pytest.mark.parametrize(
@@ -115,7 +156,7 @@ def test_idesc_round_trip(t, neg, tr, sel, sid):
     kw = {}
     if t.kind != "i8":
         kw["negate_a"] = neg
-    if t.kind not in ("mxf4", "mxf4nvf4"):
+    if t.kind not in ("mxf4", "mxf4nvf4", "ti16"):
         kw["transpose_b"] = tr
     if t.sparsity == "sparse" and not kind.block_scaled:
         kw["sparsity_selector"] = sel
@@ -127,17 +168,17 @@ def test_idesc_round_trip(t, neg, tr, sel, sid):
     back, raw, problems = decode_idesc(SPEC, v, t.kind, ws=t.ws, cta_group=t.cta_group)
     assert problems == []
     assert raw["M"] == t.M and raw["N"] == t.N and raw["K"] == t.K
-    want = f.as_dict()
-    if t.kind not in ("mxf4", "mxf4nvf4"):
-        want["K"] = None  # K is implied, not stored
+    want = f.as_dict()  # K is stored (ISA 9.4's K field), the mxf4 kinds' sparsity version defaults to v0
+    if t.kind in ("mxf4", "mxf4nvf4"):
+        want["sparsity_version"] = "v0"
     assert back.as_dict() == want
 
 
-def test_every_valid_tuple_encodes_except_the_f16_erratum():
+def test_every_valid_tuple_encodes_except_the_sparse_k128_erratum():
     for t in ENCODABLE:
         encode_idesc(SPEC, _fields(t))
-    with pytest.raises(DescriptorError, match="no code for 'f16'"):
-        encode_idesc(SPEC, IdescFields("f8f6f4", "f16", "e4m3", "e4m3", 128, 64))
+    # ISA 9.4 codes f8f6f4's F16 accumulator (Table 51: F16 = 0), which ISA 9.2's Table 42 did not.
+    assert encode_idesc(SPEC, IdescFields("f8f6f4", "f16", "e4m3", "e4m3", 128, 64)) >> 4 & 3 == 0
 
 
 def test_decode_flags_reserved_bits_and_bad_codes():
@@ -179,7 +220,6 @@ def test_smem_desc_rules():
 def test_selfcheck_findings_are_pinned():
     ids = sorted(f.id for f in selfcheck(SPEC))
     assert ids == sorted([
-        *(f"untranscribed.{k}" for k in ("f8f6f4", "mxf8f6f4", "mxf4", "mxf4nvf4", "ti16")),
         "erratum.f8f6f4-k64-footnote",
         "erratum.mxf4-k-pairs",
         "unencodable.f8f6f4",
@@ -192,16 +232,16 @@ def test_selfcheck_findings_are_pinned():
         "erratum.mxf4-family-targets",
         "erratum.table41-mode1",
         "erratum.ld-red-example-order",
+        "erratum.ti16-transpose",
     ])
     f = next(f for f in selfcheck(SPEC) if f.id == "unencodable.f8f6f4")
-    assert f.count == sum(1 for t in TRANSCRIBED if t.kind == "f8f6f4" and t.dtype == "f16")
-    u = next(f for f in selfcheck(SPEC) if f.id == "untranscribed.ti16")
-    assert u.severity == "untranscribed" and u.count == SPEC.counts()["ti16"]
+    assert f.count == len(TRANSCRIBED) - len(ENCODABLE) and "sparse_k128" in f.message
+    assert "erratum.ti16-transpose" in ids
 
 
 def test_cli(capsys):
     assert main(["tcgen05", "list", "--counts"]) == 0
-    assert "18301" in capsys.readouterr().out
+    assert "18525" in capsys.readouterr().out
     assert main(["tcgen05", "idesc", "encode", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--m", "128", "--n", "256"]) == 0
     assert capsys.readouterr().out.strip() == "0x08400490"
     assert main(["tcgen05", "idesc", "encode", "--kind", "tf32", "--atype", "tf32", "--btype", "tf32", "--m", "128", "--n", "64", "--ws", "--cta-group", "2"]) == 1
