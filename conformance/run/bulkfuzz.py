@@ -144,8 +144,9 @@ def _prepare(device: Any, v: Any, seed: int, cc: tuple[int, int], max_ptx: Any) 
 
 
 def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: list[Any], seeds: range, start: tuple[int, int],
-           deadline: float, cases: int, batch: int, backend_name: str) -> None:
-    """A worker: seed by seed, variant by variant, until the deadline; messages to the parent through ``conn``."""
+           deadline: float, cases: int, batch: int, backend_name: str, builders: int) -> None:
+    """A worker: seed by seed, variant by variant, until the deadline; messages to the parent through ``conn``.
+    ``builders``: the module builds it runs at once (its share of the host's cores)."""
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -156,7 +157,7 @@ def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: lis
         return
     cc, max_ptx = device.compute_capability(), device.max_ptx()
     cc_for = getattr(device, "cc_for", lambda v: cc)  # the emulator stands in for each family's own GPU
-    builder = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1))
+    builder = ThreadPoolExecutor(builders)
 
     def walk() -> Iterator[tuple[int, int]]:
         si, vi = start
@@ -165,7 +166,7 @@ def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: lis
             si, vi = (si, vi + 1) if vi + 1 < len(variants) else (si + 1, 0)
 
     todo, ahead = walk(), deque()
-    lookahead = 2 * (os.cpu_count() or 2)
+    lookahead = 2 * (builders + 1)
     try:
         while True:
             while len(ahead) < lookahead and (nxt := next(todo, None)) is not None:
@@ -215,11 +216,14 @@ def fuzz_bulk(make_device: Callable[[int], Any], devices: list[int], variants: l
     workers: dict[Any, dict] = {}
     family_name = {v.id: v.family for v in variants}
     seeds_seen: set[int] = set()
+    # Each worker's share of the host's cores for ptxas, one core each left to drive its GPU: workers that each
+    # took every core would starve one another's launches.
+    builders = max(1, ((os.cpu_count() or 2) - len(devices)) // len(devices))
 
     def start(j: int, at: tuple[int, int]) -> None:
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_serve, args=(os.getpid(), child, lambda: make_device(devices[j]), variants, plan[j], at, deadline,
-                                                cases, batch, backend_name), daemon=True)
+                                                cases, batch, backend_name, builders), daemon=True)
         proc.start()
         child.close()
         workers[parent] = {"j": j, "proc": proc, "running": None, "at": None, "last": time.time()}
