@@ -88,6 +88,14 @@ def children_of(pid: int) -> set[int]:
     return kids
 
 
+def signals_as_at_a_terminal() -> None:
+    """In a child, before it runs: SIGINT, SIGTERM and SIGHUP at their defaults, as a run typed at a terminal gets
+    them.  A run keeps a signal its parent ignores (``nohup``, ``cmd &`` in a script): the tests that aim signals at
+    a run must not depend on how the test session itself was started."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 class Child:
     """A CLI run in a child process; stdout and stderr go to files (no pipe can fill and block it).
 
@@ -103,7 +111,8 @@ class Child:
         self.mark = uuid.uuid4().hex
         env = {**(env or child_env()), MARK: self.mark}
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
-            self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env)
+            self.proc = subprocess.Popen(cmd + args, stdout=so, stderr=se, cwd=REPO, env=env,
+                                         preexec_fn=signals_as_at_a_terminal)
         self.t0 = time.monotonic()
 
     @property

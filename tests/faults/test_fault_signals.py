@@ -16,7 +16,17 @@ import subprocess
 import sys
 
 import pytest
-from faultkit import REPO, Child, child_env, line_count, read_results, read_summary, run_args, wait_until
+from faultkit import (
+    REPO,
+    Child,
+    child_env,
+    line_count,
+    read_results,
+    read_summary,
+    run_args,
+    signals_as_at_a_terminal,
+    wait_until,
+)
 from faultkit import verdicts as as_verdicts
 
 CODE = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 143}
@@ -88,7 +98,7 @@ def test_a_reader_that_goes_away_stops_the_printing_not_the_run(tmp_path, refere
     out = tmp_path / "run"
     args = ["run", "--backend", "emulator", "--out", str(out), *run_args(out)[6:]]  # not --quiet: progress lines
     proc = subprocess.Popen([sys.executable, "-m", "ptxconf.cli.main", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=REPO, env=child_env())
+                            stderr=subprocess.PIPE, cwd=REPO, env=child_env(), preexec_fn=signals_as_at_a_terminal)
     proc.stdout.readline()  # the first progress line, then the reader is gone
     proc.stdout.close()
     try:
