@@ -329,9 +329,11 @@ def main(args) -> int:
             atomic_write(Path(args.output), json.dumps(result, indent=2) + "\n")
         print(f"ptxconf bench: {section} done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
 
+    name = args.backend  # the backend's name for the runs in processes of their own
     if not args.suite_only:
         variants = specs.select(args.select) if args.select else list(specs.variants.values())
         backend = get_backend(args.backend, semantics=mma)
+        name = backend.name
         t0 = time.perf_counter()
         try:
             done("batched", bench(backend, specs, variants, args.seed, args.baseline_variants), t0)
@@ -339,13 +341,13 @@ def main(args) -> int:
             backend.close()
         t0 = time.perf_counter()
         done("numerics", {"numerics": numerics_rates(specs, cpu_dots=args.numerics_dots)}, t0)
+    if name == "auto" and (args.suite or args.suite_only or args.bulk):
+        name = _auto_backend()
     if args.suite or args.suite_only:  # the whole suite (every family), whatever --select narrowed the comparison to
         t0 = time.perf_counter()
-        backend_name = args.backend if args.backend != "auto" else _auto_backend()
-        done("suite", {"suite": suite(backend_name, args.suite_select, args.seed, args.devices)}, t0)
+        done("suite", {"suite": suite(name, args.suite_select, args.seed, args.devices)}, t0)
     if args.bulk:
         t0 = time.perf_counter()
-        name = args.backend if args.backend != "auto" else _auto_backend()
         done("bulk_fuzz", {"bulk_fuzz": bulk_rate(name, args.bulk, args.seed)}, t0)
     print(json.dumps(result, indent=2))
     return 0
