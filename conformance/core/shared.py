@@ -24,12 +24,13 @@ import resource
 import secrets
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SharedArray", "arena", "share", "zeros", "is_shared", "release", "MIN_BYTES"]
+__all__ = ["SharedArray", "arena", "share", "share_together", "zeros", "is_shared", "release", "MIN_BYTES"]
 
 MIN_BYTES = 256 << 10  # below this, pickling by value costs less than a file and a mapping
 _PREFIX = "ptxconf-words-"
@@ -70,13 +71,21 @@ class SharedArray(np.ndarray):
 
 
 def _attach(path: str, offset: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """The receiving side of a pickled :class:`SharedArray`: the same file, mapped here."""
+    """The receiving side of a pickled :class:`SharedArray`: the same file, mapped here (once per process while any
+    array of it lives: a plan's words share one file)."""
     n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     if n == 0:
         return np.zeros(shape, dtype=dtype)
-    with open(path, "r+b") as fh:
-        mm = mmap.mmap(fh.fileno(), 0)
-    return _wrap(mm, path)[offset : offset + n].view(dtype).reshape(shape).view(SharedArray)
+    flat = _mapped.get(path)
+    if flat is None:
+        with open(path, "r+b") as fh:
+            mm = mmap.mmap(fh.fileno(), 0)
+        flat = _mapped[path] = _wrap(mm, path)
+    return flat[offset : offset + n].view(dtype).reshape(shape).view(SharedArray)
+
+
+# The mapping of each file this process attached, while an array of it lives (a view keeps its file's flat array).
+_mapped: weakref.WeakValueDictionary[str, SharedArray] = weakref.WeakValueDictionary()
 
 
 def _wrap(mm: mmap.mmap, path: str) -> SharedArray:
@@ -198,6 +207,27 @@ def share(arr: np.ndarray, where: Path | str | None = None) -> np.ndarray:
         out[...] = arr
         return out
     return arr
+
+
+def share_together(*arrays: np.ndarray, where: Path | str | None = None) -> tuple[np.ndarray, ...]:
+    """Shared copies of ``arrays`` in one file (one file to make, and one mapping for each process that attaches
+    them all: a plan's input words, predicted words and defined bits); the arrays themselves where no arena is
+    open or they are small together."""
+    arrays = tuple(np.ascontiguousarray(a) for a in arrays)
+    starts, pos = [], 0
+    for a in arrays:
+        starts.append(pos)
+        pos += -(-a.nbytes // 64) * 64  # each array on a 64-byte boundary
+    made = _new(pos, Path(where) if where else None)
+    if made is None:
+        return arrays
+    flat = _wrap(*made)
+    out = []
+    for a, at in zip(arrays, starts):
+        view = flat[at : at + a.nbytes].view(a.dtype).reshape(a.shape)
+        view[...] = a
+        out.append(view)
+    return tuple(out)
 
 
 def is_shared(arr) -> bool:

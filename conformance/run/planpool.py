@@ -32,7 +32,7 @@ from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
 from ptxconf.core.plan import slim
 from threadpoolctl import threadpool_limits
 
-__all__ = ["plan_in_parallel", "ComparePool", "WorkersUnavailable"]
+__all__ = ["plan_in_parallel", "ComparePool", "PlanBytes", "WorkersUnavailable"]
 
 class _Codec:
     """Pickling with the run's variants named by their id: a reduction per variant class (looked up by type in C),
@@ -41,6 +41,7 @@ class _Codec:
 
     def __init__(self, variants: dict[str, Any]):
         self.variants = dict(variants)
+        self.classes: dict[tuple[str, str], Any] = {(__name__, "_variant"): self.variants.__getitem__}
         kinds = {type(v) for v in self.variants.values()}
         self.reductions = {**copyreg.dispatch_table, **{cls: self._reduce for cls in kinds}}
 
@@ -71,9 +72,13 @@ class _Unpickler(pickle.Unpickler):
         self._codec = codec
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == __name__ and name == "_variant":
-            return self._codec.variants.__getitem__
-        return super().find_class(module, name)
+        # Looked up once per codec: the standard lookup (import machinery, attribute walk) cost the run's process
+        # 0.74 s per whole suite, called for each class of each plan it received (profiled on the H200 host).
+        try:
+            return self._codec.classes[module, name]
+        except KeyError:
+            found = self._codec.classes[module, name] = super().find_class(module, name)
+            return found
 
 
 def _variant(vid: str) -> Any:  # only named in pickles: the unpickler resolves it to its codec's variant
@@ -96,22 +101,50 @@ def _worker(parent: int, job: _Job) -> None:
     _this_worker[:] = [job]
 
 
-def _plan(item: tuple[str, tuple[int, int]]) -> bytes:
+def _plan(item: tuple[str, tuple[int, int]]) -> tuple[bytes, float, float]:
     t0, c0 = time.perf_counter(), time.thread_time()
     (plan_of, codec), = _this_worker
     vid, cc = item
     plan = slim(plan_of(codec.variants[vid], cc))
-    plan = replace(plan, in_words=shared.share(plan.in_words))  # a file reference where the run shares words
-    if plan.expected is not None:
-        plan = replace(plan, expected=replace(plan.expected, words=shared.share(plan.expected.words)))
-    return codec.dumps((plan, time.perf_counter() - t0, time.thread_time() - c0))
+    exp = plan.expected
+    if exp is None:  # file references where the run shares words
+        plan = replace(plan, in_words=shared.share(plan.in_words))
+    else:  # one file for the plan's words, predicted words and defined bits (those otherwise travel by value)
+        in_words, words, defined = shared.share_together(plan.in_words, exp.words, exp.defined)
+        plan = replace(plan, in_words=in_words, expected=replace(exp, words=words, defined=defined))
+    return codec.dumps(plan), time.perf_counter() - t0, time.thread_time() - c0
 
 
-def _compare(data: bytes) -> bytes:
+def _compare(plan: bytes | None, rest: bytes) -> bytes:
     t0 = time.perf_counter()
     (compare, codec), = _this_worker
-    verdicts = compare(*codec.loads(data))
+    args = codec.loads(rest) if plan is None else (codec.loads(plan), *codec.loads(rest))
+    verdicts = compare(*args)
     return codec.dumps((verdicts, time.perf_counter() - t0))
+
+
+class PlanBytes:
+    """The bytes each plan arrived in, kept until its comparison is submitted: a plan the run did not change goes to
+    the comparing worker in those same bytes instead of being pickled again (which cost the run's process 0.9 s of
+    a 16 s warm suite on the H200 host: pickling, and finding each shared array's file again).  Entries hold their
+    plan, so an id is never reused while its entry lives."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, bytes]] = {}
+
+    def keep(self, plan: Any, raw: bytes) -> None:
+        self._by_id[id(plan)] = (plan, raw)
+
+    def take(self, plan: Any) -> bytes | None:
+        """The bytes ``plan`` arrived in (once), or None for a plan made or changed here."""
+        kept = self._by_id.pop(id(plan), None)
+        return kept[1] if kept is not None and kept[0] is plan else None
+
+    def drop(self, plan: Any) -> None:
+        """Forget ``plan`` (done without a comparison in a worker)."""
+        kept = self._by_id.get(id(plan))
+        if kept is not None and kept[0] is plan:
+            del self._by_id[id(plan)]
 
 
 class WorkersUnavailable(RuntimeError):
@@ -142,17 +175,18 @@ def _pool(jobs: int, job: _Job) -> ProcessPoolExecutor:
 
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
                      items: Iterable[tuple[str, tuple[int, int]]],
-                     on_seconds: Callable[[float, float], None] | None = None) -> Iterator[Any]:
+                     on_seconds: Callable[[float, float], None] | None = None,
+                     arrived: PlanBytes | None = None) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
     ``on_seconds`` hears each plan's seconds in its worker (wall, then CPU).  The workers start now (raises
     :class:`WorkersUnavailable`); the plans come as they are taken."""
     codec = _Codec(variants)
-    return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds)
+    return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds, arrived)
 
 
 def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
-             on_seconds: Callable[[float, float], None] | None) -> Iterator[Any]:
+             on_seconds: Callable[[float, float], None] | None, arrived: PlanBytes | None) -> Iterator[Any]:
     # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
     # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
     window = 8 * jobs
@@ -164,7 +198,10 @@ def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterabl
                 pending.append(pool.submit(_plan, item))
             if not pending:
                 return
-            made, seconds, cpu = codec.loads(pending.popleft().result())
+            raw, seconds, cpu = pending.popleft().result()
+            made = codec.loads(raw)
+            if arrived is not None:
+                arrived.keep(made, raw)
             if on_seconds:
                 on_seconds(seconds, cpu)
             yield made
@@ -199,13 +236,21 @@ class ComparePool:
     inherit the variants and ``compare`` and nothing else of the run.
     """
 
-    def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any]):
+    def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any],
+                 arrived: PlanBytes | None = None):
         self._codec = _Codec(variants)
         self._pool = _pool(jobs, (compare, self._codec))
+        self._arrived = arrived
 
     def submit(self, *args: Any) -> Future:
-        """``compare(*args)`` in a worker (a plan among ``args`` travels slim)."""
-        return self._pool.submit(_compare, self._codec.dumps(tuple(slim(a) if hasattr(a, "case_sets") else a for a in args)))
+        """``compare(*args)`` in a worker.  A plan as the first argument travels in the bytes it arrived in where it
+        is unchanged (see :class:`PlanBytes`), else pickled slim."""
+        if not args or not hasattr(args[0], "case_sets"):
+            return self._pool.submit(_compare, None, self._codec.dumps(args))
+        raw = self._arrived.take(args[0]) if self._arrived is not None else None
+        if raw is None:
+            raw = self._codec.dumps(slim(args[0]))
+        return self._pool.submit(_compare, raw, self._codec.dumps(args[1:]))
 
     def result(self, pending: Future, timeout: float | None = None) -> tuple[Any, float]:
         """(what ``compare`` returned, its seconds in the worker); raises what the worker raised."""

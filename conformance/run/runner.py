@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ptxconf.backends.base import Backend, Launch, LaunchResult
@@ -32,6 +33,9 @@ from threadpoolctl import threadpool_limits
 
 from .observations import publish_observation, records, write_observation
 from .stages import Stages
+
+if TYPE_CHECKING:
+    from .planpool import PlanBytes
 
 __all__ = ["Plan", "RunRequest", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason",
            "PTX_VERSIONS", "plan_groups", "iter_modules", "run_module", "module_of"]
@@ -228,16 +232,19 @@ COMPARE_TIMEOUT_S = 600.0  # one variant's comparison in a worker; past it (a wo
 class _Comparisons:
     """Comparisons running in worker processes while the GPU runs the next module; outcomes leave in order."""
 
-    def __init__(self, pool, observations: Path | None, stages: Stages):
+    def __init__(self, pool, observations: Path | None, stages: Stages, arrived: PlanBytes | None = None):
         self.pool = pool
         self.observations = observations
         self.stages = stages
+        self.arrived = arrived  # the bytes plans came in, forwarded to the comparing worker
         self.pending: deque[tuple[VariantOutcome, object, float]] = deque()
 
     def submit(self, plans: list[Plan], launched: list, share: float) -> None:
         for plan, (out, errs) in zip(plans, launched):
             outcome = VariantOutcome(plan, out_words=None if errs else out, seconds=share)
             if errs:
+                if self.arrived is not None:
+                    self.arrived.drop(plan)
                 outcome.verdicts = _after_failed_launches(plan, out, errs)
                 self.pending.append((outcome, None, 0.0))
             else:
@@ -308,6 +315,7 @@ def iter_modules(
     max_plans: int | None = MODULE_PLANS,
     stop: Callable[[], bool] | None = None,
     stages: Stages | None = None,
+    arrived: PlanBytes | None = None,
 ) -> Iterator[list[Plan]]:
     """Plans grouped into modules, yielded as soon as a group is full (then the rest at the end).
 
@@ -334,7 +342,7 @@ def iter_modules(
         try:
             made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), {v.id: v for v in runnable},
                                     [(v.id, cc_for(v)) for v in runnable],
-                                    lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)))
+                                    lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)), arrived)
         except WorkersUnavailable as exc:
             _in_this_process(exc)
     if made is None:
@@ -406,15 +414,16 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                   stop: Callable[[], bool] | None, recording: Callable[[], bool], stages: Stages) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
     observations = request.observations
-    pool = None
+    pool = arrived = None
     if request.jobs > 1 and len(variants) > 1:
-        from .planpool import ComparePool, WorkersUnavailable
+        from .planpool import ComparePool, PlanBytes, WorkersUnavailable
 
         try:
-            pool = ComparePool(request.jobs, compare_and_save, {v.id: v for v in variants})
+            arrived = PlanBytes()
+            pool = ComparePool(request.jobs, compare_and_save, {v.id: v for v in variants}, arrived)
         except WorkersUnavailable as exc:
             _in_this_process(exc)
-    comparisons = _Comparisons(pool, observations, stages) if pool else None
+    comparisons = _Comparisons(pool, observations, stages, arrived) if pool else None
     # With several devices, that many modules are in flight at once (each launch call blocks on its own device).
     slots = max(1, getattr(backend, "parallel", 1))
     launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch") if slots > 1 else None
@@ -426,6 +435,8 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
 
     def finish(plans: list[Plan], launched: list | None, share: float) -> None:
         if launched is None:  # abandoned by a stop before it was built: these variants were not run
+            for p in plans if arrived is not None else ():
+                arrived.drop(p)
             shared.release(*(p.in_words for p in plans), *(p.expected.words for p in plans if p.expected is not None))
             return
         if comparisons is None:
@@ -437,7 +448,8 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 emit(outcome)
 
     try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
-        modules = iter_modules(backend, variants, request, on_skip=skipped, stop=stop, stages=stages)
+        modules = iter_modules(backend, variants, request, on_skip=skipped, stop=stop, stages=stages,
+                               arrived=arrived if pool else None)
         ahead: deque[tuple[list[Plan], str]] = deque()
         inflight: deque[tuple[list[Plan], Future]] = deque()
         while True:

@@ -144,3 +144,21 @@ def test_gpu_worker_gets_shared_words_by_reference_and_anything_else_by_rows():
     (item,), made = _wire([Launch(PROBE, words, 4, order, 1, rows=rows,
                                   into=np.zeros(BIG, np.uint32))])
     assert np.array_equal(item[1], words[rows]) and item[2] is None and item[6] is None and made == []
+
+
+def test_arrays_shared_together_live_in_one_file_and_attach_to_one_mapping():
+    """A plan's words, predicted words and defined bits: one file to make, one mapping per process that reads them."""
+    a, b, c = _words(), _words((7, 128, 3), seed=2), _words((128, 3), seed=3)
+    with shared.arena():
+        sa, sb, sc = shared.share_together(a, b, c)
+        assert all(shared.is_shared(x) for x in (sa, sb, sc))
+        assert len({x._file for x in (sa, sb, sc)}) == 1
+        assert np.array_equal(sa, a) and np.array_equal(sb, b) and np.array_equal(sc, c)
+        ra, rb, rc = pickle.loads(pickle.dumps((sa, sb, sc)))  # what a receiving process gets back
+        assert np.array_equal(ra, a) and np.array_equal(rb, b) and np.array_equal(rc, c)
+        assert ra.base is rb.base is rc.base, "the file is mapped once, every array a view of it"
+        rb[1, 2, 0] = 99  # a view of the same pages as the original
+        assert sb[1, 2, 0] == 99 and np.array_equal(sa, a) and np.array_equal(sc, c)
+        shared.release(sa, sb, sc)
+    small = _words((2, 2), seed=4)
+    assert shared.share_together(small)[0] is not None and not shared.is_shared(shared.share_together(small)[0])

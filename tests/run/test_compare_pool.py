@@ -120,3 +120,32 @@ def test_without_worker_processes_the_run_plans_and_compares_here(monkeypatch, c
     assert _run(2) == here
     err = capsys.readouterr().err
     assert err.count("no worker processes") == 1 and "/dev/shm" in err and "in this process instead" in err
+
+
+def test_a_plan_goes_to_its_comparison_in_the_bytes_it_arrived_in_unless_changed():
+    """Forwarded bytes are the plan as planned; a plan changed here (a new object) is pickled again."""
+    from dataclasses import replace
+
+    from ptxconf.run import planpool
+
+    v = _variants()[0]
+    plan = runner.plan_variant(v, 3, (8, 0), runner.PTX_VERSIONS[-1], value_cases=2)
+    codec = planpool._Codec({v.id: v})
+    raw = codec.dumps(planpool.slim(plan))
+    arrived = planpool.PlanBytes()
+    got = codec.loads(raw)
+    arrived.keep(got, raw)
+    changed = replace(got, seed=4)
+    assert arrived.take(changed) is None, "another object: never the bytes of the plan it came from"
+    assert arrived.take(got) is raw and arrived.take(got) is None, "taken once"
+    arrived.keep(got, raw)
+    arrived.drop(got)
+    assert arrived.take(got) is None
+    pool = planpool.ComparePool(2, lambda p, n: (p.variant.id, p.seed, n), {v.id: v}, arrived)
+    try:
+        arrived.keep(got, raw)
+        first, _ = pool.result(pool.submit(got, 1))
+        second, _ = pool.result(pool.submit(changed, 2))
+    finally:
+        pool.close()
+    assert first == (v.id, 3, 1) and second == (v.id, 4, 2)
