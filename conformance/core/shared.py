@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SharedArray", "arena", "share", "share_together", "zeros", "is_shared", "release", "MIN_BYTES"]
+__all__ = ["SharedArray", "arena", "share", "share_together", "zeros", "zeros_parts", "is_shared", "release", "MIN_BYTES"]
 
 MIN_BYTES = 256 << 10  # below this, pickling by value costs less than a file and a mapping
 _PREFIX = "ptxconf-words-"
@@ -197,6 +197,23 @@ def zeros(shape: tuple[int, ...], dtype=np.uint32, where: Path | str | None = No
     return _wrap(mm, path).view(dtype).reshape(shape)  # a new file reads as zeros
 
 
+def zeros_parts(shapes: list[tuple[int, ...]], dtype=np.uint32) -> list[np.ndarray]:
+    """Zeroed arrays of ``shapes`` in one shared file (a module's out words, one array per plan: one file to make
+    instead of one per plan); its file goes when every part has been released (:func:`release`)."""
+    dtype = np.dtype(dtype)
+    sizes = [int(np.prod(s, dtype=np.int64)) * dtype.itemsize for s in shapes]
+    starts = np.concatenate([[0], np.cumsum([-(-n // 64) * 64 for n in sizes])]).astype(int)
+    made = _new(int(starts[-1]), None)
+    if made is None:
+        return [np.zeros(s, dtype=dtype) for s in shapes]
+    flat = _wrap(*made)
+    _parts_left[flat._file] = len(shapes)
+    return [flat[a : a + n].view(dtype).reshape(s) for s, a, n in zip(shapes, starts, sizes)]
+
+
+_parts_left: dict[str, int] = {}  # per file of :func:`zeros_parts` made here: its parts not released yet
+
+
 def share(arr: np.ndarray, where: Path | str | None = None) -> np.ndarray:
     """``arr`` itself where it is shared already, small, or no arena is open; else a shared copy."""
     if is_shared(arr):
@@ -240,5 +257,11 @@ def release(*arrays) -> None:
     until the last mapping goes (call it once every process that needs them has them)."""
     for arr in arrays:
         if isinstance(arr, SharedArray) and arr._file is not None:
+            left = _parts_left.get(arr._file)
+            if left is not None:  # one part of a file of several: the file goes with the last
+                if left > 1:
+                    _parts_left[arr._file] = left - 1
+                    continue
+                del _parts_left[arr._file]
             with contextlib.suppress(OSError):
                 os.unlink(arr._file)

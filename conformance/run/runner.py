@@ -100,7 +100,7 @@ def launch_module(backend: Backend, plans: list[Plan], module: str,
     stages = stages or Stages()
     launches, owner = [], []
     # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
-    outs = [shared.zeros((len(p.in_words), p.in_words.shape[1], p.out_words), np.uint32) for p in plans]
+    outs = shared.zeros_parts([(len(p.in_words), p.in_words.shape[1], p.out_words) for p in plans], np.uint32)
     for k, plan in enumerate(plans):
         for li, cases in enumerate(plan.launches):
             # Each launch runs only its cases (rows of the plan's words), in the order given within them.
@@ -202,6 +202,7 @@ def _compared(plans: list[Plan], launched: list, share: float, observations: Pat
         saving = 0.0
         if errs:
             outcome.verdicts = _after_failed_launches(plan, out, errs)
+            shared.release(out)  # read here only (its outcome carries none)
         else:
             outcome.verdicts, unsaved, saving, cpu = compare_and_save(plan, out, observations)
             if unsaved is not None:  # the disk refused the observation: the run stops on it, as on any write
@@ -246,6 +247,7 @@ class _Comparisons:
                 if self.arrived is not None:
                     self.arrived.drop(plan)
                 outcome.verdicts = _after_failed_launches(plan, out, errs)
+                shared.release(out)  # read here only (its outcome carries none)
                 self.pending.append((outcome, None, 0.0))
             else:
                 self.pending.append((outcome, self.pool.submit(plan, out, self.observations), time.perf_counter()))

@@ -162,3 +162,22 @@ def test_arrays_shared_together_live_in_one_file_and_attach_to_one_mapping():
         shared.release(sa, sb, sc)
     small = _words((2, 2), seed=4)
     assert shared.share_together(small)[0] is not None and not shared.is_shared(shared.share_together(small)[0])
+
+
+def test_parts_of_one_file_keep_it_until_the_last_part_is_released():
+    """A module's out words, one part per plan: a worker that attaches a later part after an earlier one was
+    released still finds the file."""
+    shapes = [(30, 128, 40), (50, 128, 40), (10, 128, 40)]
+    with shared.arena():
+        parts = shared.zeros_parts(shapes)
+        assert [p.shape for p in parts] == shapes and all(shared.is_shared(p) and not p.any() for p in parts)
+        path = parts[0]._file
+        assert {p._file for p in parts} == {path}
+        parts[1][...] = 7
+        assert not parts[0].any() and not parts[2].any(), "parts never overlap"
+        shared.release(parts[0])
+        shared.release(parts[2])
+        assert os.path.exists(path)
+        assert np.all(pickle.loads(pickle.dumps(parts[1])) == 7)
+        shared.release(parts[1])
+        assert not os.path.exists(path)
