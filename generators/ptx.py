@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from ptxconf.isa.targets import PtxVersion, Target
 
-__all__ = ["Surroundings", "KeyedProbe", "case_prologue", "checksum", "module_source"]
+__all__ = ["Surroundings", "KeyedProbe", "case_prologue", "checksum", "module_source", "rendered"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,24 @@ def module_source(probes: list, version: PtxVersion, target: Target, kernel: Cal
     """One PTX module holding every probe (duplicates by name emitted once); ``kernel`` renders one probe."""
     seen: dict[str, str] = {}
     for p in probes:
-        seen.setdefault(p.name, kernel(p))
+        if p.name not in seen:
+            seen[p.name] = rendered(p, kernel)
     head = [f".version {version}", f".target {target.name}", ".address_size 64", ""]
     return "\n".join(head + [src + "\n" for src in seen.values()])
+
+
+_RENDERED = "_rendered"  # a probe's attribute: (the renderer's name, the kernel text it rendered)
+
+
+def rendered(p, kernel: Callable) -> str:
+    """``kernel(p)``, kept on the probe: a run renders each kernel where its plan is made (a worker process), and the
+    text travels with the probe to the process that builds the module (rendering there took a quarter of that
+    process's CPU per wgmma plan).  Kept under the renderer's qualified name, so another renderer never reads it."""
+    who = f"{getattr(kernel, '__module__', '')}.{getattr(kernel, '__qualname__', '<?>')}"
+    kept = getattr(p, "__dict__", {}).get(_RENDERED)
+    if kept is not None and kept[0] == who:
+        return kept[1]
+    text = kernel(p)
+    if "<" not in who and hasattr(p, "__dict__"):  # a lambda or a local function: its name names no one renderer
+        object.__setattr__(p, _RENDERED, (who, text))
+    return text

@@ -70,7 +70,10 @@ class RunRequest:
     observations: Path | None = None  # where observation files go (None: none written)
 
     def plan(self, v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> Plan:
-        return plan_variant(v, self.seed, cc, max_ptx, self.checks, self.value_cases, self.cases_per_launch)
+        plan = plan_variant(v, self.seed, cc, max_ptx, self.checks, self.value_cases, self.cases_per_launch)
+        if self.jobs > 1:  # in a worker: its kernels rendered here, their text travels with the plan
+            module_of([plan])
+        return plan
 
 
 @dataclass

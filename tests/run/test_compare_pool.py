@@ -149,3 +149,20 @@ def test_a_plan_goes_to_its_comparison_in_the_bytes_it_arrived_in_unless_changed
     finally:
         pool.close()
     assert first == (v.id, 3, 1) and second == (v.id, 4, 2)
+
+
+def test_kernels_rendered_where_planned_travel_with_the_plan_and_render_the_same_module():
+    """A worker renders its plan's kernels; the module built from the received plan is the one rendered here."""
+    import pickle
+
+    from ptxconf.generators import ptx
+
+    v = SPECS.select(["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16/rs"])[0]
+    request = runner.RunRequest(5, value_cases=2, jobs=2)
+    here = runner.plan_variant(v, 5, (9, 0), runner.PTX_VERSIONS[-1], value_cases=2)
+    there = pickle.loads(pickle.dumps(request.plan(v, (9, 0), runner.PTX_VERSIONS[-1])))
+    assert all(ptx._RENDERED in vars(p) for p in there.kernels), "the text came with the probes"
+    assert runner.module_of([there]) == runner.module_of([here])
+    probe = there.kernels[0]
+    assert ptx.rendered(probe, lambda p: "other") == "other", "another renderer never reads the kept text"
+    assert ptx._RENDERED in vars(probe) and vars(probe)[ptx._RENDERED][1] != "other", "a lambda's text is not kept"
