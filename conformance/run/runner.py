@@ -11,6 +11,7 @@ which family it holds: every family-specific step goes through :class:`Family`.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import time
@@ -410,8 +411,21 @@ def run_variants(
         shared.release(outcome.plan.in_words, outcome.out_words, exp.words if exp is not None else None)
 
     recording = [False]  # an error while recording verdicts stops the run with nothing more written
-    with shared.arena():  # words cross processes as shared files (the workers forked below inherit the arena)
+    # Words cross processes as shared files (the workers forked below inherit the arena).
+    with shared.arena(), _collector_passes_over_what_exists():
         _run_variants(backend, variants, request, emit, skipped, stop, lambda: recording[0], stages or Stages())
+
+
+@contextlib.contextmanager
+def _collector_passes_over_what_exists() -> Iterator[None]:
+    """The objects that exist as a run starts (the specs, the variants: they outlive it) left out of the garbage
+    collector's passes until it ends, in this process and the workers it forks (whose pages then stay shared): a full
+    pass walked them all again for each plan's garbage."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest,
