@@ -97,6 +97,11 @@ class Backend(ABC):
     def run(self, module: str, launches: list[Launch]) -> list[LaunchResult]:
         """Run every launch against ``module`` (PTX text)."""
 
+    def for_lane(self) -> Backend:
+        """This backend as a forked process of its own may use it (one device's lane, :mod:`ptxconf.run.lanes`):
+        itself where nothing of it lives outside this process."""
+        return self
+
     def close(self) -> None:
         """Release the device."""
 

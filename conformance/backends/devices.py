@@ -1,9 +1,12 @@
-"""Several GPUs as one backend: a module runs on whichever device is free, as many at once as there are devices.
+"""Several GPUs as one backend.
 
 Each member is a backend of its own (its own worker process and CUDA context, so a fault costs one launch on one
-device); they share the builds, so a module is assembled once.  The run loop asks ``parallel`` how many modules
-to keep in flight and otherwise sees one backend: the same plans, verdicts and reports as on one GPU, in the
-same order.  Devices of different compute capability would plan differently, so they are refused.
+device).  Where the run may fork workers it runs a lane per device (:mod:`ptxconf.run.lanes`: a whole pipeline in
+a process of its own, with a backend made for it by :meth:`DeviceSet.lane_backends`); otherwise, in one process, a
+module runs on whichever device is free, as many at once as there are devices, the members share the builds (a
+module is assembled once), and the run loop asks ``parallel`` how many modules to keep in flight: the same plans,
+verdicts and reports as on one GPU, in the same order.  Devices of different compute capability would plan
+differently, so they are refused.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class DeviceSet(Backend):
         for m in members:
             self._free.put(m)
         self._info: dict | None = None
+        self._lane_stats: list[dict] | None = None  # what each device's lane reported, where the run ran in lanes
 
     def info(self) -> dict:
         if self._info is None:
@@ -84,8 +88,16 @@ class DeviceSet(Backend):
         finally:
             self._free.put(member)
 
+    def lane_backends(self) -> list[Backend]:
+        """A backend per device for a lane process of its own (the run then runs a whole pipeline per device)."""
+        return [m.for_lane() for m in self.members]
+
+    def absorb_lane_stats(self, stats: list[dict]) -> None:
+        """What the lanes' backends reported: the devices' stats from then on."""
+        self._lane_stats = list(stats)
+
     def stats(self) -> dict:
-        per = [m.stats() for m in self.members]
+        per = self._lane_stats if self._lane_stats is not None else [m.stats() for m in self.members]
         out: dict = {"devices": len(per), "per_device": per}
         for s in per:
             for k, v in s.items():

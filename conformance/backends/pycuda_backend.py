@@ -314,6 +314,14 @@ class PyCudaBackend(Backend):
     def set_stop(self, stop) -> None:
         self._should_stop = stop
 
+    def for_lane(self) -> PyCudaBackend:
+        """The same device and builds for a lane process: a backend of its own (its own GPU worker and compile
+        pool; this one's worker pipe and threads are this process's)."""
+        lane = PyCudaBackend(self.timeout_s, self.auto_reason, self.jit_timeout_s, self.build, self.use_cache,
+                             self._ptxas, self.device)
+        lane._info = self._info
+        return lane
+
     def close(self) -> None:
         if self._pool is not None:  # builds ahead that will not be launched: queued ones dropped, running ones ended
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -196,8 +196,9 @@ def add_parser(commands) -> None:
                         "or a path (default: the one on PATH); summary.json names it")
     r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
     r.add_argument("--devices", metavar="all|N|I,J",
-                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): modules go to whichever "
-                        "device is free; the same verdicts, in the same order, as on one")
+                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): a whole pipeline per "
+                        "device, each in a process of its own with its share of the variants and cores (with --jobs "
+                        "1, one process: modules go to whichever device is free); the same verdicts as on one")
     r.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="processes that plan variants, and as many that compare them (default: one per core; 1: "
                         "everything in this process)")

@@ -47,7 +47,7 @@ from .files import ZSTD_MAGIC, atomic_write, zstd_compress
 
 __all__ = ["OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
            "observation_files", "observation_stem", "observation_seed", "open_observation", "load_observation",
-           "read_observation", "write_observation", "publish_observation", "observation_bytes", "records",
+           "read_observation", "write_observation", "publish_observation", "publish_observation_of", "observation_bytes", "records",
            "recorded_checks", "read_summary", "read_results_bytes", "read_results_lines", "result_record", "read_observed_maps", "read_observed_index",
            "run_file_bytes", "run_root", "why", "MAX_OBSERVATION", "MAX_REPORT", "MAX_SUMMARY"]
 
@@ -138,7 +138,12 @@ def write_observation(directory: Path, plan: Plan, out: np.ndarray, pending: boo
 
 def publish_observation(directory: Path, plan: Plan) -> None:
     """The pending observation of ``plan`` under its own name: done once its verdicts are in results.jsonl."""
-    path = directory / observation_name(plan.variant.id, plan.seed)
+    publish_observation_of(directory, plan.variant.id, plan.seed)
+
+
+def publish_observation_of(directory: Path, variant_id: str, seed: int) -> None:
+    """:func:`publish_observation` by the plan's variant id and seed (a process that never held the plan)."""
+    path = directory / observation_name(variant_id, seed)
     os.replace(path.with_name(path.name + PENDING), path)
 
 

@@ -85,6 +85,14 @@ class VariantOutcome:
     seconds: float = 0.0
     saved: bool = False  # the observation file is written, pending (by the process that compared it)
 
+    @property
+    def variant(self) -> Variant:
+        return self.plan.variant
+
+    @property
+    def cases(self) -> int:
+        return len(self.plan.in_words)
+
 
 def run_module(backend: Backend, plans: list[Plan], stages: Stages | None = None) -> list[VariantOutcome]:
     """Run plans that share a (.version, .target) as one module."""
@@ -383,13 +391,24 @@ def run_variants(
     progress=None,
     stop: Callable[[], bool] | None = None,
     stages: Stages | None = None,
+    publish: bool = True,
 ) -> None:
     """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules.
 
     With ``request.observations``, each compared outcome's observation file is written there, pending, by the
     process that compared it (a worker, or this one: ``outcome.saved``) and published (renamed) after
-    ``on_outcome`` recorded its verdicts.  ``stages`` (the run's) hears the seconds of each stage."""
-    observations = request.observations
+    ``on_outcome`` recorded its verdicts (``publish`` False: by whoever records them, a lane's run process).
+    ``stages`` (the run's) hears the seconds of each stage.  A backend of several devices runs a lane (a process
+    with the whole pipeline) per device where workers may be forked (:mod:`ptxconf.run.lanes`)."""
+    if request.jobs > 1 and len(variants) > 1:
+        from .lanes import lanes_of, run_in_lanes
+
+        lanes = lanes_of(backend)
+        if lanes:
+            run_in_lanes(run_variants, backend, lanes, variants, request, on_outcome, on_skip, progress, stop,
+                         stages or Stages())
+            return
+    publish_to = request.observations if publish else None  # where this process publishes what was saved
 
     def skipped(v: Variant, why: str) -> None:
         if on_skip:
@@ -402,8 +421,8 @@ def run_variants(
             recording[0] = True
             on_outcome(outcome)  # the verdicts recorded first, then the observation the worker wrote
             recording[0] = False
-        if outcome.saved and observations is not None:
-            publish_observation(observations, outcome.plan)
+        if outcome.saved and publish_to is not None:
+            publish_observation(publish_to, outcome.plan)
         if progress:
             progress.update(1)
         exp = outcome.plan.expected

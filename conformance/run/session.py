@@ -219,7 +219,7 @@ class RunSession:
                 record(outcome)
 
         def record(outcome) -> None:
-            v = outcome.plan.variant
+            v = outcome.variant
             per = outcome.seconds / max(1, len(outcome.verdicts))
             self.log.add_verdicts(self.specs, outcome.verdicts, per, backend.name)
             for verdict in outcome.verdicts:
@@ -227,7 +227,7 @@ class RunSession:
                     target = verdict.check.split(".", 1)[1]
                     op = v.operands[target]
                     self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
-            self.cases_run += len(outcome.plan.in_words)
+            self.cases_run += outcome.cases
             self.variants_done.add(v.id)
             progress.update(1, family_of(v).name, [vd.status for vd in outcome.verdicts])
             if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:

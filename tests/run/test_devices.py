@@ -1,11 +1,14 @@
-"""``--devices``: several GPUs as one backend give the same verdicts, in the same order, as one.
+"""``--devices``: several GPUs as one backend give the same verdicts as one.
 
-The device set is tested here with emulator members standing in for GPUs (each answers from its own thread);
-the real two-GPU run is recorded under results/ when a machine with two GPUs is at hand.
+In one process (no workers: ``--jobs 1``) modules go to whichever device is free, and verdicts come in the order of
+one device; with workers, each device gets a lane (a process with the whole pipeline) and verdicts come as the lanes
+finish them.  The device set is tested here with emulator members standing in for GPUs; the real two-GPU run is
+recorded under results/ when a machine with two GPUs is at hand.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 
@@ -25,13 +28,15 @@ run_variants_of(SPECS)
 class _Device(EmulatorBackend):
     """An emulator that records which thread ran what, and at what overlap: a stand-in GPU."""
 
-    def __init__(self, ordinal: int, busy: list):
+    def __init__(self, ordinal: int, busy: list, together=None):
         super().__init__(mma)
-        self.ordinal, self.busy, self.modules = ordinal, busy, 0
+        self.ordinal, self.busy, self.modules, self.together = ordinal, busy, 0, together
 
     def run(self, module, launches):
         self.busy.append(+1)
         self.modules += 1
+        if self.together is not None and self.modules == 1:  # every device's first module waits for the others'
+            self.together.wait(timeout=60)
         try:
             time.sleep(0.01)  # long enough for the other device to take the next module meanwhile
             return super().run(module, launches)
@@ -40,6 +45,9 @@ class _Device(EmulatorBackend):
 
     def info(self) -> dict:
         return {**super().info(), "device": self.ordinal}
+
+    def stats(self) -> dict:
+        return {"modules": self.modules}
 
 
 def _variants():
@@ -58,18 +66,28 @@ def _verdicts(backend, jobs=1):
     return got
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_two_devices_give_the_verdicts_of_one_in_the_same_order(jobs):
+def test_two_devices_in_one_process_give_the_verdicts_of_one_in_the_same_order():
     one = _verdicts(EmulatorBackend(mma))
     busy: list = []
     devices = [_Device(0, busy), _Device(1, busy)]
     two = DeviceSet(devices)
     assert two.parallel == 2
-    assert _verdicts(two, jobs) == one and {s for *_, s, _ in one} == {"pass"}
+    assert _verdicts(two, 1) == one and {s for *_, s, _ in one} == {"pass"}
     assert all(d.modules > 0 for d in devices)  # both devices worked
     running = [sum(busy[: i + 1]) for i in range(len(busy))]
     assert max(running) == 2  # and at the same time
     assert [d["device"] for d in two.info()["devices"]] == [0, 1]
+
+
+def test_two_devices_in_lanes_give_the_verdicts_of_one():
+    """Each device's lane runs every other variant in a process of its own, at the same time as the other."""
+    one = _verdicts(EmulatorBackend(mma))
+    together = multiprocessing.get_context("fork").Barrier(2)  # each lane's first module waits for the other's
+    two = DeviceSet([_Device(0, [], together), _Device(1, [], together)])
+    got = _verdicts(two, 2)
+    assert sorted(got) == sorted(one) and len(got) == len(one) and {s for *_, s, _ in one} == {"pass"}
+    per = two.stats()["per_device"]
+    assert len(per) == 2 and all(d["modules"] > 0 for d in per), "both devices worked, at the same time"
 
 
 def test_devices_of_different_compute_capability_are_refused():

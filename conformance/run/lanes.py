@@ -1,0 +1,169 @@
+"""Several devices, one run: a whole pipeline (planning, building, launching, comparing) per device, each in a
+process of its own.
+
+Why: on one device the run's own process is the serial part of the pipeline (it takes every plan, builds every
+module, hands out every comparison).  Two GPUs behind that one process ran the whole suite 1.2x as fast as one: the
+process, not the GPUs, set the pace.  With a lane per device, each lane's process does that work for its share of
+the variants (every n-th, so each family is split evenly), with its share of the cores.
+
+The run's process stays the one writer of the run directory: lanes send each outcome (the verdicts, never words)
+and each skip over a pipe, and the run records them as they come, then publishes the observation file the lane's
+worker wrote pending (so no observation is published before its verdicts are recorded, as in one process).  A
+lane takes no signal: the run's process decides, and tells every lane to stop between modules; a lane ends with
+the run's process (the parent-death signal).  The verdicts are those of one device; results.jsonl lists them in
+the order the lanes finish them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
+from ptxconf.core.verdict import Verdict
+
+from .observations import publish_observation_of
+from .stages import Stages
+
+__all__ = ["LaneOutcome", "run_in_lanes", "lanes_of"]
+
+POLL_S = 0.2  # how often the run's process looks at its stop request while the lanes work
+LANE_STOP_S = 10.0  # a lane asked to stop finishes its module in flight; past this it is ended
+
+
+@dataclass
+class LaneOutcome:
+    """What a lane sends of one variant's outcome: what the run records (the verdicts), not the words."""
+
+    variant: Any
+    verdicts: list[Verdict]
+    seconds: float
+    cases: int
+    saved: bool
+    seed: int = 0
+    plan: None = field(default=None, repr=False)  # the plan stayed in the lane
+
+
+def lanes_of(backend: Any) -> list[Any] | None:
+    """The backends of the lanes a backend runs as (one per device, each made for a process of its own), or None
+    where it is one device."""
+    make = getattr(backend, "lane_backends", None)
+    if make is None or getattr(backend, "parallel", 1) < 2:
+        return None
+    return make()
+
+
+def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variants: list, request: Any,
+                 on_outcome: Callable[[LaneOutcome], None] | None, on_skip: Callable[[Any, str], None] | None,
+                 progress: Any, stop: Callable[[], bool] | None, stages: Stages) -> None:
+    """``run_variants`` (the runner's pipeline) of every n-th variant in lane n (a forked process per device); the
+    outcomes recorded here as they come.  Raises RuntimeError when a lane ended without finishing (its unreported
+    variants are then not run: the run says so)."""
+    ctx = mp.get_context("fork")
+    stopping = ctx.Event()
+    by_id = {v.id: v for v in variants}
+    n = len(lanes)
+    jobs = max(1, request.jobs // n)
+    procs, conns = [], []
+    for i, lane_backend in enumerate(lanes):
+        mine = variants[i::n]
+        if not mine:
+            continue
+        here, there = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_lane, name=f"ptxconf-lane-{i}", daemon=False,
+                        args=(os.getpid(), there, lane_backend, mine, replace(request, jobs=jobs), stopping, run_variants))
+        p.start()
+        there.close()
+        procs.append(p)
+        conns.append(here)
+    failures: list[str] = []
+    live = dict(zip(conns, procs))
+    lane_stats: list[dict] = []
+    try:
+        _take(live, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages, lane_stats, failures)
+    except BaseException:  # this process stops recording (a write refused, a crash): the lanes stop, unpublished
+        stopping.set()
+        for p in procs:
+            p.join(LANE_STOP_S)
+            if p.is_alive():
+                p.kill()
+        raise
+    for p in procs:
+        p.join()
+    absorb = getattr(backend, "absorb_lane_stats", None)
+    if absorb is not None:
+        absorb(lane_stats)
+    if failures:
+        raise RuntimeError("; ".join(failures))
+
+
+def _take(live: dict, stopping: Any, stop: Callable[[], bool] | None, by_id: dict, request: Any,
+          on_outcome: Callable | None, on_skip: Callable | None, progress: Any, stages: Stages, lane_stats: list,
+          failures: list) -> None:
+    """What the lanes send, recorded as it comes, until every lane has ended; a stop request passed on to them."""
+    while live:
+        if stop is not None and not stopping.is_set() and stop():
+            stopping.set()
+        for conn in wait(list(live), timeout=POLL_S):
+            try:
+                kind, *body = conn.recv()
+            except (EOFError, OSError):
+                proc = live.pop(conn)
+                proc.join()
+                if proc.exitcode != 0:
+                    failures.append(f"{proc.name} ended with exit status {proc.exitcode} before finishing")
+                continue
+            if kind == "outcome":
+                _record(LaneOutcome(by_id[body[0]], *body[1:]), request.observations, on_outcome, progress)
+            elif kind == "skip":
+                if on_skip:
+                    on_skip(by_id[body[0]], body[1])
+                if progress:
+                    progress.update(1)
+            elif kind == "done":
+                lane_stages, stats = body
+                for name, seconds in lane_stages.items():
+                    stages.add(name, seconds)
+                lane_stats.append(stats)
+            elif kind == "error":
+                failures.append(body[0])
+
+
+def _record(outcome: LaneOutcome, observations: Path | None, on_outcome: Callable | None, progress: Any) -> None:
+    if on_outcome:
+        on_outcome(outcome)  # the verdicts recorded first, then the observation the lane's worker wrote
+    if outcome.saved and observations is not None:
+        publish_observation_of(observations, outcome.variant.id, outcome.seed)
+    if progress:
+        progress.update(1)
+
+
+def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: Any, stopping: Any,
+          run_variants: Callable) -> None:
+    """One lane: the pipeline for its variants, each outcome sent as it is made; the run's process publishes."""
+    die_with_parent(parent)
+    ignore_stop_signals()
+    stages = Stages()
+
+    def outcome(o: Any) -> None:
+        conn.send(("outcome", o.variant.id, o.verdicts, o.seconds, o.cases, o.saved, o.plan.seed))
+
+    try:
+        backend.set_stop(stopping.is_set)  # a module still being built when the run stops is not run
+        run_variants(backend, variants, request, on_outcome=outcome,
+                     on_skip=lambda v, why: conn.send(("skip", v.id, why)), stop=stopping.is_set, stages=stages,
+                     publish=False)
+        conn.send(("done", stages.rounded(), backend.stats()))
+    except BaseException as exc:  # noqa: BLE001 - the run's process says it (and the variants not run)
+        conn.send(("error", f"a device's pipeline failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"))
+    finally:
+        try:
+            backend.close()
+        finally:
+            conn.close()

@@ -1,0 +1,85 @@
+"""Lanes: a run on several devices runs a whole pipeline per device in a process of its own, and the run's process
+records what they send: every verdict once, observations published only after their verdicts, a stop honoured by
+every lane, a lane that dies named (and what it sent kept)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ptxconf.backends.devices import DeviceSet
+from ptxconf.backends.emulator import EmulatorBackend
+from ptxconf.core.family import run_variants_of
+from ptxconf.isa import load_specs
+from ptxconf.oracle import mma
+from ptxconf.run import runner
+from ptxconf.run.observations import PENDING, observation_files, observation_name
+
+SPECS = load_specs()
+run_variants_of(SPECS)
+
+
+def _variants():
+    return [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix")][:16]
+
+
+class _Dies(EmulatorBackend):
+    """A device whose lane ends abruptly at its second module (a crash of the whole lane process)."""
+
+    modules = 0
+
+    def run(self, module, launches):
+        self.modules += 1
+        if self.modules == 2:
+            os._exit(3)
+        return super().run(module, launches)
+
+
+def _run(backend, tmp_path, stop=None):
+    seen = []
+
+    def on_outcome(o):  # recorded here first: its observation is still pending, published only after
+        name = observation_name(o.variant.id, 7)
+        assert (tmp_path / "obs" / (name + PENDING)).exists() and not (tmp_path / "obs" / name).exists()
+        seen.append(o.variant.id)
+
+    runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
+    try:
+        runner.run_variants(backend, _variants(), runner.RunRequest(7, value_cases=2, jobs=2, observations=tmp_path / "obs"),
+                            on_outcome=on_outcome, stop=stop)
+    finally:
+        runner.MODULE_PLANS = saved
+    return seen
+
+
+def test_every_variant_recorded_once_and_its_observation_published(tmp_path):
+    two = DeviceSet([EmulatorBackend(mma), EmulatorBackend(mma)])
+    seen = _run(two, tmp_path)
+    assert sorted(seen) == sorted(v.id for v in _variants())
+    files = list((tmp_path / "obs").iterdir())
+    assert not [f for f in files if f.name.endswith(PENDING)], "every observation published"
+    assert len(observation_files(tmp_path / "obs")) == len(seen)
+
+
+def test_a_stop_reaches_every_lane_and_nothing_recorded_is_lost(tmp_path):
+    seen: list = []
+    two = DeviceSet([EmulatorBackend(mma), EmulatorBackend(mma)])
+    got = _run(two, tmp_path, stop=lambda: len(seen) > 0 or bool(seen.append(1)))
+    assert got and len(got) == len(set(got)) and len(got) < len(_variants())
+    published = observation_files(tmp_path / "obs")
+    assert len(published) == len(got), "the recorded ones published, none other"
+
+
+def test_a_lane_that_dies_is_named_and_what_it_sent_is_kept(tmp_path):
+    two = DeviceSet([EmulatorBackend(mma), _Dies(mma)])
+    seen: list = []
+    with pytest.raises(RuntimeError, match="exit status 3"):
+        runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
+        try:
+            runner.run_variants(two, _variants(), runner.RunRequest(7, value_cases=2, jobs=2),
+                                on_outcome=lambda o: seen.append(o.variant.id))
+        finally:
+            runner.MODULE_PLANS = saved
+    assert set(seen[: len(seen)]) <= {v.id for v in _variants()}
+    assert len([v for v in seen if v in {x.id for x in _variants()[0::2]}]) == len(_variants()[0::2]), \
+        "the other lane finished its variants"
