@@ -635,27 +635,24 @@ def _directed(r, err, x, y, v, mode):
                 return -0.0
         return r
     # r is not zero here (an inexact sum rounds to zero only in a subnormal range _fma_dir scales away): its
-    # neighbour from its bits, sign and magnitude (one more or one less in the magnitude)
+    # neighbour from its bits, one less in the magnitude where the exact sum lies toward zero (err's sign opposite
+    # r's), one more away from it; no branch (the side is a coin toss on random rows: a branch would mispredict)
+    rb = _bits_of(r)
+    toward_zero = np.int64((_bits_of(err) ^ rb) < 0)
     if mode == 0:
-        return _of_bits(_bits_of(r) - 1) if (err < 0.0) == (r > 0.0) else r
-    if mode == 3:
-        return _of_bits(_bits_of(r) + (1 if r > 0.0 else -1)) if err > 0.0 else r
-    return _of_bits(_bits_of(r) + (-1 if r > 0.0 else 1)) if err < 0.0 else r
+        return _of_bits(rb - toward_zero)
+    # ru moves when the error is positive, rd when negative: toward zero or away from it as err's sign says
+    moves = np.int64(err > 0.0) if mode == 3 else np.int64(err < 0.0)
+    return _of_bits(rb + moves * (1 - 2 * toward_zero))
 
 
 _TINY = 2.0 ** -200  # stands for a term more than 900 binades below the other: a sticky bit of the same sign
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fma_dir(x, y, v, mode):
-    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd), every input.
-
-    The RNE FMA and the sign of its error (``_err``) where nothing can underflow or overflow; elsewhere the same in
-    a scaled copy: the larger of the product and ``v`` scaled to about 1, so nothing underflows or overflows, a term
-    more than 900 binades below it replaced by a tiny one of its sign (it only tells which side of a 53-bit value
-    the sum lies); the directed 53-bit result is then scaled back with the same directed rounding onto the
-    subnormal grid, or to the overflow value of ``mode`` (a directed rounding of a directed rounding onto a
-    coarser grid is the one rounding)."""
+    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd), every input: the RNE FMA
+    and the sign of its error (``_err``) where nothing can underflow or overflow, else ``_fma_dir_scaled``."""
     r = _fma(x, y, v)
     if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
         return r
@@ -663,6 +660,16 @@ def _fma_dir(x, y, v, mode):
     if x == 0.0 or y == 0.0 or not (math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000
                                     or (r != 0.0 and abs(r) < 2.0 ** -960) or abs(p) < 2.0 ** -960):
         return _directed(r, _err(x, y, v, r), x, y, v, mode)
+    return _fma_dir_scaled(x, y, v, mode)
+
+
+@njit(cache=True)
+def _fma_dir_scaled(x, y, v, mode):
+    """``_fma_dir`` where the operands sit near the ends of the range: the same in a scaled copy: the larger of the product and ``v`` scaled to about 1, so nothing underflows or overflows, a term
+    more than 900 binades below it replaced by a tiny one of its sign (it only tells which side of a 53-bit value
+    the sum lies); the directed 53-bit result is then scaled back with the same directed rounding onto the
+    subnormal grid, or to the overflow value of ``mode`` (a directed rounding of a directed rounding onto a
+    coarser grid is the one rounding)."""
     fx, ex = math.frexp(x)
     fy, ey = math.frexp(y)
     top = ex + ey
@@ -697,52 +704,70 @@ def _fma_dir(x, y, v, mode):
     return _of_bits(q | (np.int64(-9223372036854775808) if neg else 0))
 
 
-@njit(cache=True)
-def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
-    """model._f64_dot of one row: its D bits."""
-    k = a.shape[0]
-    v = _of_bits(cbits)
-    has_nan = (cbits & _ABS) > _INF
-    vnan = cbits
-    for jj in range(k):
-        j = k - 1 - jj if reverse else jj
-        xb, yb = a[j], b[j]
-        xn = (xb & _ABS) > _INF
-        yn = (yb & _ABS) > _INF
-        if has_nan or xn or yn:
-            if nanp == 0:
-                vnan = nan_bits
-            elif nanp == 1:
-                vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
-            elif nanp == 2:
-                vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
-            elif nanp == 3:
-                vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
-            else:
-                vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
-            has_nan = True
-            continue
-        x, y = _of_bits(xb), _of_bits(yb)
-        prod_inf = math.isinf(x) or math.isinf(y)
-        vinf = math.isinf(v)
+@njit(cache=True, inline="always")
+def _f64_step(nanp, mode, nan_bits, xb, yb, v, has_nan, vnan):
+    """One fused multiply-add of model._f64_dot's chain: the running (value, NaN seen, NaN bits) after ``a_j b_j + v``
+    (container bits ``xb, yb``)."""
+    xn = (xb & _ABS) > _INF
+    yn = (yb & _ABS) > _INF
+    if has_nan or xn or yn:
+        if nanp == 0:
+            vnan = nan_bits
+        elif nanp == 1:
+            vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
+        elif nanp == 2:
+            vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
+        elif nanp == 3:
+            vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
+        else:
+            vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
+        return v, True, vnan
+    x, y = _of_bits(xb), _of_bits(yb)
+    prod_inf = math.isinf(x) or math.isinf(y)
+    vinf = math.isinf(v)
+    if prod_inf or vinf:
         psign = ((xb ^ yb) >> 63) & 1
         if (prod_inf and (x == 0.0 or y == 0.0)) or (prod_inf and vinf and psign != (1 if v < 0 else 0)):
-            vnan = nan_bits
-            has_nan = True
-            continue
-        if prod_inf or vinf:
-            if prod_inf:
-                v = -np.inf if psign else np.inf
-            continue
-        v = _fma_dir(x, y, v, mode)
-    if has_nan:
-        return vnan
-    return _bits_of(v)
+            return v, True, nan_bits
+        if prod_inf:
+            v = -np.inf if psign else np.inf
+        return v, False, vnan
+    return _fma_dir(x, y, v, mode), False, vnan
+
+
+@njit(cache=True, inline="always")
+def _f64_d(v, has_nan, vnan):
+    """D's bits of a finished chain."""
+    return vnan if has_nan else _bits_of(v)
 
 
 @njit(cache=True, nogil=True)
 def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out):
-    """model._f64_dot, rows ``lo..hi``: D bits in ``out``."""
+    """model._f64_dot, rows ``lo..hi``: D bits in ``out``.  Four rows at a time, their chains interleaved step by
+    step: each step waits on the one before it (an FMA, and under a directed rounding the error's ~15 dependent
+    additions), so one row alone leaves the FP units idle."""
     nb = np.int64(nan_bits)
-    for i in range(lo, hi):
-        out[i] = np.uint64(_dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i]))
+    k = a.shape[1]
+    i = lo
+    while i + 4 <= hi:
+        v0, v1, v2, v3 = _of_bits(c[i]), _of_bits(c[i + 1]), _of_bits(c[i + 2]), _of_bits(c[i + 3])
+        h0, h1, h2, h3 = ((c[i] & _ABS) > _INF, (c[i + 1] & _ABS) > _INF, (c[i + 2] & _ABS) > _INF,
+                          (c[i + 3] & _ABS) > _INF)
+        n0, n1, n2, n3 = c[i], c[i + 1], c[i + 2], c[i + 3]
+        for jj in range(k):
+            j = k - 1 - jj if reverse else jj
+            v0, h0, n0 = _f64_step(nanp, mode, nb, a[i, j], b[i, j], v0, h0, n0)
+            v1, h1, n1 = _f64_step(nanp, mode, nb, a[i + 1, j], b[i + 1, j], v1, h1, n1)
+            v2, h2, n2 = _f64_step(nanp, mode, nb, a[i + 2, j], b[i + 2, j], v2, h2, n2)
+            v3, h3, n3 = _f64_step(nanp, mode, nb, a[i + 3, j], b[i + 3, j], v3, h3, n3)
+        out[i] = np.uint64(_f64_d(v0, h0, n0))
+        out[i + 1] = np.uint64(_f64_d(v1, h1, n1))
+        out[i + 2] = np.uint64(_f64_d(v2, h2, n2))
+        out[i + 3] = np.uint64(_f64_d(v3, h3, n3))
+        i += 4
+    for r in range(i, hi):
+        v, h, nv = _of_bits(c[r]), (c[r] & _ABS) > _INF, c[r]
+        for jj in range(k):
+            j = k - 1 - jj if reverse else jj
+            v, h, nv = _f64_step(nanp, mode, nb, a[r, j], b[r, j], v, h, nv)
+        out[r] = np.uint64(_f64_d(v, h, nv))
