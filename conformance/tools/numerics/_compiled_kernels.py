@@ -329,8 +329,195 @@ def _cls(tab, table, bits, plan, at, in_flush):
     return table[x] & 3 if tab else _dec(plan, at, x, in_flush)[1]
 
 
+@njit(cache=True, inline="always")
+def _fin_of(plan, nan_bits):
+    """What ``_finish`` reads of a plan, as scalars."""
+    dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
+    return (plan[_TO_D], plan[_C_ENTRY] == 2, plan[_UF_POS], plan[_D + _P], dp, plan[_OUT_FLUSH], plan[_OVF],
+            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM])
+
+
+@njit(cache=True, inline="always")
+def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
+    """D's bits of a row whose blocks are done (``acc``: the last one's result): model._to_d, add_rne's final add of
+    C, D's encoding, and the row's infinities and NaN (``found``: ``payload`` is the first NaN operand's)."""
+    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm = fin
+    nan = nan or (pinf and ninf)
+    if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+        acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+        if acc[1]:
+            if not (pinf or ninf):
+                pinf = acc[0] == 0
+                ninf = acc[0] == 1
+            acc = (0, 0, 0, 0)
+    if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+        pinf = pinf or (cc == 2 and cn == 0)
+        ninf = ninf or (cc == 2 and cn == 1)
+        nan = nan or (pinf and ninf)
+        sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+        if sd == 0.0:
+            neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
+            acc = (1 if neg0 else 0, 0, 0, 0)
+        else:
+            sn, sm, se = _from_double(sd)
+            acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+    d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+    dsign = 1 << (dp[0] + dp[1])
+    dinf = ((1 << dp[0]) - 1) << dp[1]
+    if pinf:
+        d = dinf
+    if ninf:
+        d = dsign | dinf
+    if nan:
+        if nanp == 0:
+            d = nb
+        elif nanp == 1:
+            d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+        else:
+            d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+    return d
+
+
+_PMAG, _PNINF, _PKEY, _PNEG, _PNAN, _PPINF = 0x1FFFFF, 21, 22, 29, 30, 31  # compiled._product_table's fields
+
+
+@njit(cache=True, inline="always")
+def _pentry(ptab, a, b, i, j):
+    """The product table's entry of ``a[i, j] * b[i, j]`` (both 8-bit: the masks are literal, so is the index's
+    range): significand, -Inf, exponent key (raw exponent + 64; 0: a zero or non-finite product), sign of a finite
+    product, NaN, +Inf."""
+    return np.int64(ptab[((a[i, j] & np.uint64(0xFF)) << np.uint64(8)) | (b[i, j] & np.uint64(0xFF))])
+
+
+@njit(cache=True, inline="always")
+def _ptab_scan(ptab, a, b, i, hs, pairs):
+    """Row ``i`` read once from the product table in column order (k_order's halves told apart by ``hs``, 1 in the
+    second, not by a branch or an index list: the loop is vectorised; literal ``pairs`` False: one half): (OR of
+    the row's entries (a NaN product), then for each half its largest exponent key (its anchor + 64; 0: no non-zero
+    product), the AND of its entries (every product negative) and their OR (an infinite product of either sign))."""
+    o, m0, m1, n0, n1, q0, q1 = 0, 0, 0, -1, -1, 0, 0
+    for j in range(a.shape[1]):
+        e = _pentry(ptab, a, b, i, j)
+        h = hs[j] if pairs else 0
+        key = (e >> _PKEY) & 127
+        o |= e
+        m0 = max(m0, key * (1 - h))
+        m1 = max(m1, key * h)
+        n0 &= e | (h << _PNEG)
+        n1 &= e | ((1 - h) << _PNEG)
+        q0 |= e & (h - 1)
+        q1 |= e & -h
+    return o, m0, n0, q0, m1, n1, q1
+
+
+@njit(cache=True, inline="always")
+def _ptab_sum(ptab, a, b, i, hs, pairs, half, shift, align):
+    """The aligned sum of half ``half``'s products of row ``i`` (model._block's ``align``), each on the grid at its
+    exponent key + ``shift``; truncation without a branch."""
+    total = 0
+    for j in range(a.shape[1]):
+        e = _pentry(ptab, a, b, i, j)
+        inside = 1 - ((hs[j] if pairs else 0) ^ half)
+        s = ((e >> _PKEY) & 127) + shift
+        if align == 0:
+            v = ((e & _PMAG) << max(s, 0)) >> min(max(-s, 0), 63)
+        else:
+            v = _align(e & _PMAG, s, align)
+        sg = -((e >> _PNEG) & 1)
+        total += ((v ^ sg) - sg) * inside
+    return total
+
+
+@njit(cache=True, inline="always")
+def _takes_ptab(plan, blocks, ptab):
+    """Whether ptab_rows computes the rows of this plan: a product table, each k_order half one block, and no block
+    added to C by float64 (block_add, late)."""
+    c_entry = plan[_C_ENTRY]
+    return (ptab.shape[0] > 1 and c_entry != 1 and c_entry != 3 and blocks[0] == 1
+            and (plan[_PAIRS] == 0 or blocks[1] == 1))
+
+
 @njit(cache=True, nogil=True)
-def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, pending):
+    """float_rows of operands that are both 8-bit where each k_order half is one block (``_takes_ptab``), from the
+    product table: a row read twice from it (anchors, zero signs, non-finite products; then each half's aligned
+    sum), nothing stored per product (decoding into arrays cost twice the table's reads).  A row whose D takes a NaN
+    operand's payload is left to float_rows: its index goes to ``pending``; returns how many."""
+    k = a.shape[1]
+    in_flush, nanp, c_entry = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY]
+    frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
+    has_floor, exp_floor, negz, acc_emin = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_ACC_EMIN]
+    rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], plan[_OUT_FLUSH], plan[_OVF], plan[_UF_POS])
+    fin = _fin_of(plan, nan_bits)
+    c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
+    c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
+    late = c_entry == 2
+    shift = frac + extra - plsb - 64  # a product's grid shift is its exponent key + shift - anchor
+    nh = 2 if plan[_PAIRS] else 1
+    dense = lab.shape[0] == 1
+    hs = np.zeros(k, np.int64)
+    for j in range(k if dense else 0):
+        hs[j] = (lab[0, j] >> 1) & 1
+    npend = 0
+    for i in range(lo, hi):
+        if not dense and nh == 2:
+            for j in range(k):
+                hs[j] = (lab[i, j] >> 1) & 1
+        if nh == 1:  # one loop per literal: a loop-invariant test inside would leave it unvectorised
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, False)
+        else:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, True)
+        if nanp != 0 and (o >> _PNAN) & 1:
+            pending[npend] = i
+            npend += 1
+            continue
+        cbits = np.int64(c[i] & c_mask)
+        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+        nan = cc == 3 or (o >> _PNAN) & 1 == 1
+        c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
+        acc = (0, 0, 0, 0) if late else c0
+        emin = acc_emin if late else c_emin0
+        pinf = (not late) and cc == 2 and cn == 0  # C's infinity enters with C (add_rne: at the final add)
+        ninf = (not late) and cc == 2 and cn == 1
+        for h in range(nh):  # model._block of each half, the running value fused in
+            q = q0 if h == 0 else q1  # the half's infinite products (model._carry_inf)
+            pinf = pinf or (q >> _PPINF) & 1 == 1
+            ninf = ninf or (q >> _PNINF) & 1 == 1
+            cneg, cmag, cexp = acc[0], acc[2], acc[3]
+            key = m0 if h == 0 else m1
+            anchor = key - 64 if key != 0 else _LOWEXP
+            cnz = cmag != 0
+            if cnz:
+                anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, emin))
+            if has_floor:
+                anchor = max(anchor, exp_floor)
+            if anchor == _LOWEXP:
+                anchor = 0
+            if nh == 1:
+                total = _ptab_sum(ptab, a, b, i, hs, False, h, shift - anchor, align)
+            else:
+                total = _ptab_sum(ptab, a, b, i, hs, True, h, shift - anchor, align)
+            allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
+            r = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
+            if cnz:
+                v = _align(cmag, cexp + frac + extra - anchor, align)
+                total += -v if cneg else v
+            if total != 0:
+                r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+            if r[1]:  # overflow to an infinity (model._carry_inf)
+                if not (pinf or ninf):
+                    pinf = r[0] == 0
+                    ninf = r[0] == 1
+                acc = (0, 0, 0, 0)
+            else:
+                acc = r
+            emin = acc_emin
+        out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, False, 0, cc, cn, c0, cbits))
+    return npend
+
+
+@njit(cache=True, nogil=True)
+def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, ptab, a, b, c, lab, out, a_mask, b_mask, c_mask):
     """model._float_dot, rows ``lo..hi`` (``lab``: the k labels of each row, or one row for all; container bits
     ``uint64``, masked here as model.py's decoding masks them).
 
@@ -338,18 +525,16 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     raw exponents; a row holding an Inf or NaN operand takes a second pass for the products' classes and the NaN
     payload; then the blocks.  One function body: a helper taking an array would cost reference counting per row."""
     k = a.shape[1]
-    nb = np.int64(nan_bits)
     # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
     in_flush, nanp, c_entry, bsz = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY], plan[_BLOCK]
     frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
     has_floor, exp_floor, negz, uf_pos = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_UF_POS]
-    acc_emin, out_flush, ovf, to_d = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF], plan[_TO_D]
+    acc_emin, out_flush, ovf = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF]
     rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], out_flush, ovf, uf_pos)
     dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
-    d_p = plan[_D + _P]
     a_tf32, a_conv, b_tf32, b_conv = plan[_A + _TF32], plan[_A + _CONV], plan[_B + _TF32], plan[_B + _CONV]
     a_nsb, a_nsm, b_nsb, b_nsm = plan[_A + _NSB], plan[_A + _NSM], plan[_B + _NSB], plan[_B + _NSM]
-    c_nsb, c_nsm, c_p, c_emin0 = plan[_C + _NSB], plan[_C + _NSM], plan[_C + _P], plan[_C + _EMIN]
+    c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
     c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
     a_eb, a_mb, a_bias = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS]  # no .e4m3 here: it decodes by table
     b_eb, b_mb, b_bias = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS]
@@ -374,7 +559,14 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     dec = (a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush)
     one_block = nh == 1 and blocks[0] == 1  # every product of a row in one block
     h0 = _halves(lab, 0, k, nh, order) if dense else 0
-    for i in range(lo, hi):
+    fin = _fin_of(plan, nan_bits)
+    rows, pending = hi - lo, np.empty(0, np.int64)
+    use_ptab = _takes_ptab(plan, blocks, ptab)
+    if use_ptab:  # the rows ptab_rows leaves
+        pending = np.empty(hi - lo, np.int64)
+        rows = ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, pending)
+    for ii in range(rows):
+        i = pending[ii] if use_ptab else lo + ii
         li = 0 if dense else i
         cbits = np.int64(c[i] & c_mask)
         if not dense:
@@ -513,40 +705,7 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                 else:
                     acc = r
                 emin = acc_emin
-        nan = nan or (pinf and ninf)
-        if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
-            acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
-            if acc[1]:
-                if not (pinf or ninf):
-                    pinf = acc[0] == 0
-                    ninf = acc[0] == 1
-                acc = (0, 0, 0, 0)
-        if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
-            pinf = pinf or (cc == 2 and cn == 0)
-            ninf = ninf or (cc == 2 and cn == 1)
-            nan = nan or (pinf and ninf)
-            sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
-            if sd == 0.0:
-                neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
-                acc = (1 if neg0 else 0, 0, 0, 0)
-            else:
-                sn, sm, se = _from_double(sd)
-                acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-        dsign = 1 << (dp[0] + dp[1])
-        dinf = ((1 << dp[0]) - 1) << dp[1]
-        if pinf:
-            d = dinf
-        if ninf:
-            d = dsign | dinf
-        if nan:
-            if nanp == 0:
-                d = nb
-            elif nanp == 1:
-                d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
-            else:
-                d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
-        out[i] = np.uint64(d)
+        out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits))
 
 
 # ---------------------------------------------------------------------------
