@@ -415,16 +415,19 @@ def _ptab_sum(ptab, a, b, i, hs, pairs, half, shift, align):
     """The aligned sum of half ``half``'s products of row ``i`` (model._block's ``align``), each on the grid at its
     exponent key + ``shift``; truncation without a branch."""
     total = 0
-    for j in range(a.shape[1]):
-        e = _pentry(ptab, a, b, i, j)
-        inside = 1 - ((hs[j] if pairs else 0) ^ half)
-        s = ((e >> _PKEY) & 127) + shift
-        if align == 0:
+    if align == 0:  # the test outside the loop: inside, it leaves the loop unvectorised (1.6x slower)
+        for j in range(a.shape[1]):
+            e = _pentry(ptab, a, b, i, j)
+            s = ((e >> _PKEY) & 127) + shift
             v = ((e & _PMAG) << max(s, 0)) >> min(max(-s, 0), 63)
-        else:
-            v = _align(e & _PMAG, s, align)
-        sg = -((e >> _PNEG) & 1)
-        total += ((v ^ sg) - sg) * inside
+            sg = -((e >> _PNEG) & 1)
+            total += ((v ^ sg) - sg) * (1 - ((hs[j] if pairs else 0) ^ half))
+    else:
+        for j in range(a.shape[1]):
+            e = _pentry(ptab, a, b, i, j)
+            v = _align(e & _PMAG, ((e >> _PKEY) & 127) + shift, align)
+            sg = -((e >> _PNEG) & 1)
+            total += ((v ^ sg) - sg) * (1 - ((hs[j] if pairs else 0) ^ half))
     return total
 
 
