@@ -226,3 +226,16 @@ def test_every_fp8_path_reads_the_product_table():
             continue
         table = compiled._prepared(p, t, k_of(v))[3]
         assert table.size == (1 << 16 if {t.a, t.b} <= {"e4m3", "e5m2"} else 1), v.id
+
+
+def test_a_single_sparse_fp8_row_is_its_row_of_the_batch():
+    """One mma.sp row alone (its labels stand for the whole batch, not 0..K-1: the product table's rows take their
+    halves from them) gives the D of the same row in a batch, and model.py's."""
+    v = _fp8("mma.sp", "fp8.f32")
+    p, t = path_of(SPEC, v), Types.of(v)
+    a, b, c, pos = _dots(v, 4000, RECIPES[1])
+    batch_d = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=True)
+    for j in range(0, len(c), 7):
+        one = dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1], compiled=True)
+        assert one[0] == batch_d[j] == dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1],
+                                                 compiled=False)[0], f"row {j}"

@@ -411,23 +411,28 @@ def _ptab_scan(ptab, a, b, i, hs, pairs):
 
 
 @njit(cache=True, inline="always")
-def _ptab_sum(ptab, a, b, i, hs, pairs, half, shift, align):
+def _ptab_sum(ptab, a, b, i, hs, halves, half, shift, align):
     """The aligned sum of half ``half``'s products of row ``i`` (model._block's ``align``), each on the grid at its
-    exponent key + ``shift``; truncation without a branch."""
+    exponent key + ``shift``.  ``halves`` (literal): 0 one half; 1 k_order pairs on dense columns (K a multiple of
+    4: half h is columns 4q + 2h and 4q + 2h + 1); 2 pairs on any labels (``hs``: each column's half, the others
+    masked out)."""
     total = 0
+    n = a.shape[1] // 2 if halves == 1 else a.shape[1]
     if align == 0:  # the test outside the loop: inside, it leaves the loop unvectorised (1.6x slower)
-        for j in range(a.shape[1]):
+        for t in range(n):
+            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
             e = _pentry(ptab, a, b, i, j)
             s = ((e >> _PKEY) & 127) + shift
             v = ((e & _PMAG) << max(s, 0)) >> min(max(-s, 0), 63)
             sg = -((e >> _PNEG) & 1)
-            total += ((v ^ sg) - sg) * (1 - ((hs[j] if pairs else 0) ^ half))
+            total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
     else:
-        for j in range(a.shape[1]):
+        for t in range(n):
+            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
             e = _pentry(ptab, a, b, i, j)
             v = _align(e & _PMAG, ((e >> _PKEY) & 127) + shift, align)
             sg = -((e >> _PNEG) & 1)
-            total += ((v ^ sg) - sg) * (1 - ((hs[j] if pairs else 0) ^ half))
+            total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
     return total
 
 
@@ -461,6 +466,9 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
     hs = np.zeros(k, np.int64)
     for j in range(k if dense else 0):
         hs[j] = (lab[0, j] >> 1) & 1
+    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
+    for j in range(k if quads else 0):
+        quads = quads and lab[0, j] == j
     npend = 0
     for i in range(lo, hi):
         if not dense and nh == 2:
@@ -497,9 +505,11 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
             if anchor == _LOWEXP:
                 anchor = 0
             if nh == 1:
-                total = _ptab_sum(ptab, a, b, i, hs, False, h, shift - anchor, align)
+                total = _ptab_sum(ptab, a, b, i, hs, 0, h, shift - anchor, align)
+            elif quads:
+                total = _ptab_sum(ptab, a, b, i, hs, 1, h, shift - anchor, align)
             else:
-                total = _ptab_sum(ptab, a, b, i, hs, True, h, shift - anchor, align)
+                total = _ptab_sum(ptab, a, b, i, hs, 2, h, shift - anchor, align)
             allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
             r = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
             if cnz:
