@@ -390,15 +390,26 @@ def _pentry(ptab, a, b, i, j):
 
 
 @njit(cache=True, inline="always")
-def _ptab_scan(ptab, a, b, i, hs, pairs):
-    """Row ``i`` read once from the product table in column order (k_order's halves told apart by ``hs``, 1 in the
-    second, not by a branch or an index list: the loop is vectorised; literal ``pairs`` False: one half): (OR of
-    the row's entries (a NaN product), then for each half its largest exponent key (its anchor + 64; 0: no non-zero
-    product), the AND of its entries (every product negative) and their OR (an infinite product of either sign))."""
+def _ptab_scan(ptab, a, b, i, hs, halves):
+    """Row ``i`` read once from the product table in column order, without a branch (the loop is vectorised):
+    (OR of the row's entries (a NaN product), then for each k_order half its largest exponent key (its anchor + 64;
+    0: no non-zero product), the AND of its entries (every product negative) and their OR (an infinite product of
+    either sign)).  ``halves`` (literal) as in ``_ptab_sum``."""
     o, m0, m1, n0, n1, q0, q1 = 0, 0, 0, -1, -1, 0, 0
+    if halves == 1:  # columns 4q, 4q + 1 in the first half, 4q + 2, 4q + 3 in the second
+        for q in range(0, a.shape[1], 4):
+            e0, e1 = _pentry(ptab, a, b, i, q), _pentry(ptab, a, b, i, q + 1)
+            e2, e3 = _pentry(ptab, a, b, i, q + 2), _pentry(ptab, a, b, i, q + 3)
+            m0 = max(m0, max((e0 >> _PKEY) & 127, (e1 >> _PKEY) & 127))
+            m1 = max(m1, max((e2 >> _PKEY) & 127, (e3 >> _PKEY) & 127))
+            n0 &= e0 & e1
+            n1 &= e2 & e3
+            q0 |= e0 | e1
+            q1 |= e2 | e3
+        return q0 | q1, m0, n0, q0, m1, n1, q1
     for j in range(a.shape[1]):
         e = _pentry(ptab, a, b, i, j)
-        h = hs[j] if pairs else 0
+        h = hs[j] if halves == 2 else 0
         key = (e >> _PKEY) & 127
         o |= e
         m0 = max(m0, key * (1 - h))
@@ -475,9 +486,11 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
             for j in range(k):
                 hs[j] = (lab[i, j] >> 1) & 1
         if nh == 1:  # one loop per literal: a loop-invariant test inside would leave it unvectorised
-            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, False)
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 0)
+        elif quads:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 1)
         else:
-            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, True)
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 2)
         if nanp != 0 and (o >> _PNAN) & 1:
             pending[npend] = i
             npend += 1
