@@ -378,6 +378,31 @@ def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
     return d
 
 
+@njit(cache=True, inline="always")
+def _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, fe, align):
+    """A block's end (model._block): the running value ``(-1)^cneg cmag 2^cexp`` aligned onto the grid of ``anchor``
+    (``fe``: frac_bits + the sticky bit) beside the products' aligned ``total``, the sum rounded; ``r0`` where it is
+    zero."""
+    if cmag != 0:
+        v = _align(cmag, cexp + fe - anchor, align)
+        total += -v if cneg else v
+    if total != 0:
+        return _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - fe)
+    return r0
+
+
+@njit(cache=True, inline="always")
+def _carry_inf(r, pinf, ninf):
+    """(running value, pinf, ninf) after a block's result ``r``: an overflow to an infinity is carried unless the
+    row already holds one (model._carry_inf)."""
+    if r[1]:
+        if not (pinf or ninf):
+            pinf = r[0] == 0
+            ninf = r[0] == 1
+        return (0, 0, 0, 0), pinf, ninf
+    return r, pinf, ninf
+
+
 _PMAG, _PNINF, _PKEY, _PNEG, _PNAN, _PPINF = 0x1FFFFF, 21, 22, 29, 30, 31  # compiled._product_table's fields
 
 
@@ -524,19 +549,9 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
             else:
                 total = _ptab_sum(ptab, a, b, i, hs, 2, h, shift - anchor, align)
             allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
-            r = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
-            if cnz:
-                v = _align(cmag, cexp + frac + extra - anchor, align)
-                total += -v if cneg else v
-            if total != 0:
-                r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
-            if r[1]:  # overflow to an infinity (model._carry_inf)
-                if not (pinf or ninf):
-                    pinf = r[0] == 0
-                    ninf = r[0] == 1
-                acc = (0, 0, 0, 0)
-            else:
-                acc = r
+            r0 = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
+            r = _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, frac + extra, align)
+            acc, pinf, ninf = _carry_inf(r, pinf, ninf)
             emin = acc_emin
         out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, False, 0, cc, cn, c0, cbits))
     return npend
@@ -708,11 +723,7 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, ptab, a, b, c, lab, out, 
                         sn, sm, se = _from_double(sd)
                         r = _block_round(rp, sn, sm, se)
                 else:
-                    if cnz:
-                        v = _align(cmag, cexp + frac + extra - anchor, align)
-                        total += -v if cneg else v
-                    if total != 0:
-                        r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+                    r = _fused_round(rp, r, total, cneg, cmag, cexp, anchor, frac + extra, align)
                 if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
                     if r[1]:
                         pinf = pinf or r[0] == 0
@@ -723,13 +734,8 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, ptab, a, b, c, lab, out, 
                         pinf = pinf or acc[0] == 0
                         ninf = ninf or acc[0] == 1
                         acc = (0, 0, 0, 0)
-                elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
-                    if not (pinf or ninf):
-                        pinf = r[0] == 0
-                        ninf = r[0] == 1
-                    acc = (0, 0, 0, 0)
-                else:
-                    acc = r
+                else:  # a block without an infinite term may overflow to one
+                    acc, pinf, ninf = _carry_inf(r, pinf, ninf)
                 emin = acc_emin
         out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits))
 
