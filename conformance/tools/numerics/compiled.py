@@ -7,7 +7,7 @@ product; aligned terms are 64-bit integers summed exactly; every rounding acts o
 additions model.py itself does in float64 (``c_entry: late``, ``add_rne`` and ``block_add``) are float64 additions
 here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (LLVM's ``fma``), a directed rounding
 decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
-(every row is computed here; none comes back to model.py), four rows' chains interleaved (each step waits on the
+(every row is computed here; none comes back to model.py), two rows' chains interleaved (each step waits on the
 last).  Where both operands are 8-bit (fp8), every product of two elements is one entry of a 256 KB table
 (``_product_table``): a row is read from it twice, its anchors first, then its aligned sums, nothing stored per
 product.
