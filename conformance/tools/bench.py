@@ -207,7 +207,7 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
     is timed on at most 5000 dots."""
     from ptxconf.tools.numerics import compiled
     from ptxconf.tools.numerics.fuzz import batch
-    from ptxconf.tools.numerics.harness import k_of, path_of, variant_of
+    from ptxconf.tools.numerics.harness import dims, path_of, variant_of
     from ptxconf.tools.numerics.model import Types, dot_bits
     from ptxconf.tools.numerics.spec import numerics_spec
 
@@ -216,9 +216,12 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
     rows = []
     for vid in CPU_PATH_VARIANTS:
         v = variant_of(specs, vid)
-        p, t, k = path_of(spec, v), Types.of(v), k_of(v)
+        p, t = path_of(spec, v), Types.of(v)
+        mats, m, k, n = dims(v)
+        # just the cases that hold ``dots`` dots: the rows are broadcast into one array (1e6 wgmma dots drawn from
+        # 1e6/64 cases of 64 x 64 dots each would be 16 GB)
         with np.errstate(invalid="ignore", over="ignore"):
-            bits = batch(v, seed, -(-dots // 64) + 1, sub_rate=0.02, special_rate=0.001)
+            bits = batch(v, seed, -(-dots // (mats * m * n)), sub_rate=0.02, special_rate=0.001)
         a, b, c = bits["A"], bits["B"], bits["C"]
         cs, mats, m, _ = a.shape
         n = b.shape[-1]

@@ -150,7 +150,7 @@ def test_f64_directed_rounding_is_exact_over_the_whole_range(rnd):
     """Each fused multiply-add of the f64 chain rounded in the kernel, subnormal and overflowing results included
     (model.py rounds exact rationals)."""
     p, t = SPEC.paths["f64"], Types("f64", "f64", "f64", "f64", rnd=rnd)
-    a, b, c = _f64_extremes(np.random.default_rng(7), 300, 4)
+    a, b, c = _f64_extremes(np.random.default_rng(7), 301, 4)  # odd: a row left over by the pairs run together
     want = dot_bits(p, t, a, b, c, compiled=False)
     got = dot_bits(p, t, a, b, c, compiled=True)
     bad = np.flatnonzero(got != want)
@@ -191,3 +191,51 @@ def test_rows_over_threads_are_the_rows_on_one_thread_and_a_forked_child_gets_it
     with ctx.Pool(1) as pool:
         got = pool.apply_async(compiled.dot_bits, (p, t, a, b, c, None, 2)).get(timeout=120)
     assert np.array_equal(got, one)
+
+
+def _fp8(family: str, path: str, k: int | None = None):
+    return next(v for v in VARIANTS if v.family == family and path_of(SPEC, v).name == path
+                and Types.of(v).a != Types.of(v).b and (k is None or k_of(v) == k))
+
+
+# the product table's rows (compiled.ptab_rows) under parameter values the spec's fp8 paths do not take: NaN payloads
+# (left to the general rows), other alignments, flushed subnormals, zero signs, no exponent floor, saturation; and
+# blocks shorter than a half (the general rows)
+FP8_CHANGES = [{"nan_propagation": "payload_c_first"}, {"nan_propagation": "payload_a_first"}, {"align": "rne"},
+               {"align": "sticky"}, {"in_subnormals": "flush"}, {"neg_zero": "ieee", "underflow_sign": "keep"},
+               {"exp_floor": None}, {"overflow": "saturate", "final_rounding": "ru"}, {"block": 4}]
+
+
+@pytest.mark.parametrize("change", FP8_CHANGES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_fp8_rows_by_the_product_table_are_the_model_under_other_parameters(change):
+    for v in (_fp8("mma.sync", "fp8.f32", 32), _fp8("mma.sync", "fp8.f16", 32), _fp8("wgmma", "wgmma.fp8.f32"),
+              _fp8("mma.sp", "fp8.f32")):
+        p, t = dataclasses.replace(path_of(SPEC, v), **change), Types.of(v)
+        for i, recipe in enumerate(RECIPES):
+            a, b, c, pos = _dots(v, 3000 + i, recipe)
+            want = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=False)
+            got = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=True)
+            assert np.array_equal(got, want), f"{v.id} {change} recipe {recipe}: {int((got != want).sum())} dots differ"
+
+
+def test_every_fp8_path_reads_the_product_table():
+    """The spec's fp8 paths (both operands 8-bit) get the table, an entry for every pair of elements; others none."""
+    for v in VARIANTS:
+        p, t = path_of(SPEC, v), Types.of(v)
+        if p.kind != "float":
+            continue
+        table = compiled._prepared(p, t, k_of(v))[3]
+        assert table.size == (1 << 16 if {t.a, t.b} <= {"e4m3", "e5m2"} else 1), v.id
+
+
+def test_a_single_sparse_fp8_row_is_its_row_of_the_batch():
+    """One mma.sp row alone (its labels stand for the whole batch, not 0..K-1: the product table's rows take their
+    halves from them) gives the D of the same row in a batch, and model.py's."""
+    v = _fp8("mma.sp", "fp8.f32")
+    p, t = path_of(SPEC, v), Types.of(v)
+    a, b, c, pos = _dots(v, 4000, RECIPES[1])
+    batch_d = dot_bits(p, t, a, b, c, sparse_pos=pos, compiled=True)
+    for j in range(0, len(c), 7):
+        one = dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1], compiled=True)
+        assert one[0] == batch_d[j] == dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1],
+                                                 compiled=False)[0], f"row {j}"

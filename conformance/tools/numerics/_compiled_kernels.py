@@ -329,8 +329,236 @@ def _cls(tab, table, bits, plan, at, in_flush):
     return table[x] & 3 if tab else _dec(plan, at, x, in_flush)[1]
 
 
+@njit(cache=True, inline="always")
+def _fin_of(plan, nan_bits):
+    """What ``_finish`` reads of a plan, as scalars."""
+    dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
+    return (plan[_TO_D], plan[_C_ENTRY] == 2, plan[_UF_POS], plan[_D + _P], dp, plan[_OUT_FLUSH], plan[_OVF],
+            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM])
+
+
+@njit(cache=True, inline="always")
+def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
+    """D's bits of a row whose blocks are done (``acc``: the last one's result): model._to_d, add_rne's final add of
+    C, D's encoding, and the row's infinities and NaN (``found``: ``payload`` is the first NaN operand's)."""
+    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm = fin
+    nan = nan or (pinf and ninf)
+    if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
+        acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+        if acc[1]:
+            if not (pinf or ninf):
+                pinf = acc[0] == 0
+                ninf = acc[0] == 1
+            acc = (0, 0, 0, 0)
+    if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
+        pinf = pinf or (cc == 2 and cn == 0)
+        ninf = ninf or (cc == 2 and cn == 1)
+        nan = nan or (pinf and ninf)
+        sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+        if sd == 0.0:
+            neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
+            acc = (1 if neg0 else 0, 0, 0, 0)
+        else:
+            sn, sm, se = _from_double(sd)
+            acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+    d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+    dsign = 1 << (dp[0] + dp[1])
+    dinf = ((1 << dp[0]) - 1) << dp[1]
+    if pinf:
+        d = dinf
+    if ninf:
+        d = dsign | dinf
+    if nan:
+        if nanp == 0:
+            d = nb
+        elif nanp == 1:
+            d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+        else:
+            d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+    return d
+
+
+@njit(cache=True, inline="always")
+def _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, fe, align):
+    """A block's end (model._block): the running value ``(-1)^cneg cmag 2^cexp`` aligned onto the grid of ``anchor``
+    (``fe``: frac_bits + the sticky bit) beside the products' aligned ``total``, the sum rounded; ``r0`` where it is
+    zero."""
+    if cmag != 0:
+        v = _align(cmag, cexp + fe - anchor, align)
+        total += -v if cneg else v
+    if total != 0:
+        return _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - fe)
+    return r0
+
+
+@njit(cache=True, inline="always")
+def _carry_inf(r, pinf, ninf):
+    """(running value, pinf, ninf) after a block's result ``r``: an overflow to an infinity is carried unless the
+    row already holds one (model._carry_inf)."""
+    if r[1]:
+        if not (pinf or ninf):
+            pinf = r[0] == 0
+            ninf = r[0] == 1
+        return (0, 0, 0, 0), pinf, ninf
+    return r, pinf, ninf
+
+
+_PMAG, _PNINF, _PKEY, _PNEG, _PNAN, _PPINF = 0x1FFFFF, 21, 22, 29, 30, 31  # compiled._product_table's fields
+
+
+@njit(cache=True, inline="always")
+def _pentry(ptab, a, b, i, j):
+    """The product table's entry of ``a[i, j] * b[i, j]`` (both 8-bit: the masks are literal, so is the index's
+    range): significand, -Inf, exponent key (raw exponent + 64; 0: a zero or non-finite product), sign of a finite
+    product, NaN, +Inf."""
+    return np.int64(ptab[((a[i, j] & np.uint64(0xFF)) << np.uint64(8)) | (b[i, j] & np.uint64(0xFF))])
+
+
+@njit(cache=True, inline="always")
+def _ptab_scan(ptab, a, b, i, hs, halves):
+    """Row ``i`` read once from the product table in column order, without a branch (the loop is vectorised):
+    (OR of the row's entries (a NaN product), then for each k_order half its largest exponent key (its anchor + 64;
+    0: no non-zero product), the AND of its entries (every product negative) and their OR (an infinite product of
+    either sign)).  ``halves`` (literal) as in ``_ptab_sum``."""
+    o, m0, m1, n0, n1, q0, q1 = 0, 0, 0, -1, -1, 0, 0
+    if halves == 1:  # columns 4q, 4q + 1 in the first half, 4q + 2, 4q + 3 in the second
+        for q in range(0, a.shape[1], 4):
+            e0, e1 = _pentry(ptab, a, b, i, q), _pentry(ptab, a, b, i, q + 1)
+            e2, e3 = _pentry(ptab, a, b, i, q + 2), _pentry(ptab, a, b, i, q + 3)
+            m0 = max(m0, max((e0 >> _PKEY) & 127, (e1 >> _PKEY) & 127))
+            m1 = max(m1, max((e2 >> _PKEY) & 127, (e3 >> _PKEY) & 127))
+            n0 &= e0 & e1
+            n1 &= e2 & e3
+            q0 |= e0 | e1
+            q1 |= e2 | e3
+        return q0 | q1, m0, n0, q0, m1, n1, q1
+    for j in range(a.shape[1]):
+        e = _pentry(ptab, a, b, i, j)
+        h = hs[j] if halves == 2 else 0
+        key = (e >> _PKEY) & 127
+        o |= e
+        m0 = max(m0, key * (1 - h))
+        m1 = max(m1, key * h)
+        n0 &= e | (h << _PNEG)
+        n1 &= e | ((1 - h) << _PNEG)
+        q0 |= e & (h - 1)
+        q1 |= e & -h
+    return o, m0, n0, q0, m1, n1, q1
+
+
+@njit(cache=True, inline="always")
+def _ptab_sum(ptab, a, b, i, hs, halves, half, shift, align):
+    """The aligned sum of half ``half``'s products of row ``i`` (model._block's ``align``), each on the grid at its
+    exponent key + ``shift``.  ``halves`` (literal): 0 one half; 1 k_order pairs on dense columns (K a multiple of
+    4: half h is columns 4q + 2h and 4q + 2h + 1); 2 pairs on any labels (``hs``: each column's half, the others
+    masked out)."""
+    total = 0
+    n = a.shape[1] // 2 if halves == 1 else a.shape[1]
+    if align == 0:  # the test outside the loop: inside, it leaves the loop unvectorised (1.6x slower)
+        for t in range(n):
+            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
+            e = _pentry(ptab, a, b, i, j)
+            s = ((e >> _PKEY) & 127) + shift
+            v = ((e & _PMAG) << max(s, 0)) >> min(max(-s, 0), 63)
+            sg = -((e >> _PNEG) & 1)
+            total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
+    else:
+        for t in range(n):
+            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
+            e = _pentry(ptab, a, b, i, j)
+            v = _align(e & _PMAG, ((e >> _PKEY) & 127) + shift, align)
+            sg = -((e >> _PNEG) & 1)
+            total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
+    return total
+
+
+@njit(cache=True, inline="always")
+def _takes_ptab(plan, blocks, ptab):
+    """Whether ptab_rows computes the rows of this plan: a product table, each k_order half one block, and no block
+    added to C by float64 (block_add, late)."""
+    c_entry = plan[_C_ENTRY]
+    return (ptab.shape[0] > 1 and c_entry != 1 and c_entry != 3 and blocks[0] == 1
+            and (plan[_PAIRS] == 0 or blocks[1] == 1))
+
+
 @njit(cache=True, nogil=True)
-def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask, b_mask, c_mask):
+def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, pending):
+    """float_rows of operands that are both 8-bit where each k_order half is one block (``_takes_ptab``), from the
+    product table: a row read twice from it (anchors, zero signs, non-finite products; then each half's aligned
+    sum), nothing stored per product (decoding into arrays cost twice the table's reads).  A row whose D takes a NaN
+    operand's payload is left to float_rows: its index goes to ``pending``; returns how many."""
+    k = a.shape[1]
+    in_flush, nanp, c_entry = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY]
+    frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
+    has_floor, exp_floor, negz, acc_emin = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_ACC_EMIN]
+    rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], plan[_OUT_FLUSH], plan[_OVF], plan[_UF_POS])
+    fin = _fin_of(plan, nan_bits)
+    c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
+    c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
+    late = c_entry == 2
+    shift = frac + extra - plsb - 64  # a product's grid shift is its exponent key + shift - anchor
+    nh = 2 if plan[_PAIRS] else 1
+    dense = lab.shape[0] == 1
+    hs = np.zeros(k, np.int64)
+    for j in range(k if dense else 0):
+        hs[j] = (lab[0, j] >> 1) & 1
+    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
+    for j in range(k if quads else 0):
+        quads = quads and lab[0, j] == j
+    npend = 0
+    for i in range(lo, hi):
+        if not dense and nh == 2:
+            for j in range(k):
+                hs[j] = (lab[i, j] >> 1) & 1
+        if nh == 1:  # one loop per literal: a loop-invariant test inside would leave it unvectorised
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 0)
+        elif quads:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 1)
+        else:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 2)
+        if nanp != 0 and (o >> _PNAN) & 1:
+            pending[npend] = i
+            npend += 1
+            continue
+        cbits = np.int64(c[i] & c_mask)
+        cn, cc, cm, cr = _decf(c_eb, c_mb, c_bias, c_fn, cbits, in_flush)
+        nan = cc == 3 or (o >> _PNAN) & 1 == 1
+        c0 = (cn if cc <= 1 else 0, 0, cm if cc == 1 else 0, (cr - (c_p - 1)) if cc == 1 else 0)
+        acc = (0, 0, 0, 0) if late else c0
+        emin = acc_emin if late else c_emin0
+        pinf = (not late) and cc == 2 and cn == 0  # C's infinity enters with C (add_rne: at the final add)
+        ninf = (not late) and cc == 2 and cn == 1
+        for h in range(nh):  # model._block of each half, the running value fused in
+            q = q0 if h == 0 else q1  # the half's infinite products (model._carry_inf)
+            pinf = pinf or (q >> _PPINF) & 1 == 1
+            ninf = ninf or (q >> _PNINF) & 1 == 1
+            cneg, cmag, cexp = acc[0], acc[2], acc[3]
+            key = m0 if h == 0 else m1
+            anchor = key - 64 if key != 0 else _LOWEXP
+            cnz = cmag != 0
+            if cnz:
+                anchor = max(anchor, max(cexp + _bitlen(cmag) - 1, emin))
+            if has_floor:
+                anchor = max(anchor, exp_floor)
+            if anchor == _LOWEXP:
+                anchor = 0
+            if nh == 1:
+                total = _ptab_sum(ptab, a, b, i, hs, 0, h, shift - anchor, align)
+            elif quads:
+                total = _ptab_sum(ptab, a, b, i, hs, 1, h, shift - anchor, align)
+            else:
+                total = _ptab_sum(ptab, a, b, i, hs, 2, h, shift - anchor, align)
+            allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
+            r0 = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
+            r = _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, frac + extra, align)
+            acc, pinf, ninf = _carry_inf(r, pinf, ninf)
+            emin = acc_emin
+        out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, False, 0, cc, cn, c0, cbits))
+    return npend
+
+
+@njit(cache=True, nogil=True)
+def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, ptab, a, b, c, lab, out, a_mask, b_mask, c_mask):
     """model._float_dot, rows ``lo..hi`` (``lab``: the k labels of each row, or one row for all; container bits
     ``uint64``, masked here as model.py's decoding masks them).
 
@@ -338,18 +566,16 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     raw exponents; a row holding an Inf or NaN operand takes a second pass for the products' classes and the NaN
     payload; then the blocks.  One function body: a helper taking an array would cost reference counting per row."""
     k = a.shape[1]
-    nb = np.int64(nan_bits)
     # every parameter read once, as scalars (helpers take scalars and tuples: nothing is reference counted per row)
     in_flush, nanp, c_entry, bsz = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY], plan[_BLOCK]
     frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
     has_floor, exp_floor, negz, uf_pos = plan[_HAS_FLOOR], plan[_EXP_FLOOR], plan[_NEGZ], plan[_UF_POS]
-    acc_emin, out_flush, ovf, to_d = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF], plan[_TO_D]
+    acc_emin, out_flush, ovf = plan[_ACC_EMIN], plan[_OUT_FLUSH], plan[_OVF]
     rp = (plan[_OUT_P], acc_emin, plan[_ACC_EMAX], plan[_FMODE], out_flush, ovf, uf_pos)
     dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
-    d_p = plan[_D + _P]
     a_tf32, a_conv, b_tf32, b_conv = plan[_A + _TF32], plan[_A + _CONV], plan[_B + _TF32], plan[_B + _CONV]
     a_nsb, a_nsm, b_nsb, b_nsm = plan[_A + _NSB], plan[_A + _NSM], plan[_B + _NSB], plan[_B + _NSM]
-    c_nsb, c_nsm, c_p, c_emin0 = plan[_C + _NSB], plan[_C + _NSM], plan[_C + _P], plan[_C + _EMIN]
+    c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
     c_eb, c_mb, c_bias, c_fn = plan[_C + _EB], plan[_C + _MB], plan[_C + _BIAS], plan[_C + _FN]
     a_eb, a_mb, a_bias = plan[_A + _EB], plan[_A + _MB], plan[_A + _BIAS]  # no .e4m3 here: it decodes by table
     b_eb, b_mb, b_bias = plan[_B + _EB], plan[_B + _MB], plan[_B + _BIAS]
@@ -374,7 +600,14 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
     dec = (a_eb, a_mb, a_bias, a_tf32, a_conv, b_eb, b_mb, b_bias, b_tf32, b_conv, in_flush)
     one_block = nh == 1 and blocks[0] == 1  # every product of a row in one block
     h0 = _halves(lab, 0, k, nh, order) if dense else 0
-    for i in range(lo, hi):
+    fin = _fin_of(plan, nan_bits)
+    rows, pending = hi - lo, np.empty(0, np.int64)
+    use_ptab = _takes_ptab(plan, blocks, ptab)
+    if use_ptab:  # the rows ptab_rows leaves
+        pending = np.empty(hi - lo, np.int64)
+        rows = ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, pending)
+    for ii in range(rows):
+        i = pending[ii] if use_ptab else lo + ii
         li = 0 if dense else i
         cbits = np.int64(c[i] & c_mask)
         if not dense:
@@ -490,11 +723,7 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                         sn, sm, se = _from_double(sd)
                         r = _block_round(rp, sn, sm, se)
                 else:
-                    if cnz:
-                        v = _align(cmag, cexp + frac + extra - anchor, align)
-                        total += -v if cneg else v
-                    if total != 0:
-                        r = _block_round(rp, 1 if total < 0 else 0, abs(total), anchor - frac - extra)
+                    r = _fused_round(rp, r, total, cneg, cmag, cexp, anchor, frac + extra, align)
                 if chain:  # an overflowed sum is an Inf each later add meets (Inf + -Inf gives NaN)
                     if r[1]:
                         pinf = pinf or r[0] == 0
@@ -505,48 +734,10 @@ def float_rows(lo, hi, plan, blocks, nan_bits, ta, tb, a, b, c, lab, out, a_mask
                         pinf = pinf or acc[0] == 0
                         ninf = ninf or acc[0] == 1
                         acc = (0, 0, 0, 0)
-                elif r[1]:  # a block without an infinite term may overflow to one (model._carry_inf)
-                    if not (pinf or ninf):
-                        pinf = r[0] == 0
-                        ninf = r[0] == 1
-                    acc = (0, 0, 0, 0)
-                else:
-                    acc = r
+                else:  # a block without an infinite term may overflow to one
+                    acc, pinf, ninf = _carry_inf(r, pinf, ninf)
                 emin = acc_emin
-        nan = nan or (pinf and ninf)
-        if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
-            acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
-            if acc[1]:
-                if not (pinf or ninf):
-                    pinf = acc[0] == 0
-                    ninf = acc[0] == 1
-                acc = (0, 0, 0, 0)
-        if late:  # the halves' D meets C in one float64 addition, rounded to nearest even in D
-            pinf = pinf or (cc == 2 and cn == 0)
-            ninf = ninf or (cc == 2 and cn == 1)
-            nan = nan or (pinf and ninf)
-            sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
-            if sd == 0.0:
-                neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
-                acc = (1 if neg0 else 0, 0, 0, 0)
-            else:
-                sn, sm, se = _from_double(sd)
-                acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-        dsign = 1 << (dp[0] + dp[1])
-        dinf = ((1 << dp[0]) - 1) << dp[1]
-        if pinf:
-            d = dinf
-        if ninf:
-            d = dsign | dinf
-        if nan:
-            if nanp == 0:
-                d = nb
-            elif nanp == 1:
-                d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
-            else:
-                d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
-        out[i] = np.uint64(d)
+        out[i] = np.uint64(_finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits))
 
 
 # ---------------------------------------------------------------------------
@@ -635,27 +826,24 @@ def _directed(r, err, x, y, v, mode):
                 return -0.0
         return r
     # r is not zero here (an inexact sum rounds to zero only in a subnormal range _fma_dir scales away): its
-    # neighbour from its bits, sign and magnitude (one more or one less in the magnitude)
+    # neighbour from its bits, one less in the magnitude where the exact sum lies toward zero (err's sign opposite
+    # r's), one more away from it; no branch (the side is a coin toss on random rows: a branch would mispredict)
+    rb = _bits_of(r)
+    toward_zero = np.int64((_bits_of(err) ^ rb) < 0)
     if mode == 0:
-        return _of_bits(_bits_of(r) - 1) if (err < 0.0) == (r > 0.0) else r
-    if mode == 3:
-        return _of_bits(_bits_of(r) + (1 if r > 0.0 else -1)) if err > 0.0 else r
-    return _of_bits(_bits_of(r) + (-1 if r > 0.0 else 1)) if err < 0.0 else r
+        return _of_bits(rb - toward_zero)
+    # ru moves when the error is positive, rd when negative: toward zero or away from it as err's sign says
+    moves = np.int64(err > 0.0) if mode == 3 else np.int64(err < 0.0)
+    return _of_bits(rb + moves * (1 - 2 * toward_zero))
 
 
 _TINY = 2.0 ** -200  # stands for a term more than 900 binades below the other: a sticky bit of the same sign
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fma_dir(x, y, v, mode):
-    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd), every input.
-
-    The RNE FMA and the sign of its error (``_err``) where nothing can underflow or overflow; elsewhere the same in
-    a scaled copy: the larger of the product and ``v`` scaled to about 1, so nothing underflows or overflows, a term
-    more than 900 binades below it replaced by a tiny one of its sign (it only tells which side of a 53-bit value
-    the sum lies); the directed 53-bit result is then scaled back with the same directed rounding onto the
-    subnormal grid, or to the overflow value of ``mode`` (a directed rounding of a directed rounding onto a
-    coarser grid is the one rounding)."""
+    """``x*y + v`` (all finite) correctly rounded under ``mode`` (0 rz, 1 rne, 3 ru, 4 rd), every input: the RNE FMA
+    and the sign of its error (``_err``) where nothing can underflow or overflow, else ``_fma_dir_scaled``."""
     r = _fma(x, y, v)
     if mode == 1:  # IEEE's FMA is model.f64_round's RNE everywhere: subnormal results, overflow to Inf, zero signs
         return r
@@ -663,6 +851,16 @@ def _fma_dir(x, y, v, mode):
     if x == 0.0 or y == 0.0 or not (math.isinf(r) or abs(p) > 2.0 ** 1000 or abs(v) > 2.0 ** 1000
                                     or (r != 0.0 and abs(r) < 2.0 ** -960) or abs(p) < 2.0 ** -960):
         return _directed(r, _err(x, y, v, r), x, y, v, mode)
+    return _fma_dir_scaled(x, y, v, mode)
+
+
+@njit(cache=True)
+def _fma_dir_scaled(x, y, v, mode):
+    """``_fma_dir`` where the operands sit near the ends of the range: the same in a scaled copy: the larger of the product and ``v`` scaled to about 1, so nothing underflows or overflows, a term
+    more than 900 binades below it replaced by a tiny one of its sign (it only tells which side of a 53-bit value
+    the sum lies); the directed 53-bit result is then scaled back with the same directed rounding onto the
+    subnormal grid, or to the overflow value of ``mode`` (a directed rounding of a directed rounding onto a
+    coarser grid is the one rounding)."""
     fx, ex = math.frexp(x)
     fy, ey = math.frexp(y)
     top = ex + ey
@@ -697,52 +895,66 @@ def _fma_dir(x, y, v, mode):
     return _of_bits(q | (np.int64(-9223372036854775808) if neg else 0))
 
 
-@njit(cache=True)
-def _dot_f64(nanp, mode, reverse, nan_bits, a, b, cbits):
-    """model._f64_dot of one row: its D bits."""
-    k = a.shape[0]
-    v = _of_bits(cbits)
-    has_nan = (cbits & _ABS) > _INF
-    vnan = cbits
-    for jj in range(k):
-        j = k - 1 - jj if reverse else jj
-        xb, yb = a[j], b[j]
-        xn = (xb & _ABS) > _INF
-        yn = (yb & _ABS) > _INF
-        if has_nan or xn or yn:
-            if nanp == 0:
-                vnan = nan_bits
-            elif nanp == 1:
-                vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
-            elif nanp == 2:
-                vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
-            elif nanp == 3:
-                vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
-            else:
-                vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
-            has_nan = True
-            continue
-        x, y = _of_bits(xb), _of_bits(yb)
-        prod_inf = math.isinf(x) or math.isinf(y)
-        vinf = math.isinf(v)
+@njit(cache=True, inline="always")
+def _f64_step(nanp, mode, nan_bits, xb, yb, v, has_nan, vnan):
+    """One fused multiply-add of model._f64_dot's chain: the running (value, NaN seen, NaN bits) after ``a_j b_j + v``
+    (container bits ``xb, yb``)."""
+    xn = (xb & _ABS) > _INF
+    yn = (yb & _ABS) > _INF
+    if has_nan or xn or yn:
+        if nanp == 0:
+            vnan = nan_bits
+        elif nanp == 1:
+            vnan = (vnan if has_nan else (xb if xn else yb)) | _QUIET
+        elif nanp == 2:
+            vnan = (xb if xn else (yb if yn else vnan)) | _QUIET
+        elif nanp == 3:
+            vnan = (vnan if has_nan else (yb if yn else xb)) | _QUIET
+        else:
+            vnan = (yb if yn else (vnan if has_nan else xb)) | _QUIET
+        return v, True, vnan
+    x, y = _of_bits(xb), _of_bits(yb)
+    prod_inf = math.isinf(x) or math.isinf(y)
+    vinf = math.isinf(v)
+    if prod_inf or vinf:
         psign = ((xb ^ yb) >> 63) & 1
         if (prod_inf and (x == 0.0 or y == 0.0)) or (prod_inf and vinf and psign != (1 if v < 0 else 0)):
-            vnan = nan_bits
-            has_nan = True
-            continue
-        if prod_inf or vinf:
-            if prod_inf:
-                v = -np.inf if psign else np.inf
-            continue
-        v = _fma_dir(x, y, v, mode)
-    if has_nan:
-        return vnan
-    return _bits_of(v)
+            return v, True, nan_bits
+        if prod_inf:
+            v = -np.inf if psign else np.inf
+        return v, False, vnan
+    return _fma_dir(x, y, v, mode), False, vnan
+
+
+@njit(cache=True, inline="always")
+def _f64_d(v, has_nan, vnan):
+    """D's bits of a finished chain."""
+    return vnan if has_nan else _bits_of(v)
 
 
 @njit(cache=True, nogil=True)
 def f64_rows(lo, hi, nanp, mode, reverse, nan_bits, a, b, c, out):
-    """model._f64_dot, rows ``lo..hi``: D bits in ``out``."""
+    """model._f64_dot, rows ``lo..hi``: D bits in ``out``.  Two rows at a time, their chains interleaved step by
+    step: each step waits on the one before it (an FMA, and under a directed rounding the error's ~15 dependent
+    additions), so one row alone leaves the FP units idle (.rz: 118 ns per dot on one row at a time, 91 on two,
+    84 on four, whose four inlined copies of the step took 9 s to compile against 5 s)."""
     nb = np.int64(nan_bits)
-    for i in range(lo, hi):
-        out[i] = np.uint64(_dot_f64(nanp, mode, reverse, nb, a[i], b[i], c[i]))
+    k = a.shape[1]
+    i = lo
+    while i + 2 <= hi:
+        v0, v1 = _of_bits(c[i]), _of_bits(c[i + 1])
+        h0, h1 = (c[i] & _ABS) > _INF, (c[i + 1] & _ABS) > _INF
+        n0, n1 = c[i], c[i + 1]
+        for jj in range(k):
+            j = k - 1 - jj if reverse else jj
+            v0, h0, n0 = _f64_step(nanp, mode, nb, a[i, j], b[i, j], v0, h0, n0)
+            v1, h1, n1 = _f64_step(nanp, mode, nb, a[i + 1, j], b[i + 1, j], v1, h1, n1)
+        out[i] = np.uint64(_f64_d(v0, h0, n0))
+        out[i + 1] = np.uint64(_f64_d(v1, h1, n1))
+        i += 2
+    for r in range(i, hi):
+        v, h, nv = _of_bits(c[r]), (c[r] & _ABS) > _INF, c[r]
+        for jj in range(k):
+            j = k - 1 - jj if reverse else jj
+            v, h, nv = _f64_step(nanp, mode, nb, a[r, j], b[r, j], v, h, nv)
+        out[r] = np.uint64(_f64_d(v, h, nv))

@@ -7,7 +7,10 @@ product; aligned terms are 64-bit integers summed exactly; every rounding acts o
 additions model.py itself does in float64 (``c_entry: late``, ``add_rne`` and ``block_add``) are float64 additions
 here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (LLVM's ``fma``), a directed rounding
 decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
-(every row is computed here; none comes back to model.py).
+(every row is computed here; none comes back to model.py), two rows' chains interleaved (each step waits on the
+last).  Where both operands are 8-bit (fp8), every product of two elements is one entry of a 256 KB table
+(``_product_table``): a row is read from it twice, its anchors first, then its aligned sums, nothing stored per
+product.
 
 One compiled kernel per path kind (float, f64, integer): a path's parameters are a small integer vector
 (``plan``), so no parameter set waits for a compile of its own and the machine code is cached on disk
@@ -150,6 +153,37 @@ def _table(plan: np.ndarray, at: int) -> np.ndarray:
     return _table_of(layout.tobytes(), at)
 
 
+_NO_TABLE = np.zeros(1, dtype=np.uint32)
+
+
+@functools.lru_cache(maxsize=16)
+def _product_table_of(ta: bytes, tb: bytes) -> np.ndarray:
+    x = np.frombuffer(ta, dtype=np.int64)[:, None]
+    y = np.frombuffer(tb, dtype=np.int64)[None, :]
+    cx, cy = x & 3, y & 3  # decode_table's packing: class (0 zero, 1 finite, 2 Inf, 3 NaN), sign, raw exponent, mag
+    mag = (x >> 16) * (y >> 16)  # 0 where either is a zero, Inf or NaN
+    key = np.where(mag != 0, ((x >> 3) & 0x1FFF) + ((y >> 3) & 0x1FFF) - 8192 + 64, 0)
+    if mag.max() >= 1 << 21 or (key[mag != 0] < 1).any() or key.max() > 127:
+        return _NO_TABLE  # the fields would not hold it: the kernel decodes each operand instead
+    nan = (cx == 3) | (cy == 3) | ((cx == 2) & (cy == 0)) | ((cx == 0) & (cy == 2))  # as float_rows' classes
+    inf = ~nan & ((cx == 2) | (cy == 2))
+    neg = ((x ^ y) >> 2) & 1
+    fields = (mag | key << 22 | np.where(nan | inf, 0, neg) << 29 | nan << 30 | (inf & (neg == 0)) << 31
+              | (inf & (neg == 1)) << 21)
+    return fields.astype(np.uint32).reshape(-1)
+
+
+def _product_table(plan: np.ndarray, table_a: np.ndarray, table_b: np.ndarray) -> np.ndarray:
+    """Every product of two 8-bit elements (``table_a``, ``table_b``: their decode tables), indexed by A's bits << 8
+    | B's (uint32, 256 KB): significand | -Inf << 21 | (raw exponent + 64; 0 for a zero or non-finite product) << 22
+    | sign of a finite product << 29 | NaN << 30 | +Inf << 31.  The kernel reads a product with one load where a
+    block's products would otherwise be decoded and stored one by one; paths whose operands are not both 8-bit get
+    an empty one."""
+    if len(table_a) != 256 or len(table_b) != 256:
+        return _NO_TABLE
+    return _product_table_of(table_a.tobytes(), table_b.tobytes())
+
+
 def _nan_bits(p, d: str) -> int:
     return int(p.nan_bits.get(d, ptx_type(d).mask >> 1))  # as model.py
 
@@ -177,11 +211,11 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = 
     if n == 0:
         return out
     if p.kind == "float":
-        plan, table_a, table_b = prepared
+        plan, table_a, table_b, table_ab = prepared
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
         blocks = _schedule_counts(p, lab)
-        args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b,
+        args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b, table_ab,
                 a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
         _over_rows(kern.float_rows, n, args, n_threads)
     elif p.kind == "f64":
@@ -207,7 +241,8 @@ def _prepared(p, t, k: int):
         return None
     plan = _float_plan(p, t)
     plan.setflags(write=False)
-    return plan, _table(plan, _A), _table(plan, _B)
+    table_a, table_b = _table(plan, _A), _table(plan, _B)
+    return plan, table_a, table_b, _product_table(plan, table_a, table_b)
 
 
 def _schedule_counts(p, labels: np.ndarray) -> tuple[int, int]:
