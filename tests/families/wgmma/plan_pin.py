@@ -9,7 +9,7 @@ sparse form's undefined checks too) at seeds 0, 7 and 4099; a quick test replans
 
     python tests/families/wgmma/plan_pin.py check    # replan the whole sample and compare (about a minute)
     python tests/families/wgmma/plan_pin.py record   # write plan_pins.json (only from a tree known to be right)
-    python tests/families/wgmma/plan_pin.py time     # CPU seconds per variant and per case over the sample
+    python tests/families/wgmma/plan_pin.py time     # CPU seconds per plan and per case (BLAS on one thread)
 """
 
 from __future__ import annotations
@@ -130,7 +130,10 @@ def main(argv: list[str]) -> int:
         bad = [k for k in want if got.get(k) != want[k]]
         print(f"{len(want) - len(bad)} of {len(want)} plans as pinned" + (": differ: " + ", ".join(bad[:10]) if bad else ""))
         return 1 if bad else 0
-    if what == "time":
+    if what == "time":  # BLAS on one thread, as the run's planning processes
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
         make_plan(*items[0])  # load the specs and warm the imports outside the timing
         for fam in ("wgmma", "wgmma.sp"):
             mine = [it for it in items if variants()[it[0]].family == fam and it[2] is None]
