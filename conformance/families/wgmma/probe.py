@@ -373,26 +373,23 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
     ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
-    words: the out words ``uint32[case, 128, out_words]`` of each part, the parts of one immediate set in one
-    product."""
+    words: the out words ``uint32[case, 128, out_words]`` of each part, one product per part (the cases of a part
+    stacked).  Each case's D is its own product, whatever else is stacked with it."""
     dop = v.operands["D"]
-    groups: dict[tuple, list[int]] = {}
-    for i, part in enumerate(parts):
-        groups.setdefault(tuple(sorted(part[4].items())), []).append(i)
-    out: list[np.ndarray] = [np.empty(0)] * len(parts)
-    for key, members in groups.items():
-        A, B, C, sd = (np.concatenate([parts[i][j] for i in members]) for j in range(4))
-        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
-        dt = TYPES[v.dtype]
-        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
-        D = spec_numerics(v, A, B, np.where(np.asarray(sd, dtype=bool)[:, None, None], C, nothing), True, dict(key))
+    dt = TYPES[v.dtype]
+    # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+    nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+    out = []
+    for A, B, C, sd, imm in parts:
+        sd = np.asarray(sd, dtype=bool)
+        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, nothing), True, imm)
+        packed = pack(dop, D[:, None])
+        if out_words(v) == dop.words:
+            out.append(packed)
+            continue
         words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
-        words[:, :, : dop.words] = pack(dop, D[:, None])
-        at = 0
-        for i in members:
-            n = len(parts[i][0])
-            out[i] = words[at : at + n]
-            at += n
+        words[:, :, : dop.words] = packed
+        out.append(words)
     return out
 
 

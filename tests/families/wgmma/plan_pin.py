@@ -10,6 +10,7 @@ sparse form's undefined checks too) at seeds 0, 7 and 4099; a quick test replans
     python tests/families/wgmma/plan_pin.py check    # replan the whole sample and compare (about a minute)
     python tests/families/wgmma/plan_pin.py record   # write plan_pins.json (only from a tree known to be right)
     python tests/families/wgmma/plan_pin.py time     # CPU seconds per plan and per case (BLAS on one thread)
+    python tests/families/wgmma/plan_pin.py time all # the same over every form at seed 0, as a whole-suite run
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ def main(argv: list[str]) -> int:
 
         threadpool_limits(1)
         make_plan(*items[0])  # load the specs and warm the imports outside the timing
+        if argv[1:] == ["all"]:  # every form once at seed 0, in one process: what a whole-suite run plans
+            items = [(vid, 0, None) for vid in sorted(variants())]
         for fam in ("wgmma", "wgmma.sp"):
             mine = [it for it in items if variants()[it[0]].family == fam and it[2] is None]
             t0, cases = time.process_time(), 0
@@ -144,7 +147,7 @@ def main(argv: list[str]) -> int:
             print(f"{fam}: {len(mine)} plans, {cases} cases, {cpu:.2f} CPU-s: {1e3 * cpu / len(mine):.1f} ms per "
                   f"plan, {1e3 * cpu / cases:.3f} ms per case")
         return 0
-    print(f"usage: plan_pin.py check|record|time (not {what!r})", file=sys.stderr)
+    print(f"usage: plan_pin.py check|record|time [all] (not {what!r})", file=sys.stderr)
     return 2
 
 
