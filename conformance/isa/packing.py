@@ -64,11 +64,13 @@ def pack(
     NumPy or CuPy arrays alike (the bulk fuzzer packs on the GPU).
     """
     xp = namespace(bits)
-    bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     lay, frag = op.layout, op.fragment
     flat, keep, to_slot, shift, held, plain = _flat_on(xp, op, params, bits.shape[1:])
-    if plain and filler is None:  # a whole 32-bit register per element, every slot held: the gather is the word
-        return registers_to_words(op, xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1))
+    if plain and filler is None and bits.dtype.kind == "u":
+        # a whole 32-bit register per element, every slot held: the gather is the word (its low 32 bits)
+        got = xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1)
+        return got if got.dtype == xp.uint32 else got.astype(xp.uint32)
+    bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     # one gather through the flat index (faster than three index arrays), the type's mask and the value's
     # place in its container fused into one per-slot mask and shift
     values = xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1) & keep

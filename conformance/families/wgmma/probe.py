@@ -283,6 +283,9 @@ def decoded(t, bits) -> np.ndarray:
     """``t.decode(bits)``; for a type of at most 16 bits, looked up from a table of every pattern (one gather
     instead of a mask, two conversions and a view per element)."""
     if t.bits > 16:
+        if t.name == "f32":  # the container is the float: one conversion (what decode does, without the mask's copy)
+            with np.errstate(invalid="ignore"):
+                return _f32_view(bits).astype(np.float64)
         return t.decode(bits)
     table = _DECODED.get(t.name)
     if table is None:
@@ -291,6 +294,14 @@ def decoded(t, bits) -> np.ndarray:
 
 
 _DECODED: dict[str, np.ndarray] = {}
+
+
+def _f32_view(bits) -> np.ndarray:
+    """``.f32`` container bits as float32 (the low 32 bits of each: a view where they are uint32 already)."""
+    bits = np.asarray(bits)
+    if bits.dtype != np.uint32:
+        bits = np.asarray(bits, dtype=np.uint64).astype(np.uint32)
+    return bits.view(np.float32)
 
 
 def _scaled(x: np.ndarray, scale: int) -> np.ndarray:
@@ -306,8 +317,8 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
     if dt.is_float:
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
             acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
-            if scale_d:
-                acc += decoded(dt, c_bits)
+            if scale_d:  # .f32 C added as float32 (converted exactly, element by element, without a float64 copy)
+                acc += _f32_view(c_bits) if dt.name == "f32" else decoded(dt, c_bits)
             return dt.encode(acc, exact=False)  # float64 already
     if at.bits + bt.bits + int(a.shape[-1]).bit_length() < 53:
         # every product and partial sum an integer below 2**53: float64 (a BLAS product) holds each exactly
@@ -439,24 +450,24 @@ def fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int,
     fill_cases(v, img[None], [desc], operand, trans, np.asarray(mat)[None], smem)
 
 
-def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int, mats: np.ndarray,
-               smem: SmemSpec) -> None:
-    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``;
-    each case's addresses from the per-layout cache, every byte in one scatter."""
+def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int | Sequence[int],
+               mats: np.ndarray, smem: SmemSpec) -> None:
+    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``,
+    read with imm-trans ``trans`` (one for every case, or one per case); each case's addresses from the
+    per-layout cache, every byte in one scatter."""
     bits, cases = v.bits, len(descs)
     if not cases:
         return
     ext = 64 if operand == "A" else v.N
-    major = smem.major_of(trans)
+    majors = [smem.major_of(t) for t in trans] if isinstance(trans, Sequence) else [smem.major_of(trans)] * cases
     size = img.shape[1]
-    placed = [_placed(smem, major, d, ext, v.K, bits, operand, size) for d in descs]
+    placed = [_placed(smem, major, d, ext, v.K, bits, operand, size) for major, d in zip(majors, descs)]
     flat = img.reshape(-1)
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
         if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
-            at = np.empty((cases, placed[0][1].size), dtype=np.int64)
-            for c, p in enumerate(placed):
-                np.add(p[1], c * (size // nb), out=at[c])
+            at = np.stack([p[1] for p in placed])
+            at += (np.arange(cases) * (size // nb))[:, None]
             # the element order of ``mats`` itself (B's k, n): the cached indices are in that order
             flat.view(f"<u{nb}")[at.ravel()] = np.asarray(mats).astype(f"<u{nb}").ravel()
             return
@@ -472,9 +483,8 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     if all(p[1] is not None for p in placed):  # whole bytes of 8 elements along K, each case inside its own image
         m = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint8)  # (mn, k) order
         byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little")
-        at = np.empty((cases, placed[0][1].size), dtype=np.int64)
-        for c, p in enumerate(placed):
-            np.add(p[1], c * size, out=at[c])
+        at = np.stack([p[1] for p in placed])
+        at += (np.arange(cases) * size)[:, None]
         flat[at.ravel()] = byte.ravel()
         return
     addr = np.stack([p[0] for p in placed])
