@@ -138,9 +138,14 @@ def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     dt = TYPES[v.dtype]
     if dt.is_float:  # -64..64: exact in .f16 and .f32
         return _around_zero(v.dtype, 64)[rng.integers(-64, 65, size=(cases, 64, v.N))]
+    # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
     near = rng.integers(0, 2, size=(cases, 64, v.N))
-    base = np.where(near == 1, np.where(rng.integers(0, 2, size=near.shape) == 1, 2**31 - 50, -(2**31) + 50), 0)
-    return dt.encode(base + rng.integers(-40, 41, size=near.shape))
+    value = rng.integers(0, 2, size=near.shape) * (2**32 - 100) - (2**31 - 50)  # which end
+    value *= near
+    value += rng.integers(-40, 41, size=near.shape)
+    if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits
+        return value.astype(np.uint32)
+    return dt.encode(value)
 
 
 def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -290,10 +290,37 @@ def decoded(t, bits) -> np.ndarray:
     table = _DECODED.get(t.name)
     if table is None:
         table = _DECODED[t.name] = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
-    return table[np.asarray(bits, dtype=np.uint64) & np.uint64(t.mask)]
+    # the pattern as an index of the narrowest unsigned type that holds it (its low 8 or 16 bits: the cast drops
+    # the rest, as the mask does); NumPy gathers through a uint64 index several times slower
+    idx = np.asarray(bits).astype(np.uint8 if t.bits <= 8 else np.uint16)
+    if t.bits not in (8, 16):
+        idx &= t.mask
+    return table[idx]
 
 
 _DECODED: dict[str, np.ndarray] = {}
+
+
+def decoded_float(t, bits) -> np.ndarray:
+    """:func:`decoded` as float64 (an integer type's values too, exactly: at most 16 bits), from a float64 table."""
+    if t.bits > 16:
+        return np.asarray(decoded(t, bits), dtype=np.float64)
+    table = _DECODED_FLOAT.get(t.name)
+    if table is None:
+        table = _DECODED_FLOAT[t.name] = decoded(t, np.arange(1 << t.bits, dtype=np.uint64)).astype(np.float64)
+    idx = np.asarray(bits).astype(np.uint8 if t.bits <= 8 else np.uint16)
+    if t.bits not in (8, 16):
+        idx &= t.mask
+    return table[idx]
+
+
+_DECODED_FLOAT: dict[str, np.ndarray] = {}
+
+
+def c_floats(t, bits) -> np.ndarray:
+    """Float C's values to add to a float64 product: ``.f32`` as float32 (NumPy converts each exactly as it adds,
+    without a float64 copy of C), any other type :func:`decoded`."""
+    return _f32_view(bits) if t.name == "f32" else decoded(t, bits)
 
 
 def _f32_view(bits) -> np.ndarray:
@@ -313,18 +340,18 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
     """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
     say."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
-    a, b = decoded(at, a_bits), decoded(bt, b_bits)
     if dt.is_float:
+        a, b = decoded(at, a_bits), decoded(bt, b_bits)
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
             acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
-            if scale_d:  # .f32 C added as float32 (converted exactly, element by element, without a float64 copy)
-                acc += _f32_view(c_bits) if dt.name == "f32" else decoded(dt, c_bits)
+            if scale_d:
+                acc += c_floats(dt, c_bits)
             return dt.encode(acc, exact=False)  # float64 already
-    if at.bits + bt.bits + int(a.shape[-1]).bit_length() < 53:
+    if at.bits + bt.bits + int(np.shape(a_bits)[-1]).bit_length() < 53:
         # every product and partial sum an integer below 2**53: float64 (a BLAS product) holds each exactly
-        acc = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
+        acc = (decoded_float(at, a_bits) @ decoded_float(bt, b_bits)).astype(np.int64)
     else:
-        acc = a.astype(np.int64) @ b.astype(np.int64)
+        acc = decoded(at, a_bits).astype(np.int64) @ decoded(bt, b_bits).astype(np.int64)
     if scale_d:
         acc += decoded(dt, c_bits).astype(np.int64)
     if v.satfinite:
@@ -466,10 +493,11 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
         if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
-            at = np.stack([p[1] for p in placed])
-            at += (np.arange(cases) * (size // nb))[:, None]
-            # the element order of ``mats`` itself (B's k, n): the cached indices are in that order
-            flat.view(f"<u{nb}")[at.ravel()] = np.asarray(mats).astype(f"<u{nb}").ravel()
+            # the element order of ``mats`` itself (B's k, n): the cached indices are in that order; case by case
+            # (no index array of every case: it costs more than the calls)
+            vals = np.asarray(mats).astype(f"<u{nb}").reshape(cases, -1)
+            for c, p in enumerate(placed):
+                img[c].view(f"<u{nb}")[p[1]] = vals[c]
             return
         addr = np.stack([p[0] for p in placed])
         vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
@@ -482,10 +510,9 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
         return
     if all(p[1] is not None for p in placed):  # whole bytes of 8 elements along K, each case inside its own image
         m = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint8)  # (mn, k) order
-        byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little")
-        at = np.stack([p[1] for p in placed])
-        at += (np.arange(cases) * size)[:, None]
-        flat[at.ravel()] = byte.ravel()
+        byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little").reshape(cases, -1)
+        for c, p in enumerate(placed):
+            img[c][p[1]] = byte[c]
         return
     addr = np.stack([p[0] for p in placed])
     vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)

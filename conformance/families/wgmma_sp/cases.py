@@ -59,13 +59,21 @@ def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.
     (``[case, 64, 2 * chunks]``); every other lane random legal metadata."""
     cases = len(fields)
     nibbles, pats = _nibbles(v)
-    # a random legal pattern in each of a word's 8 nibbles (nibble values below 16: the sum is their OR)
-    drawn = nibbles[rng.integers(len(pats), size=(cases, sp.LANES, 8))] << (4 * np.arange(8, dtype=np.uint32))
-    words = drawn.sum(axis=-1, dtype=np.uint32)
-    lanes, idx, rows, cols, shift, shape, spec_lanes = _meta_slots(v, selector)
-    bits = np.zeros((cases, *shape), dtype=np.uint32)
-    bits[:, lanes, idx] = fields[:, rows, cols].astype(np.uint32) << shift
-    words[:, spec_lanes] = np.bitwise_or.reduce(bits, axis=-1)[:, spec_lanes]
+    # a random legal pattern in each of a word's 8 nibbles
+    drawn = nibbles[rng.integers(len(pats), size=(cases, sp.LANES, 8))]
+    words = drawn[..., 0].copy()
+    for j in range(1, 8):
+        words |= drawn[..., j] << np.uint32(4 * j)
+    spec_lanes, slots = _meta_slots(v, selector)
+    flat = fields.reshape(cases, -1)
+    held = np.zeros((cases, len(spec_lanes)), dtype=np.uint32)  # the spec's lanes, their fields ORed in
+    for at, where, shift in slots:
+        got = flat.take(where, axis=1).astype(np.uint32) << shift
+        if at is None:
+            held |= got
+        else:
+            held[:, at] |= got
+    words[:, spec_lanes] = held
     return words
 
 
@@ -82,16 +90,23 @@ def _nibbles_of(spx) -> tuple[np.ndarray, tuple]:
 
 def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     """Where the spec's metadata lanes for ``selector`` take each field, from the layout once per form and
-    selector: (lane, element, row, field col, bit shift of each held slot, the slot grid's shape, the lanes
-    that hold any)."""
+    selector: (the lanes that hold any, and per slot of a lane's register: (which of those lanes hold it, None
+    for all, the flat (row, field col) each takes, the slot's bit shift))."""
     key = (v.id, selector)
     hit = _META_SLOTS.get(key)
     if hit is not None and hit[0] is v:
         return hit[1]
     lay = v.operands["metadata"].layout
     m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
-    lanes, idx = np.nonzero(held)
-    got = (lanes, idx, m[lanes, idx, 1], m[lanes, idx, 2], (2 * idx).astype(np.uint32), held.shape, held.any(1))
+    spec_lanes = np.flatnonzero(held.any(1))
+    slots = []
+    for e in range(held.shape[1]):
+        at = np.flatnonzero(held[spec_lanes, e])
+        if len(at):
+            lanes = spec_lanes[at]
+            slots.append((None if len(at) == len(spec_lanes) else at, m[lanes, e, 1] * lay.cols + m[lanes, e, 2],
+                          np.uint32(2 * e)))
+    got = (spec_lanes, slots)
     if len(_META_SLOTS) > 4096:
         _META_SLOTS.clear()
     _META_SLOTS[key] = (v, got)
