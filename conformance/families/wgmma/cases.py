@@ -115,11 +115,11 @@ def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
 
 
 @cache
-def _around_zero(tname: str, span: int) -> np.ndarray:
-    """:func:`_encoded` of ``-span .. span`` rotated so that value ``x`` is at index ``x`` (a negative one counted
-    from the end), in uint32 where the type fits: the drawn integers index it as they are, without a shifted copy,
-    into bits of half the memory."""
-    table = np.roll(_encoded(tname, -span, span), -span)
+def _indexed(tname: str, lo: int, hi: int) -> np.ndarray:
+    """:func:`_encoded` of ``lo .. hi`` rotated so that value ``x`` is at index ``x`` (a negative one counted from the
+    end), in uint32 where the type fits: the drawn integers index it as they are, without a shifted copy, into
+    bits of half the memory."""
+    table = np.roll(_encoded(tname, lo, hi), lo)
     return table.astype(np.uint32) if TYPES[tname].bits <= 32 else table
 
 
@@ -137,7 +137,7 @@ def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
     """C's container bits ``[case, 64, N]`` (uint32 for a float D)."""
     dt = TYPES[v.dtype]
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        return _around_zero(v.dtype, 64)[rng.integers(-64, 65, size=(cases, 64, v.N))]
+        return _indexed(v.dtype, -64, 64)[rng.integers(-64, 65, size=(cases, 64, v.N))]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
     near = rng.integers(0, 2, size=(cases, 64, v.N))
     value = rng.integers(0, 2, size=near.shape) * (2**32 - 100) - (2**31 - 50)  # which end
@@ -177,8 +177,7 @@ def _from_draw(tname: str, d: np.ndarray) -> np.ndarray:
     """Container bits of drawn integers ``d`` (as :func:`_values` turns them into elements)."""
     if TYPES[tname].kind == "bits":
         return d.astype(np.uint64)
-    lo, hi = _draw_range(tname)
-    return _encoded(tname, lo, hi)[d - lo]
+    return _indexed(tname, *_draw_range(tname))[d]
 
 
 def image_filler(size: int) -> np.ndarray:
@@ -256,6 +255,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     sets = immediate_sets(v)
     size, iw, shared_a = image_bytes(v), in_words(v), v.a_src == "shared"
     parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
+    b_at, b_room = b_base(v), image_bytes(v) - b_base(v)  # B's region (layout_choice's)
     for si, imm in enumerate(sets):
         tag = imm_tag(imm)
         wanted = [c for c in ("value", "map.A", "map.B") if c in checks]
@@ -303,13 +303,13 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 # permutation along K would give the same product
                 off_a = off and (check == "value" or check.endswith("A"))
                 off_b = off and (check == "value" or check.endswith("B"))
-                db_, pb = layout_choice(v, rng, "B", tb, sw_b, model, b_base(v), off_b)
+                db_, pb = descriptor_choice(rng, model, tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off_b)
                 head[i, 2], head[i, 3] = _words(model, db_)
                 b_descs.append(db_)
                 # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
                 cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
                 if shared_a:
-                    da, pa = layout_choice(v, rng, "A", ta, sw_a, model, 0, off_a)
+                    da, pa = descriptor_choice(rng, model, ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off_a)
                     head[i, 0], head[i, 1] = _words(model, da)
                     a_descs.append(da)
                     cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]

@@ -285,7 +285,7 @@ def decoded(t, bits) -> np.ndarray:
     if t.bits > 16:
         if t.name == "f32":  # the container is the float: one conversion (what decode does, without the mask's copy)
             with np.errstate(invalid="ignore"):
-                return _f32_view(bits).astype(np.float64)
+                return _low32(bits).view(np.float32).astype(np.float64)
         return t.decode(bits)
     table = _DECODED.get(t.name)
     if table is None:
@@ -317,18 +317,19 @@ def decoded_float(t, bits) -> np.ndarray:
 _DECODED_FLOAT: dict[str, np.ndarray] = {}
 
 
-def c_floats(t, bits) -> np.ndarray:
-    """Float C's values to add to a float64 product: ``.f32`` as float32 (NumPy converts each exactly as it adds,
-    without a float64 copy of C), any other type :func:`decoded`."""
-    return _f32_view(bits) if t.name == "f32" else decoded(t, bits)
+def c_values(t, bits) -> np.ndarray:
+    """C's values to add to a float64 product: ``.f32`` as float32 and ``.s32`` as int32 (NumPy converts each
+    exactly as it adds, without a float64 copy of C), any other type :func:`decoded`."""
+    if t.name in ("f32", "s32"):
+        return _low32(bits).view(np.float32 if t.name == "f32" else np.int32)
+    return decoded(t, bits)
 
 
-def _f32_view(bits) -> np.ndarray:
-    """``.f32`` container bits as float32 (the low 32 bits of each: a view where they are uint32 already)."""
+def _low32(bits) -> np.ndarray:
+    """The low 32 bits of each container (what decode's mask keeps of a 32-bit type) as uint32: the array
+    itself where it is uint32 already."""
     bits = np.asarray(bits)
-    if bits.dtype != np.uint32:
-        bits = np.asarray(bits, dtype=np.uint64).astype(np.uint32)
-    return bits.view(np.float32)
+    return bits if bits.dtype == np.uint32 else np.asarray(bits, dtype=np.uint64).astype(np.uint32)
 
 
 def _scaled(x: np.ndarray, scale: int) -> np.ndarray:
@@ -345,15 +346,19 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
             acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
             if scale_d:
-                acc += c_floats(dt, c_bits)
+                acc += c_values(dt, c_bits)
             return dt.encode(acc, exact=False)  # float64 already
-    if at.bits + bt.bits + int(np.shape(a_bits)[-1]).bit_length() < 53:
-        # every product and partial sum an integer below 2**53: float64 (a BLAS product) holds each exactly
-        acc = (decoded_float(at, a_bits) @ decoded_float(bt, b_bits)).astype(np.int64)
+    if at.bits + bt.bits + int(np.shape(a_bits)[-1]).bit_length() < 52 and dt.bits <= 32:
+        # every product and partial sum an integer below 2**52, C below 2**32: float64 (a BLAS product) holds each
+        # exactly, C added too
+        acc = decoded_float(at, a_bits) @ decoded_float(bt, b_bits)
+        if scale_d:
+            acc += c_values(dt, c_bits)
+        acc = acc.astype(np.int64)
     else:
         acc = decoded(at, a_bits).astype(np.int64) @ decoded(bt, b_bits).astype(np.int64)
-    if scale_d:
-        acc += decoded(dt, c_bits).astype(np.int64)
+        if scale_d:
+            acc += decoded(dt, c_bits).astype(np.int64)
     if v.satfinite:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)

@@ -163,18 +163,15 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, 
         return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts_a}
     if check == "map.B":
         db = wgc.DIGIT_BITS[v.btype]
-        tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
-        digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
+        tagged, digits = _b_tags(v)
         shifts = -(-v.K // 64)
-        comp, fields, B = [], [], []
+        comp = np.empty((digits * shifts, 64, v.kc), dtype=np.uint64)
+        fields = np.empty((digits * shifts, 64, 2 * v.chunks), dtype=np.int64)
         for d in range(digits):
             for s in range(shifts):
-                c, f = _selection_a(v, rng, s)
-                comp.append(c)
-                fields.append(f)
-                B.append(_digit(v.btype, (tags >> (db * d)) & ((1 << db) - 1)))
-        return (np.stack(comp), np.stack(fields), np.stack(B)), {"digits": digits, "digit_bits": db, "target": "B",
-                                                                 "shifts": shifts}
+                comp[d * shifts + s], fields[d * shifts + s] = _selection_a(v, rng, s)
+        return (comp, fields, np.repeat(tagged, shifts, axis=0)), {"digits": digits, "digit_bits": db, "target": "B",
+                                                                   "shifts": shifts}
     # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
     slot = np.tile(np.arange(v.nz, dtype=np.int64) + 1, v.kc // v.nz)
     comp = np.broadcast_to(_digit(v.atype, slot), (META_REPS * shifts_a, 64, v.kc))
@@ -194,6 +191,21 @@ def _a_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
     tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
     digits = max(1, -(-int(tags.max()).bit_length() // db))
     got = (np.stack([_digit(v.atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got[0].setflags(write=False)
+    _FIXED[key] = (v, got)
+    return got
+
+
+def _b_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
+    """map.B's B of each digit ``[digit, K, N]`` (element (k, n) tagged k * N + n) and the digits, once per form."""
+    key = ("b tags", v.id)
+    hit = _FIXED.get(key)
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    db = wgc.DIGIT_BITS[v.btype]
+    tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+    digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
+    got = (np.stack([_digit(v.btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
     got[0].setflags(write=False)
     _FIXED[key] = (v, got)
     return got

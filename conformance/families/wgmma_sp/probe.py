@@ -164,11 +164,12 @@ def numerics(v: WgmmaSpVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict
         acc = np.matmul(a, b)
         if dt.is_float:
             if scale_d:
-                acc += wg.c_floats(dt, c_bits)
+                acc += wg.c_values(dt, c_bits)
             return dt.encode(acc, exact=False)
-    acc = np.rint(acc).astype(np.int64)
+    # integer products: every sum an integer, exact in float64 with C added (|sum| < 2**53)
     if scale_d:
-        acc = acc + dt.decode(c_bits).astype(np.int64)
+        acc += wg.c_values(dt, c_bits)
+    acc = acc.astype(np.int64)
     if v.satfinite:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)
