@@ -66,10 +66,22 @@ def pack(
     xp = namespace(bits)
     lay, frag = op.layout, op.fragment
     flat, keep, to_slot, shift, held, plain = _flat_on(xp, op, params, bits.shape[1:])
-    if plain and filler is None and bits.dtype.kind == "u":
-        # a whole 32-bit register per element, every slot held: the gather is the word (its low 32 bits)
-        got = xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1)
-        return got if got.dtype == xp.uint32 else got.astype(xp.uint32)
+    if xp is np and filler is None and bits.dtype.kind == "u" and frag.words_per_register == 1:
+        # a 32-bit register keeps the low 32 bits of every field: gathered, masked, shifted and ORed in uint32
+        got = np.take(bits.reshape(bits.shape[0], -1), flat, axis=1)
+        if got.dtype != np.uint32:
+            got = got.astype(np.uint32)
+        if plain:  # a whole register per element, every slot held: the gather is the word
+            return got
+        got &= keep.astype(np.uint32)
+        got <<= to_slot.astype(np.uint32)
+        if frag.per_register == 1:
+            return got
+        fields = got.reshape(got.shape[0], lay.lanes, op.registers, frag.per_register)
+        regs = fields[..., 0] | fields[..., 1]
+        for j in range(2, frag.per_register):
+            regs |= fields[..., j]
+        return regs
     bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     # one gather through the flat index (faster than three index arrays), the type's mask and the value's
     # place in its container fused into one per-slot mask and shift

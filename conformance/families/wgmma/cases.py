@@ -133,16 +133,23 @@ def _values(rng, tname: str, shape) -> np.ndarray:
     return _encoded(tname, lo, hi)[rng.integers(lo, hi + 1, size=shape) - lo]
 
 
-def _c_values(rng, v: WgmmaVariant, cases: int) -> np.ndarray:
-    """C's container bits ``[case, 64, N]`` (uint32 for a float D)."""
+def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarray:
+    """C's container bits ``[case, 64, N]`` (uint32 for a float D); ``zero``: the same draws (the stream moves on as
+    for any C), a C of zeros (a tagged check's)."""
     dt = TYPES[v.dtype]
+    shape = (cases, 64, v.N)
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        return _indexed(v.dtype, -64, 64)[rng.integers(-64, 65, size=(cases, 64, v.N))]
+        drawn = rng.integers(-64, 65, size=shape)
+        return np.zeros(shape, dtype=np.uint32) if zero else _indexed(v.dtype, -64, 64)[drawn]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
-    near = rng.integers(0, 2, size=(cases, 64, v.N))
-    value = rng.integers(0, 2, size=near.shape) * (2**32 - 100) - (2**31 - 50)  # which end
+    near = rng.integers(0, 2, size=shape)
+    if zero:
+        rng.integers(0, 2, size=shape)
+        rng.integers(-40, 41, size=shape)
+        return np.zeros(shape, dtype=np.uint32)
+    value = rng.integers(0, 2, size=shape) * (2**32 - 100) - (2**31 - 50)  # which end
     value *= near
-    value += rng.integers(-40, 41, size=near.shape)
+    value += rng.integers(-40, 41, size=shape)
     if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits
         return value.astype(np.uint32)
     return dt.encode(value)
@@ -280,7 +287,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             n = len(A)
             words = np.zeros((n, LANES, iw), dtype=np.uint32)
             img = blank_images(size, n)
-            C = _c_values(rng, v, n)
+            C = _c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             cfgs: list[dict] = []
             b_descs: list[Desc] = []
@@ -316,8 +323,6 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 cfgs.append(cfg)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
-            if check != "value":
-                C[:] = 0
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
             fill_cases(v, img, b_descs, "B", tb, B, smem)
             if shared_a:
@@ -326,7 +331,8 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 aop = v.operands["A"]
                 words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[:, None])
             dop = v.operands["D"]
-            words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
+            if check == "value":  # (a C of zeros is words of zeros)
+                words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
             put_image(v, words, img)
             name = f"{check}[{tag}]" if tag else check
             if off_set:

@@ -344,7 +344,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             n = len(comp)
             words = np.zeros((n, sp.LANES, iw), dtype=np.uint32)
             img = wgc.blank_images(size, n)
-            C = wgc._c_values(rng, v, n)
+            C = wgc._c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             cfgs: list[dict] = []
             b_descs: list[Desc] = []
@@ -372,8 +372,6 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 cfgs.append(cfg)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
-            if check != "value":
-                C[:] = 0
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
             wg.fill_cases(v, img, b_descs, "B", tb, B, smem)
             if shared_a:
@@ -383,7 +381,8 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 words[:, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[:, None])
             words[:, :, sp.META_WORD] = meta_words(v, rng, fields, imm["sel"])
             dop = v.operands["D"]
-            words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
+            if check == "value":  # (a C of zeros is words of zeros)
+                words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
             sp.put_image(v, words, img)
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
