@@ -63,8 +63,8 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     repeat boundary.  The sparse family places its compressed A and its B with it too."""
     major, lbo, sbo, steps, kstarts, code = _placement(model, trans, sw, bits, ext, kext, room, off_boundary)
     pattern = region
-    if steps:
-        pattern += 128 * int(rng.choice(steps))
+    if steps:  # rng.choice(steps), the same draw, without choice's own overhead
+        pattern += 128 * steps[int(rng.integers(0, len(steps)))]
     start = pattern
     if major == "K" and sw == "none" and rng.integers(2):
         # K chunks after all MN groups: LBO and SBO differ the other way round
