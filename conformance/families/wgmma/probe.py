@@ -259,12 +259,13 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
     key = (id(smem), major, sw, bits, lbo, sbo, ext, kext, core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        mn, k = np.arange(ext)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
         if core_transpose:
             mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
         if len(_TILES) > 4096:
             _TILES.clear()
-        off = smem.offsets(major, sw, mn, k, bits, lbo, sbo)
+        # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
+        off = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (ext, kext))
         hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
     _, off, low, high = hit
     if extent:
