@@ -72,7 +72,16 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     if kstarts:
         lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
         start += 32 * int(rng.integers(0, kstarts))  # K start inside the swizzle row
-    return Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), code), pattern
+    key = (start, lbo, sbo, base_offset_of(model, sw, pattern), code)
+    desc = _DESCS.get(key)
+    if desc is None:  # one (immutable) Desc per distinct descriptor, made once per process
+        if len(_DESCS) > 65536:
+            _DESCS.clear()
+        desc = _DESCS[key] = Desc(*key)
+    return desc, pattern
+
+
+_DESCS: dict[tuple, Desc] = {}
 
 
 def _placement(model: Model, trans: int, sw: str, bits: int, ext: int, kext: int, room: int, off_boundary: bool):
