@@ -426,7 +426,9 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     out = []
     for A, B, C, sd, imm in parts:
         sd = np.asarray(sd, dtype=bool)
-        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, nothing), True, imm)
+        # (-0 in C's own container type: a uint32 C stays uint32)
+        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)), True,
+                          imm)
         packed = pack(dop, D[:, None])
         if out_words(v) == dop.words:
             out.append(packed)
