@@ -256,7 +256,9 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
     place it (``core_transpose``: each 8x8 core matrix read transposed); ``extent``: only the highest offset
     before the swizzle.  The offsets depend only on the layout and the tile's shape: they are evaluated once per
     process, the start and the swizzle applied per call."""
-    key = (id(smem), major, sw, bits, lbo, sbo, ext, kext, core_transpose)
+    uses = smem.strides_read(major, sw)  # a stride the formula never reads does not make a layout distinct
+    key = (id(smem), major, sw, bits, lbo if "LBO" in uses else None, sbo if "SBO" in uses else None, ext, kext,
+           core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
         mn, k = np.arange(ext)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
@@ -537,12 +539,14 @@ def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int,
     B: k, n), or for 1-bit elements the bytes of 8 elements along K, in (mn, k) order; else None), once per
     process and distinct layout.
     The scatter needs every address inside the image and no two elements on one unit."""
-    key = (id(smem), major, d.start, d.lbo, d.sbo, d.base_offset, d.swizzle, ext, kext, bits, operand, size)
+    sw = smem.name_of(d.swizzle)
+    uses = smem.strides_read(major, sw)  # (a stride the formula never reads: any value places alike)
+    key = (id(smem), major, d.start, d.lbo if "LBO" in uses else None, d.sbo if "SBO" in uses else None,
+           d.base_offset, d.swizzle, ext, kext, bits, operand, size)
     hit = _PLACED.get(key)
     if hit is not None and hit[0] is smem:
         return hit[1]
-    addr = tile_addresses(smem, major, smem.name_of(d.swizzle), d.start, ext, kext, bits, d.lbo, d.sbo,
-                          d.base_offset)
+    addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
     units = None
     inside = addr.size == 0 or (addr.min() >= 0 and addr.max() < size)
     if bits >= 8:

@@ -105,7 +105,7 @@ class SmemSpec:
         evaluated once (every case and every comparison asks again with the same tile).  A stride the
         formula never reads (LBO of K-major swizzled layouts) does not make a layout distinct."""
         mn, k = np.asarray(mn, dtype=np.int64), np.asarray(k, dtype=np.int64)
-        uses = self._strides_read(major, swizzle)
+        uses = self.strides_read(major, swizzle)
         key = (id(self), major, swizzle, int(bits), int(lbo) if "LBO" in uses else None,
                int(sbo) if "SBO" in uses else None, mn.shape, k.shape, mn.tobytes(), k.tobytes())
         hit = _OFFSETS.get(key)
@@ -115,11 +115,11 @@ class SmemSpec:
             hit = _OFFSETS[key] = (self, self._offsets(major, swizzle, mn, k, bits, lbo, sbo))
         return hit[1].copy()
 
-    def _strides_read(self, major: str, swizzle: str) -> frozenset[str]:
+    def strides_read(self, major: str, swizzle: str) -> frozenset[str]:
         """Which of LBO and SBO the offset formula of (major, swizzle) reads, through its bindings too."""
         key = (id(self), major, swizzle == "none")
         hit = _READS.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not self:
             seen: set[str] = set()
             todo = list(self.offset[major]["none" if swizzle == "none" else "swizzled"].names())
             while todo:
