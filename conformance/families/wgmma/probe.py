@@ -290,9 +290,23 @@ def decoded(t, bits) -> np.ndarray:
             with np.errstate(invalid="ignore"):
                 return _low32(bits).view(np.float32).astype(np.float64)
         return t.decode(bits)
-    table = _DECODED.get(t.name)
+    return _looked_up(t, bits, False)
+
+
+def decoded_float(t, bits) -> np.ndarray:
+    """:func:`decoded` as float64 (an integer type's values too, exactly: at most 16 bits), from a float64 table."""
+    if t.bits > 16:
+        return np.asarray(decoded(t, bits), dtype=np.float64)
+    return _looked_up(t, bits, True)
+
+
+def _looked_up(t, bits, as_float: bool) -> np.ndarray:
+    """Every pattern of a type of at most 16 bits decoded once per process (as float64 or as decode gives), and
+    ``bits`` looked up in that table."""
+    table = _DECODED.get((t.name, as_float))
     if table is None:
-        table = _DECODED[t.name] = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+        table = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+        table = _DECODED[(t.name, as_float)] = table.astype(np.float64) if as_float else table
     # the pattern as an index of the narrowest unsigned type that holds it (its low 8 or 16 bits: the cast drops
     # the rest, as the mask does); NumPy gathers through a uint64 index several times slower
     idx = np.asarray(bits).astype(np.uint8 if t.bits <= 8 else np.uint16)
@@ -301,23 +315,7 @@ def decoded(t, bits) -> np.ndarray:
     return table[idx]
 
 
-_DECODED: dict[str, np.ndarray] = {}
-
-
-def decoded_float(t, bits) -> np.ndarray:
-    """:func:`decoded` as float64 (an integer type's values too, exactly: at most 16 bits), from a float64 table."""
-    if t.bits > 16:
-        return np.asarray(decoded(t, bits), dtype=np.float64)
-    table = _DECODED_FLOAT.get(t.name)
-    if table is None:
-        table = _DECODED_FLOAT[t.name] = decoded(t, np.arange(1 << t.bits, dtype=np.uint64)).astype(np.float64)
-    idx = np.asarray(bits).astype(np.uint8 if t.bits <= 8 else np.uint16)
-    if t.bits not in (8, 16):
-        idx &= t.mask
-    return table[idx]
-
-
-_DECODED_FLOAT: dict[str, np.ndarray] = {}
+_DECODED: dict[tuple[str, bool], np.ndarray] = {}
 
 
 def c_values(t, bits) -> np.ndarray:
