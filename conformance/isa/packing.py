@@ -64,9 +64,25 @@ def pack(
     NumPy or CuPy arrays alike (the bulk fuzzer packs on the GPU).
     """
     xp = namespace(bits)
-    bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     lay, frag = op.layout, op.fragment
-    flat, keep, to_slot, shift, held = _flat_on(xp, op, params, bits.shape[1:])
+    flat, keep, to_slot, shift, held, plain = _flat_on(xp, op, params, bits.shape[1:])
+    if xp is np and filler is None and bits.dtype.kind == "u" and frag.words_per_register == 1:
+        # a 32-bit register keeps the low 32 bits of every field: gathered, masked, shifted and ORed in uint32
+        got = np.take(bits.reshape(bits.shape[0], -1), flat, axis=1)
+        if got.dtype != np.uint32:
+            got = got.astype(np.uint32)
+        if plain:  # a whole register per element, every slot held: the gather is the word
+            return got
+        got &= keep.astype(np.uint32)
+        got <<= to_slot.astype(np.uint32)
+        if frag.per_register == 1:
+            return got
+        fields = got.reshape(got.shape[0], lay.lanes, op.registers, frag.per_register)
+        regs = fields[..., 0] | fields[..., 1]
+        for j in range(2, frag.per_register):
+            regs |= fields[..., j]
+        return regs
+    bits = bits.astype(xp.uint64) if xp is not np else np.asarray(bits, dtype=np.uint64)
     # one gather through the flat index (faster than three index arrays), the type's mask and the value's
     # place in its container fused into one per-slot mask and shift
     values = xp.take(bits.reshape(bits.shape[0], -1), flat, axis=1) & keep
@@ -88,7 +104,9 @@ def pack(
 
 def _flat_on(xp, op: Operand, params: Mapping[str, int] | None, shape: tuple) -> tuple:
     """What :func:`pack` reads of the layout for matrices of ``shape`` (matrix, row, col): each slot's flat index,
-    its value mask (0 where unheld), its shift into the register with and without the value shift, the held mask."""
+    its value mask (0 where unheld), its shift into the register with and without the value shift, the held mask,
+    and whether each 32-bit register holds one whole element of every slot (then the mask and the shifts change
+    nothing the word keeps)."""
     key = ("flat", id(op), tuple(sorted((params or {}).items())), tuple(shape), id(xp))
     hit = _INDEX.get(key)
     if hit is not None and hit[0] is op:
@@ -97,7 +115,10 @@ def _flat_on(xp, op: Operand, params: Mapping[str, int] | None, shape: tuple) ->
     flat = (mm * shape[1] + rr) * shape[2] + cc
     keep = np.where(held, np.uint64(op.type.mask), np.uint64(0))
     to_slot = shift + np.uint64(op.fragment.value_shift)
-    arrays = tuple(a if xp is np else xp.asarray(a) for a in (flat, keep, to_slot, shift, held))
+    frag = op.fragment
+    plain = bool(frag.per_register == 1 and frag.words_per_register == 1 and op.type.mask == 0xFFFFFFFF
+                 and held.all() and not to_slot.any())
+    arrays = (*(a if xp is np else xp.asarray(a) for a in (flat, keep, to_slot, shift, held)), plain)
     _INDEX[key] = (op, arrays)
     return arrays
 

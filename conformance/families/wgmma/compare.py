@@ -110,15 +110,22 @@ def base_offset_problems(v, model: wg.Model, in_words: np.ndarray, meta: dict | 
     only against the intended placement, so the rule is checked on the descriptor words."""
     out = []
     cfgs = (meta or {}).get("layouts") or []
+    head = in_words[: len(cfgs), 0, :4].tolist()  # every case's descriptor words at once, as Python ints
+    seen: set[tuple] = set()  # (descriptor words, pattern start) found right: many cases share one
     for c, cfg in enumerate(cfgs[: len(in_words)]):
         for op, (lo, hi) in (("A", (0, 1)), ("B", (2, 3))):
             rec = cfg.get(op)
             if not rec or len(rec) < 5:
                 continue
-            d = wg.decode_words(model, in_words[c, 0, lo], in_words[c, 0, hi])
+            key = (head[c][lo], head[c][hi], int(rec[4]))
+            if key in seen:
+                continue
+            d = wg.decode_words(model, key[0], key[1])
             sw = model.smem.name_of(d.swizzle) or "none"
-            want = wg.base_offset_of(model, sw, int(rec[4]))
-            if d.base_offset != want:
+            want = wg.base_offset_of(model, sw, key[2])
+            if d.base_offset == want:
+                seen.add(key)
+            else:
                 rep = model.smem.swizzles[sw]["repeat"] if sw != "none" else 0
                 out.append(f"case {c} {op}: descriptor base offset {d.base_offset} where §{model.desc.section} requires {want} "
                            f"({sw} pattern starts at +{int(rec[4])}, {'on' if rep and int(rec[4]) % rep == 0 else 'off'} its "

@@ -256,15 +256,18 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
     place it (``core_transpose``: each 8x8 core matrix read transposed); ``extent``: only the highest offset
     before the swizzle.  The offsets depend only on the layout and the tile's shape: they are evaluated once per
     process, the start and the swizzle applied per call."""
-    key = (id(smem), major, sw, bits, lbo, sbo, ext, kext, core_transpose)
+    uses = smem.strides_read(major, sw)  # a stride the formula never reads does not make a layout distinct
+    key = (id(smem), major, sw, bits, lbo if "LBO" in uses else None, sbo if "SBO" in uses else None, ext, kext,
+           core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
-        mn, k = np.meshgrid(np.arange(ext), np.arange(kext), indexing="ij")
+        mn, k = np.arange(ext)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
         if core_transpose:
             mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
         if len(_TILES) > 4096:
             _TILES.clear()
-        off = smem.offsets(major, sw, mn, k, bits, lbo, sbo)
+        # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
+        off = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (ext, kext))
         hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
     _, off, low, high = hit
     if extent:
@@ -283,14 +286,51 @@ def decoded(t, bits) -> np.ndarray:
     """``t.decode(bits)``; for a type of at most 16 bits, looked up from a table of every pattern (one gather
     instead of a mask, two conversions and a view per element)."""
     if t.bits > 16:
+        if t.name == "f32":  # the container is the float: one conversion (what decode does, without the mask's copy)
+            with np.errstate(invalid="ignore"):
+                return _low32(bits).view(np.float32).astype(np.float64)
         return t.decode(bits)
-    table = _DECODED.get(t.name)
+    return _looked_up(t, bits, False)
+
+
+def decoded_float(t, bits) -> np.ndarray:
+    """:func:`decoded` as float64 (an integer type's values too, exactly: at most 16 bits), from a float64 table."""
+    if t.bits > 16:
+        return np.asarray(decoded(t, bits), dtype=np.float64)
+    return _looked_up(t, bits, True)
+
+
+def _looked_up(t, bits, as_float: bool) -> np.ndarray:
+    """Every pattern of a type of at most 16 bits decoded once per process (as float64 or as decode gives), and
+    ``bits`` looked up in that table."""
+    table = _DECODED.get((t.name, as_float))
     if table is None:
-        table = _DECODED[t.name] = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
-    return table[np.asarray(bits, dtype=np.uint64) & np.uint64(t.mask)]
+        table = t.decode(np.arange(1 << t.bits, dtype=np.uint64))
+        table = _DECODED[(t.name, as_float)] = table.astype(np.float64) if as_float else table
+    # the pattern as an index of the narrowest unsigned type that holds it (its low 8 or 16 bits: the cast drops
+    # the rest, as the mask does); NumPy gathers through a uint64 index several times slower
+    idx = np.asarray(bits).astype(np.uint8 if t.bits <= 8 else np.uint16)
+    if t.bits not in (8, 16):
+        idx &= t.mask
+    return table[idx]
 
 
-_DECODED: dict[str, np.ndarray] = {}
+_DECODED: dict[tuple[str, bool], np.ndarray] = {}
+
+
+def c_values(t, bits) -> np.ndarray:
+    """C's values to add to a float64 product: ``.f32`` as float32 and ``.s32`` as int32 (NumPy converts each
+    exactly as it adds, without a float64 copy of C), any other type :func:`decoded`."""
+    if t.name in ("f32", "s32"):
+        return _low32(bits).view(np.float32 if t.name == "f32" else np.int32)
+    return decoded(t, bits)
+
+
+def _low32(bits) -> np.ndarray:
+    """The low 32 bits of each container (what decode's mask keeps of a 32-bit type) as uint32: the array
+    itself where it is uint32 already."""
+    bits = np.asarray(bits)
+    return bits if bits.dtype == np.uint32 else np.asarray(bits, dtype=np.uint64).astype(np.uint32)
 
 
 def _scaled(x: np.ndarray, scale: int) -> np.ndarray:
@@ -302,16 +342,24 @@ def numerics(v: WgmmaVariant, a_bits, b_bits, c_bits, scale_d: bool, imm: dict) 
     """D bits ``uint64[..., 64, N]`` from A, B, C bits (one case, or a stack of them), exactly as the spec's semantics
     say."""
     at, bt, dt = TYPES[v.atype], TYPES[v.btype], TYPES[v.dtype]
-    a, b = decoded(at, a_bits), decoded(bt, b_bits)
     if dt.is_float:
+        a, b = decoded(at, a_bits), decoded(bt, b_bits)
         with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf bytes read under a fault hypothesis
             acc = _scaled(a, imm.get("scale_a", 1)) @ _scaled(b, imm.get("scale_b", 1))
             if scale_d:
-                acc += decoded(dt, c_bits)
+                acc += c_values(dt, c_bits)
             return dt.encode(acc, exact=False)  # float64 already
-    acc = a.astype(np.int64) @ b.astype(np.int64)
-    if scale_d:
-        acc += decoded(dt, c_bits).astype(np.int64)
+    if at.bits + bt.bits + int(np.shape(a_bits)[-1]).bit_length() < 52 and dt.bits <= 32:
+        # every product and partial sum an integer below 2**52, C below 2**32: float64 (a BLAS product) holds each
+        # exactly, C added too
+        acc = decoded_float(at, a_bits) @ decoded_float(bt, b_bits)
+        if scale_d:
+            acc += c_values(dt, c_bits)
+        acc = acc.astype(np.int64)
+    else:
+        acc = decoded(at, a_bits).astype(np.int64) @ decoded(bt, b_bits).astype(np.int64)
+        if scale_d:
+            acc += decoded(dt, c_bits).astype(np.int64)
     if v.satfinite:
         acc = np.clip(acc, -(2**31), 2**31 - 1)
     return (acc & 0xFFFFFFFF).astype(np.uint64)
@@ -369,26 +417,25 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
     ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
-    words: the out words ``uint32[case, 128, out_words]`` of each part, the parts of one immediate set in one
-    product."""
+    words: the out words ``uint32[case, 128, out_words]`` of each part, one product per part (the cases of a part
+    stacked).  Each case's D is its own product, whatever else is stacked with it."""
     dop = v.operands["D"]
-    groups: dict[tuple, list[int]] = {}
-    for i, part in enumerate(parts):
-        groups.setdefault(tuple(sorted(part[4].items())), []).append(i)
-    out: list[np.ndarray] = [np.empty(0)] * len(parts)
-    for key, members in groups.items():
-        A, B, C, sd = (np.concatenate([parts[i][j] for i in members]) for j in range(4))
-        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
-        dt = TYPES[v.dtype]
-        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
-        D = spec_numerics(v, A, B, np.where(np.asarray(sd, dtype=bool)[:, None, None], C, nothing), True, dict(key))
+    dt = TYPES[v.dtype]
+    # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+    nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+    out = []
+    for A, B, C, sd, imm in parts:
+        sd = np.asarray(sd, dtype=bool)
+        # (-0 in C's own container type: a uint32 C stays uint32)
+        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)), True,
+                          imm)
+        packed = pack(dop, D[:, None])
+        if out_words(v) == dop.words:
+            out.append(packed)
+            continue
         words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
-        words[:, :, : dop.words] = pack(dop, D[:, None])
-        at = 0
-        for i in members:
-            n = len(parts[i][0])
-            out[i] = words[at : at + n]
-            at += n
+        words[:, :, : dop.words] = packed
+        out.append(words)
     return out
 
 
@@ -438,34 +485,89 @@ def fill(v: WgmmaVariant, img: np.ndarray, desc: Desc, operand: str, trans: int,
     fill_cases(v, img[None], [desc], operand, trans, np.asarray(mat)[None], smem)
 
 
-def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int, mats: np.ndarray,
-               smem: SmemSpec) -> None:
-    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``;
-    each case's addresses from the per-layout cache, every byte in one scatter."""
+def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand: str, trans: int | Sequence[int],
+               mats: np.ndarray, smem: SmemSpec) -> None:
+    """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``,
+    read with imm-trans ``trans`` (one for every case, or one per case); each case's addresses from the
+    per-layout cache, every byte in one scatter."""
     bits, cases = v.bits, len(descs)
     if not cases:
         return
     ext = 64 if operand == "A" else v.N
-    major = smem.major_of(trans)
-    addr = np.stack([tile_addresses(smem, major, smem.name_of(d.swizzle), d.start, ext, v.K, bits, d.lbo, d.sbo,
-                                    d.base_offset).ravel() for d in descs])
-    vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
+    majors = [smem.major_of(t) for t in trans] if isinstance(trans, Sequence) else [smem.major_of(trans)] * cases
     size = img.shape[1]
+    placed = [_placed(smem, major, d, ext, v.K, bits, operand, size) for major, d in zip(majors, descs)]
     flat = img.reshape(-1)
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
+        if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
+            # the element order of ``mats`` itself (B's k, n): the cached indices are in that order; case by case
+            # (no index array of every case: it costs more than the calls)
+            vals = np.asarray(mats).astype(f"<u{nb}").reshape(cases, -1)
+            for c, p in enumerate(placed):
+                img[c].view(f"<u{nb}")[p[1]] = vals[c]
+            return
+        addr = np.stack([p[0] for p in placed])
+        vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
         at = addr + (np.arange(cases) * size)[:, None]
         if nb in (1, 2, 4, 8) and size % nb == 0 and not (addr % nb).any():  # aligned elements: written whole
             flat.view(f"<u{nb}")[(at // nb).ravel()] = vals.astype(f"<u{nb}").ravel()
         else:
             at = at[..., None] + np.arange(nb)
             flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
-    else:
-        kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
-        for c in range(cases):  # bits of one byte from several elements: case by case, in order
-            a = addr[c] + c * size
-            flat[a] = 0
-            np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+        return
+    if all(p[1] is not None for p in placed):  # whole bytes of 8 elements along K, each case inside its own image
+        m = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint8)  # (mn, k) order
+        byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little").reshape(cases, -1)
+        for c, p in enumerate(placed):
+            img[c][p[1]] = byte[c]
+        return
+    addr = np.stack([p[0] for p in placed])
+    vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
+    kb = np.tile((np.arange(v.K) * bits % 8).astype(np.uint8), ext)
+    for c in range(cases):  # bits of one byte from several elements: case by case, in order
+        a = addr[c] + c * size
+        flat[a] = 0
+        np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+
+
+def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int, operand: str, size: int):
+    """(byte address of each element ``int64[ext * kext]`` (mn, k order), and where the layout allows a plain
+    scatter, the element indices in units of the element, in the order of the operand's own matrix (A: m, k;
+    B: k, n), or for 1-bit elements the bytes of 8 elements along K, in (mn, k) order; else None), once per
+    process and distinct layout.
+    The scatter needs every address inside the image and no two elements on one unit."""
+    sw = smem.name_of(d.swizzle)
+    uses = smem.strides_read(major, sw)  # (a stride the formula never reads: any value places alike)
+    key = (id(smem), major, d.start, d.lbo if "LBO" in uses else None, d.sbo if "SBO" in uses else None,
+           d.base_offset, d.swizzle, ext, kext, bits, operand, size)
+    hit = _PLACED.get(key)
+    if hit is not None and hit[0] is smem:
+        return hit[1]
+    addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
+    units = None
+    inside = addr.size == 0 or (addr.min() >= 0 and addr.max() < size)
+    if bits >= 8:
+        nb = bits // 8
+        if nb in (1, 2, 4, 8) and size % nb == 0 and inside and not (addr % nb).any():
+            u = addr // nb
+            units = u if operand == "A" else u.T
+    elif bits == 1 and kext % 8 == 0 and inside:
+        groups = addr.reshape(ext, kext // 8, 8)
+        if (groups == groups[..., :1]).all():  # 8 elements along K share each byte, low bit first
+            units = groups[..., 0]
+    if units is not None:
+        units = np.ascontiguousarray(units).ravel()
+        if units.size and np.bincount(units).max() > 1:
+            units = None
+    got = (addr.ravel(), units)
+    if len(_PLACED) > 8192:
+        _PLACED.clear()
+    _PLACED[key] = (smem, got)  # the layout spec is kept alive, so its id stays its own
+    return got
+
+
+_PLACED: dict[tuple, tuple] = {}
 
 
 # --- kernels ---------------------------------------------------------------------------------

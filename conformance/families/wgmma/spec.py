@@ -89,7 +89,13 @@ class SmemSpec:
         return int(self.swizzles[name]["code"])
 
     def name_of(self, code: int) -> str | None:
-        return next((n for n, s in self.swizzles.items() if int(s["code"]) == code), None)
+        names = _NAMES.get(id(self))
+        if names is None or names[0] is not self:  # every mode by code, once per layout spec
+            table: dict[int, str] = {}
+            for n, s in self.swizzles.items():
+                table.setdefault(int(s["code"]), n)
+            names = _NAMES[id(self)] = (self, table)
+        return names[1].get(int(code))
 
     def width(self, name: str) -> int:
         return int(self.swizzles[name]["width"])
@@ -99,7 +105,7 @@ class SmemSpec:
         evaluated once (every case and every comparison asks again with the same tile).  A stride the
         formula never reads (LBO of K-major swizzled layouts) does not make a layout distinct."""
         mn, k = np.asarray(mn, dtype=np.int64), np.asarray(k, dtype=np.int64)
-        uses = self._strides_read(major, swizzle)
+        uses = self.strides_read(major, swizzle)
         key = (id(self), major, swizzle, int(bits), int(lbo) if "LBO" in uses else None,
                int(sbo) if "SBO" in uses else None, mn.shape, k.shape, mn.tobytes(), k.tobytes())
         hit = _OFFSETS.get(key)
@@ -109,11 +115,11 @@ class SmemSpec:
             hit = _OFFSETS[key] = (self, self._offsets(major, swizzle, mn, k, bits, lbo, sbo))
         return hit[1].copy()
 
-    def _strides_read(self, major: str, swizzle: str) -> frozenset[str]:
+    def strides_read(self, major: str, swizzle: str) -> frozenset[str]:
         """Which of LBO and SBO the offset formula of (major, swizzle) reads, through its bindings too."""
         key = (id(self), major, swizzle == "none")
         hit = _READS.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not self:
             seen: set[str] = set()
             todo = list(self.offset[major]["none" if swizzle == "none" else "swizzled"].names())
             while todo:
@@ -159,9 +165,14 @@ class SmemSpec:
         return self.swizzled(swizzle, start + self.offsets(major, swizzle, mn, k, bits, lbo, sbo), base_offset)
 
 
+_NAMES: dict[int, tuple[Any, dict[int, str]]] = {}
 _OFFSETS: dict[tuple, tuple[Any, np.ndarray]] = {}
 _READS: dict[tuple, tuple[Any, frozenset[str]]] = {}
 _SWIZZLES: dict[tuple, tuple[Any, np.ndarray]] = {}
+
+
+_ENCODED_VALUES: dict[tuple, tuple[Any, int]] = {}
+_RESERVED: dict[int, tuple[Any, int]] = {}
 
 
 def canonical_strides(major: str, swizzle: str, width: int, bits: int, mn_extent: int, k_extent: int) -> tuple[int, int]:
@@ -211,7 +222,14 @@ class DescSpec:
     base_offset_expr: Expr | None = None  # P (pattern start, absolute), R (repeat bytes) -> base offset
 
     def encode_value(self, x: int) -> int:
-        return int(evaluate(self.encode_expr, {"x": int(x)}))
+        """The encode formula of a byte value, evaluated once per process and value."""
+        key = (id(self), int(x))
+        hit = _ENCODED_VALUES.get(key)
+        if hit is None or hit[0] is not self:
+            if len(_ENCODED_VALUES) > 65536:
+                _ENCODED_VALUES.clear()
+            hit = _ENCODED_VALUES[key] = (self, int(evaluate(self.encode_expr, {"x": int(x)})))
+        return hit[1]
 
     def base_offset_for(self, smem: SmemSpec, swizzle: str, pattern_start: int) -> int:
         """The base offset the ISA requires for a ``swizzle`` pattern starting at ``pattern_start``."""
@@ -221,6 +239,12 @@ class DescSpec:
 
     @property
     def reserved_mask(self) -> int:
+        hit = _RESERVED.get(id(self))
+        if hit is None or hit[0] is not self:
+            hit = _RESERVED[id(self)] = (self, self._reserved_mask())
+        return hit[1]
+
+    def _reserved_mask(self) -> int:
         used = 0
         for f in self.fields.values():
             used |= f.mask << f.lo
