@@ -202,8 +202,8 @@ def zeros_parts(shapes: list[tuple[int, ...]], dtype=np.uint32) -> list[np.ndarr
     instead of one per plan); its file goes when every part has been released (:func:`release`)."""
     dtype = np.dtype(dtype)
     sizes = [int(np.prod(s, dtype=np.int64)) * dtype.itemsize for s in shapes]
-    starts = np.concatenate([[0], np.cumsum([-(-n // 64) * 64 for n in sizes])]).astype(int)
-    made = _new(int(starts[-1]), None)
+    starts, total = _laid_out(sizes)
+    made = _new(total, None)
     if made is None:
         return [np.zeros(s, dtype=dtype) for s in shapes]
     flat = _wrap(*made)
@@ -212,6 +212,15 @@ def zeros_parts(shapes: list[tuple[int, ...]], dtype=np.uint32) -> list[np.ndarr
 
 
 _parts_left: dict[str, int] = {}  # per file of :func:`zeros_parts` made here: its parts not released yet
+
+
+def _laid_out(sizes: list[int]) -> tuple[list[int], int]:
+    """Where arrays of ``sizes`` bytes start in one file, each on a 64-byte boundary, and the file's size."""
+    starts, pos = [], 0
+    for n in sizes:
+        starts.append(pos)
+        pos += -(-n // 64) * 64
+    return starts, pos
 
 
 def share(arr: np.ndarray, where: Path | str | None = None) -> np.ndarray:
@@ -231,11 +240,8 @@ def share_together(*arrays: np.ndarray, where: Path | str | None = None) -> tupl
     them all: a plan's input words, predicted words and defined bits); the arrays themselves where no arena is
     open or they are small together."""
     arrays = tuple(np.ascontiguousarray(a) for a in arrays)
-    starts, pos = [], 0
-    for a in arrays:
-        starts.append(pos)
-        pos += -(-a.nbytes // 64) * 64  # each array on a 64-byte boundary
-    made = _new(pos, Path(where) if where else None)
+    starts, total = _laid_out([a.nbytes for a in arrays])
+    made = _new(total, Path(where) if where else None)
     if made is None:
         return arrays
     flat = _wrap(*made)

@@ -20,7 +20,7 @@ import multiprocessing as mp
 import os
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,7 @@ class LaneOutcome:
     seconds: float
     cases: int
     saved: bool
-    seed: int = 0
-    plan: None = field(default=None, repr=False)  # the plan stayed in the lane
+    seed: int = 0  # the plan itself stayed in the lane
 
 
 def lanes_of(backend: Any) -> list[Any] | None:

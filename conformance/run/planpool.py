@@ -137,14 +137,15 @@ class PlanBytes:
 
     def take(self, plan: Any) -> bytes | None:
         """The bytes ``plan`` arrived in (once), or None for a plan made or changed here."""
-        kept = self._by_id.pop(id(plan), None)
-        return kept[1] if kept is not None and kept[0] is plan else None
+        kept = self._by_id.get(id(plan))
+        if kept is None or kept[0] is not plan:
+            return None
+        del self._by_id[id(plan)]
+        return kept[1]
 
     def drop(self, plan: Any) -> None:
         """Forget ``plan`` (done without a comparison in a worker)."""
-        kept = self._by_id.get(id(plan))
-        if kept is not None and kept[0] is plan:
-            del self._by_id[id(plan)]
+        self.take(plan)
 
 
 class WorkersUnavailable(RuntimeError):

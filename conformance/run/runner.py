@@ -464,6 +464,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
             arrived = PlanBytes()
             pool = ComparePool(request.jobs, compare_and_save, {v.id: v for v in variants}, arrived)
         except WorkersUnavailable as exc:
+            arrived = None
             _in_this_process(exc)
     comparisons = _Comparisons(pool, observations, stages, arrived) if pool else None
     # A module runs on a device from a launch thread (with several devices, that many at once: each launch call
@@ -480,8 +481,9 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
 
     def finish(plans: list[Plan], launched: list | None, share: float) -> None:
         if launched is None:  # abandoned by a stop before it was built: these variants were not run
-            for p in plans if arrived is not None else ():
-                arrived.drop(p)
+            if arrived is not None:
+                for p in plans:
+                    arrived.drop(p)
             shared.release(*(p.in_words for p in plans), *(p.expected.words for p in plans if p.expected is not None))
             return
         if comparisons is None:
@@ -493,8 +495,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 emit(outcome)
 
     try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
-        modules = iter_modules(backend, variants, request, on_skip=skipped, stop=stop, stages=stages,
-                               arrived=arrived if pool else None)
+        modules = iter_modules(backend, variants, request, on_skip=skipped, stop=stop, stages=stages, arrived=arrived)
         ahead: deque[tuple[list[Plan], str]] = deque()
         inflight: deque[tuple[list[Plan], Future]] = deque()
         while True:
