@@ -54,7 +54,7 @@ class Launch:
 
     def words(self) -> np.ndarray:
         """This launch's input words, one row per case."""
-        return self.in_words if self.rows is None else self.in_words[self.rows]
+        return np.asarray(self.in_words) if self.rows is None else self.in_words[self.rows]
 
 
 @dataclass

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SharedArray", "arena", "share", "share_together", "zeros", "zeros_parts", "is_shared", "release", "MIN_BYTES"]
+__all__ = ["SharedArray", "SharedRef", "arena", "share", "share_together", "zeros", "zeros_parts", "is_shared", "release", "MIN_BYTES"]
 
 MIN_BYTES = 256 << 10  # below this, pickling by value costs less than a file and a mapping
 _PREFIX = "ptxconf-words-"
@@ -82,6 +82,52 @@ def _attach(path: str, offset: int, shape: tuple[int, ...], dtype: str) -> np.nd
             mm = mmap.mmap(fh.fileno(), 0)
         flat = _mapped[path] = _wrap(mm, path)
     return flat[offset : offset + n].view(dtype).reshape(shape).view(SharedArray)
+
+
+class SharedRef:
+    """A shared array that this process passes on without reading its words: the file reference a
+    :class:`SharedArray` pickles as, kept as such, mapped only when something reads the words.
+
+    Why: the run's process takes every plan and hands its words to the GPU worker and its comparison, each of which
+    maps the file itself; mapping each plan's file here too (an open and an ``mmap`` per plan) cost the run's one
+    thread 1.2 s of a 15 s warm suite on the H200 host.  Its shape, dtype and length are known without the words;
+    anything else (a slice, an array operation) maps the file then and reads the array."""
+
+    __slots__ = ("_file", "_at", "shape", "dtype", "_array")
+
+    def __init__(self, path: str, offset: int, shape: tuple[int, ...], dtype: str):
+        self._file, self._at, self.shape, self.dtype = path, offset, tuple(shape), np.dtype(dtype)
+        self._array: np.ndarray | None = None
+
+    def __reduce__(self):
+        return _attach, (self._file, self._at, self.shape, self.dtype.str)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def mapped(self) -> np.ndarray:
+        """The words (the file mapped here, once)."""
+        if self._array is None:
+            self._array = _attach(self._file, self._at, self.shape, self.dtype.str)
+        return self._array
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        arr = self.mapped()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __getitem__(self, key):
+        return self.mapped()[key]
+
+    def __getattr__(self, name: str):
+        return getattr(self.mapped(), name)
 
 
 # The mapping of each file this process attached, while an array of it lives (a view keeps its file's flat array).
@@ -255,14 +301,14 @@ def share_together(*arrays: np.ndarray, where: Path | str | None = None) -> tupl
 
 def is_shared(arr) -> bool:
     """Whether ``arr`` pickles as a file reference."""
-    return isinstance(arr, SharedArray) and arr._offset() is not None
+    return isinstance(arr, SharedRef) or (isinstance(arr, SharedArray) and arr._offset() is not None)
 
 
 def release(*arrays) -> None:
     """Remove the files behind these arrays: no process can attach to them any more, mapped pages stay readable
     until the last mapping goes (call it once every process that needs them has them)."""
     for arr in arrays:
-        if isinstance(arr, SharedArray) and arr._file is not None:
+        if isinstance(arr, (SharedArray, SharedRef)) and arr._file is not None:
             left = _parts_left.get(arr._file)
             if left is not None:  # one part of a file of several: the file goes with the last
                 if left > 1:

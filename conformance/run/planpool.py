@@ -39,9 +39,11 @@ class _Codec:
     not a ``persistent_id`` hook, which is called for every object pickled (5.7 M calls in the run's process per
     suite on the H100).  Each pool has its own, handed to its workers when they start; nothing of it is global."""
 
-    def __init__(self, variants: dict[str, Any]):
+    def __init__(self, variants: dict[str, Any], words_unmapped: bool = False):
         self.variants = dict(variants)
         self.classes: dict[tuple[str, str], Any] = {(__name__, "_variant"): self.variants.__getitem__}
+        if words_unmapped:  # shared words come back as references, mapped only if read (the run's own process)
+            self.classes[shared._attach.__module__, shared._attach.__name__] = shared.SharedRef
         kinds = {type(v) for v in self.variants.values()}
         self.reductions = {**copyreg.dispatch_table, **{cls: self._reduce for cls in kinds}}
 
@@ -182,7 +184,7 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
     ``on_seconds`` hears each plan's seconds in its worker (wall, then CPU).  The workers start now (raises
     :class:`WorkersUnavailable`); the plans come as they are taken."""
-    codec = _Codec(variants)
+    codec = _Codec(variants, words_unmapped=True)
     return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds, arrived)
 
 

@@ -181,3 +181,38 @@ def test_parts_of_one_file_keep_it_until_the_last_part_is_released():
         assert np.all(pickle.loads(pickle.dumps(parts[1])) == 7)
         shared.release(parts[1])
         assert not os.path.exists(path)
+
+
+def test_a_reference_passed_on_unread_maps_nothing_and_reads_the_same_words_when_read():
+    """The run's process takes a plan's words as references (it hands them on to the GPU worker and the comparison,
+    which map the file themselves): nothing is mapped until something reads them, and then the words are the same."""
+    a, b = _words(), _words((7, 128, 3), seed=2)
+    with shared.arena():
+        sa, sb = shared.share_together(a, b)
+        path = sa._file
+        ref = shared.SharedRef(*sa.__reduce__()[1])
+        assert shared.is_shared(ref) and ref.shape == a.shape and len(ref) == len(a) and ref.dtype == a.dtype
+        assert ref.nbytes == a.nbytes and ref.ndim == 3 and ref._array is None, "its shape is known without a mapping"
+        again = pickle.loads(pickle.dumps(ref))  # the GPU worker's side: the same reference, attached there
+        assert isinstance(again, shared.SharedArray) and np.array_equal(again, a)
+        (item,), made = _wire([Launch(PROBE, ref, 4, np.arange(3, dtype=np.uint32), 1, rows=np.array([4, 1, 6]))])
+        assert item[1] is ref and made == [], "handed on as the reference it is"
+        assert ref._array is None
+        assert np.array_equal(ref[4:6], a[4:6]) and np.array_equal(np.asarray(ref), a) and ref.sum() == a.sum()
+        assert np.array_equal(Launch(PROBE, ref, 4, np.arange(64, dtype=np.uint32), 1).words(), a)
+        shared.release(ref, sb)
+        assert not os.path.exists(path)
+        assert np.array_equal(ref[0], a[0]), "pages mapped before the release stay readable"
+
+
+def test_the_run_process_takes_plans_with_their_words_unmapped():
+    """A plan made by a plan worker reaches the run's process with its words as references (see SharedRef)."""
+    from ptxconf.run.planpool import _Codec
+
+    a = _words()
+    with shared.arena():
+        s = shared.share(a)
+        data = _Codec({}).dumps({"words": s})
+        assert isinstance(_Codec({}, words_unmapped=True).loads(data)["words"], shared.SharedRef)
+        assert isinstance(_Codec({}).loads(data)["words"], shared.SharedArray)
+        shared.release(s)
