@@ -135,3 +135,31 @@ def test_parse_devices_refuses(text, count, why):
 def test_devices_with_the_emulator_is_a_usage_error(tmp_path, capsys):
     rc = main(["run", "--backend", "emulator", "--devices", "all", "--select", "mma.sync*", "--out", str(tmp_path / "r")])
     assert rc == 2 and "--devices" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cores, jobs, name, lanes", [(16, 16, "pycuda", 2), (64, 8, "pycuda", 2), (15, 15, "pycuda", 1),
+                                                     (16, 1, "pycuda", 1), (16, 16, "emulator", 1)])
+def test_a_gpu_without_devices_runs_two_lanes_on_a_host_with_cores_for_them(monkeypatch, cores, jobs, name, lanes):
+    """Without --devices, a GPU of a host with TWO_LANES_FROM_CORES cores or more is two lanes on GPU 0 (the run's own
+    process bounds one lane); fewer cores, --jobs 1 or the emulator keep one backend."""
+    import argparse
+
+    import ptxconf.backends as backends
+    from ptxconf.cli import run as cli_run
+
+    made = []
+
+    class _Gpu:
+        def __init__(self, name, device=0, builds_from=None, **kw):
+            self.name, self.device, self.builds_from = name, device, builds_from
+            made.append(self)
+
+    monkeypatch.setattr(backends, "get_backend", lambda name, **kw: _Gpu(name, **kw))
+    monkeypatch.setattr(cli_run.os, "cpu_count", lambda: cores)
+    args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=None, backend=name)
+    backend = cli_run._run_backend(args, mma, jobs)
+    if lanes == 1:
+        assert backend is made[0] and len(made) == 1
+    else:
+        assert isinstance(backend, DeviceSet) and backend.members == made and len(made) == 2
+        assert made[1].device == made[0].device == 0 and made[1].builds_from is made[0], "one GPU, builds shared"
