@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "zstd_compress", "zstd_compress_parts", "stored_zip", "zstd_decompress", "ZSTD_MAGIC", "RunLock", "LockHeld", "RUN_FILES", "holds_a_run", "clear_run"]
+__all__ = ["atomic_write", "zstd_compress_parts", "stored_zip", "zstd_decompress", "ZSTD_MAGIC", "RunLock", "LockHeld", "RUN_FILES", "holds_a_run", "clear_run"]
 
 LOCK_NAME = ".ptxconf.lock"
 # What a run writes into its directory (and what --force clears).
@@ -82,11 +82,6 @@ def zstd_compress_parts(parts: Sequence[Any], level: int = 1) -> bytes:
     content size (their total, known before the first byte) in its header and a checksum of the content (damage is
     found, never decoded into other words)."""
     return _zstd()[0](parts, sum(memoryview(p).nbytes for p in parts), level)
-
-
-def zstd_compress(data: Any, level: int = 1) -> bytes:
-    """:func:`zstd_compress_parts` of one buffer."""
-    return zstd_compress_parts((data,), level)
 
 
 def zstd_decompress(data: bytes) -> bytes:
