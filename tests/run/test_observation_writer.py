@@ -13,9 +13,19 @@ import numpy as np
 import pytest
 import zstandard
 from ptxconf.core.safe_files import check_npz_declared, load_npz_bounded
+from ptxconf.isa import load_specs
+from ptxconf.isa.targets import PtxVersion
 from ptxconf.run import files
 from ptxconf.run.files import ZSTD_MAGIC, stored_zip, zstd_compress_parts, zstd_decompress
-from ptxconf.run.observations import MAX_OBSERVATION, observation_bytes, observation_name, read_observation
+from ptxconf.run.observations import (
+    MAX_OBSERVATION,
+    load_observation,
+    observation_bytes,
+    observation_name,
+    read_observation,
+    write_observation,
+)
+from ptxconf.run.runner import plan_variant
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,6 +104,21 @@ def test_recorded_files_are_rewritten_byte_for_byte():
         with np.load(io.BytesIO(npz), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         assert zstd_decompress(observation_bytes(**arrays)) == npz, path.name
+
+
+def test_one_seed_writes_the_same_file_twice(tmp_path):
+    """Two plans of one variant and seed write the same observation bytes (nothing of the time of writing goes in),
+    which read back as written."""
+    v = next(v for v in sorted(load_specs().variants.values(), key=lambda v: v.id) if v.family == "wgmma")
+    written = []
+    for run in ("a", "b"):
+        plan = plan_variant(v, 2, (9, 0), PtxVersion(9, 0), value_cases=2)
+        out = plan.in_words[:, :, :4] ^ np.uint32(0x5A5A5A5A)
+        written.append(write_observation(tmp_path / run, plan, out, pending=False))
+    assert written[0].read_bytes() == written[1].read_bytes()
+    meta, in_words, out_words = load_observation(written[0])
+    assert meta["variant"] == v.id and meta["seed"] == 2
+    assert np.array_equal(in_words, plan.in_words) and np.array_equal(out_words, out)
 
 
 def test_zip64_fields_where_sizes_and_offsets_need_them(monkeypatch):
