@@ -13,24 +13,27 @@ from .specs import load, specs_arg
 __all__ = ["add_parser"]
 
 
-# Without --devices, a GPU on a host of this many cores or more runs two lanes (two pipelines, each a process of its
-# own with half the variants and cores: ``--devices 0,0``).  The run's own process bounds one lane: on one H200 with
-# 16 cores the warm suite took 12.6-13.7 s with one lane and 10.2 s with two, cold 21.1 s and 17.1 s (one call).
-TWO_LANES_FROM_CORES = 16
+# Without --devices, a GPU on a host of LANES_FROM_CORES cores or more runs DEFAULT_LANES lanes (pipelines, each a
+# process of its own with its share of the variants and cores: ``--devices 0,0,0,0``).  The run's own process bounds
+# one lane.  One H200 with 16 cores, whole suite: warm 11.0-11.2 s with one lane, 9.4 s with two (one call); then
+# 9.3 / 10.2 s with two lanes, 8.9 / 9.2 with three, 8.8 / 8.2 with four, cold 16.5, 15.4 and 13.5 s (another call).
+LANES_FROM_CORES = 16
+DEFAULT_LANES = 4
 
 
 def _run_backend(args, semantics, jobs: int):
     """The run's backend: one device, or with ``--devices`` one backend per GPU behind one interface (without it,
-    a GPU on a host of :data:`TWO_LANES_FROM_CORES` cores or more runs as two lanes)."""
+    a GPU on a host of :data:`LANES_FROM_CORES` cores or more runs as :data:`DEFAULT_LANES` lanes)."""
     from ptxconf.backends import get_backend
     from ptxconf.backends.devices import DeviceSet
 
     kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
     if not getattr(args, "devices", None):
         backend = get_backend(args.backend, **kw)
-        if backend.name != "pycuda" or jobs < 2 or (os.cpu_count() or 1) < TWO_LANES_FROM_CORES:
+        if backend.name != "pycuda" or jobs < 2 or (os.cpu_count() or 1) < LANES_FROM_CORES:
             return backend
-        return DeviceSet([backend, get_backend("pycuda", device=backend.device, builds_from=backend, **kw)])
+        return DeviceSet([backend] + [get_backend("pycuda", device=backend.device, builds_from=backend, **kw)
+                                      for _ in range(DEFAULT_LANES - 1)])
     if args.backend == "emulator":
         raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
     from ptxconf.backends.devices import parse_devices
@@ -211,8 +214,8 @@ def add_parser(commands) -> None:
                    help="run on several GPUs at once (CUDA ordinals, the first N, or all): a whole pipeline per "
                         "device, each in a process of its own with its share of the variants and cores (with --jobs "
                         "1, one process: modules go to whichever device is free); the same verdicts as on one. "
-                        "A GPU may be named twice (0,0: two lanes on GPU 0). Default: GPU 0, as two lanes on a host "
-                        f"of {TWO_LANES_FROM_CORES} cores or more (--devices 0: one)")
+                        "A GPU may be named more than once (0,0: two lanes on GPU 0). Default: GPU 0, as "
+                        f"{DEFAULT_LANES} lanes on a host of {LANES_FROM_CORES} cores or more (--devices 0: one)")
     r.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="processes that plan variants, and as many that compare them (default: one per core; 1: "
                         "everything in this process)")

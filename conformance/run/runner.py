@@ -303,8 +303,15 @@ MODULE_PLANS = 64  # plans per module at most: the first module runs while later
 # Modules planned and handed to the backend to build ahead of the one running: on a cold cache the builds (one ptxas
 # each) bound the run, and at most this many run at once.  It was 4: a cold whole suite on one H200 (32 cores) spent
 # 21.6 of its 27.8 s waiting on 107 ptxas CPU-s, 8 of 32 cores busy.  Each module ahead holds its plans' words
-# (a wgmma module about 120 MB), so the depth stops at 16.
-LOOKAHEAD = min(16, os.cpu_count() or 1)
+# (a wgmma module about 120 MB), so the depth stops at 16.  Lanes (several pipelines) share it by their share of
+# the workers.
+LOOKAHEAD = 16
+
+
+def lookahead(jobs: int) -> int:
+    """Modules one pipeline builds ahead: as many as its workers (a lane's share of ``--jobs``; in one process, the
+    cores), at most :data:`LOOKAHEAD`."""
+    return min(LOOKAHEAD, (os.cpu_count() or 1) if jobs <= 1 else jobs)
 
 
 def plan_groups(
@@ -472,6 +479,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
     # launches used to run on this thread: a warm suite on the H200 host spent 5.3 s of its 14.3 s waiting on them
     # with no plan taken meanwhile.
     slots = max(1, getattr(backend, "parallel", 1))
+    depth = lookahead(request.jobs)
     launcher = ThreadPoolExecutor(slots, thread_name_prefix="ptxconf-launch")
 
     def launch(plans: list[Plan], source: str) -> tuple[list, float]:
@@ -504,7 +512,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 plans, source = ahead.popleft()
                 inflight.append((plans, launcher.submit(launch, plans, source)))
             # While they run: the next modules planned and handed to the builders (ptxas pool).
-            while len(ahead) < LOOKAHEAD + slots and (plans := next(modules, None)) is not None:
+            while len(ahead) < depth + slots and (plans := next(modules, None)) is not None:
                 with stages("module"):
                     source = module_of(plans)
                     backend.prefetch(source)

@@ -137,11 +137,11 @@ def test_devices_with_the_emulator_is_a_usage_error(tmp_path, capsys):
     assert rc == 2 and "--devices" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cores, jobs, name, lanes", [(16, 16, "pycuda", 2), (64, 8, "pycuda", 2), (15, 15, "pycuda", 1),
+@pytest.mark.parametrize("cores, jobs, name, lanes", [(16, 16, "pycuda", 4), (64, 8, "pycuda", 4), (15, 15, "pycuda", 1),
                                                      (16, 1, "pycuda", 1), (16, 16, "emulator", 1)])
-def test_a_gpu_without_devices_runs_two_lanes_on_a_host_with_cores_for_them(monkeypatch, cores, jobs, name, lanes):
-    """Without --devices, a GPU of a host with TWO_LANES_FROM_CORES cores or more is two lanes on GPU 0 (the run's own
-    process bounds one lane); fewer cores, --jobs 1 or the emulator keep one backend."""
+def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypatch, cores, jobs, name, lanes):
+    """Without --devices, a GPU of a host with LANES_FROM_CORES cores or more is DEFAULT_LANES lanes on GPU 0 (the
+    run's own process bounds one lane); fewer cores, --jobs 1 or the emulator keep one backend."""
     import argparse
 
     import ptxconf.backends as backends
@@ -161,5 +161,7 @@ def test_a_gpu_without_devices_runs_two_lanes_on_a_host_with_cores_for_them(monk
     if lanes == 1:
         assert backend is made[0] and len(made) == 1
     else:
-        assert isinstance(backend, DeviceSet) and backend.members == made and len(made) == 2
-        assert made[1].device == made[0].device == 0 and made[1].builds_from is made[0], "one GPU, builds shared"
+        assert cli_run.DEFAULT_LANES == lanes
+        assert isinstance(backend, DeviceSet) and backend.members == made and len(made) == lanes
+        assert all(m.device == 0 for m in made) and all(m.builds_from is made[0] for m in made[1:]), \
+            "one GPU, builds shared"
