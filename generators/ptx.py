@@ -70,14 +70,14 @@ def case_prologue(lanes: int) -> list[str]:
     ]
 
 
-def global_moves(op: str, ty: str, regs: list[str], base: str, first_word: int, row_words: int) -> list[str]:
+def global_moves(op: str, ty: str, regs: list[str], base: str, first_word: int, row_words: int,
+                 widest: int = 4) -> list[str]:
     """``ld``/``st`` (``op``) of registers ``regs`` to or from consecutive 32-bit words of global memory from
-    ``base`` + word ``first_word`` on, as ``.v4``/``.v2`` moves wherever the address is aligned to the vector (the
-    row at ``base`` is aligned to its ``row_words`` words, up to 16 bytes), one register at a time elsewhere.
-
-    The same words in the same registers as one move per register, in a quarter of the instructions: ptxas spent
-    about a third of a wgmma module's CPU on the one-register moves of D's 64-128 registers."""
-    align = next(w for w in (4, 2, 1) if row_words % w == 0)
+    ``base`` + word ``first_word`` on, as vector moves of up to ``widest`` (4 or 2) registers wherever the address
+    is aligned to the vector (the row at ``base`` is aligned to its ``row_words`` words, up to 16 bytes), one
+    register at a time elsewhere: the same words in the same registers as one move per register, in a quarter
+    to half of the instructions, which ptxas assembles in less time."""
+    align = next(w for w in (4, 2, 1) if w <= widest and row_words % w == 0)
     out, i = [], 0
     while i < len(regs):
         word = first_word + i

@@ -624,13 +624,15 @@ def stage_case(iw: int, ow: int, imw: int, image_word: int) -> list[str]:
         "    cvta.to.global.u64 %q4, %q4;",
         f"    mul.wide.u32 %q5, %t6, {ow * 4};",
         "    add.s64 %q4, %q4, %q5;",
-        # this lane's slice of the image -> shared memory, 16 bytes a turn: a loop, not imw / 4 unrolled copies
-        # (ptxas spent about a sixth of a large-N kernel's CPU on those)
+        # this lane's slice of the image -> shared memory, 16 bytes a turn, in a loop ptxas is told not to unroll
+        # (instructions ptxas ran on a sample of 39 wgmma kernels: imw / 4 copies written out, 3.90e9; this loop
+        # left to ptxas to unroll, 4.15e9; not unrolled, 3.51e9; no copy at all, 3.33e9)
         "    mov.u32 %t9, img;",
         f"    mad.lo.u32 %t10, %t1, {imw * 4}, %t9;",
         f"    add.u32 %t15, %t10, {imw * 4};",
         f"    add.s64 %q8, %q2, {image_word * 4};",
         "$L_image:",
+        '    .pragma "nounroll";',
         "    ld.global.v4.b32 {%t11, %t12, %t13, %t14}, [%q8];",
         "    st.shared.v4.b32 [%t10], {%t11, %t12, %t13, %t14};",
         "    add.s64 %q8, %q8, 16;",
@@ -688,9 +690,13 @@ def kernel_text(p, iw: int, img_bytes: int, instruction: Callable[[str, str], st
         *stage_case(iw, ow, img_bytes // (4 * LANES), img_off(v)),
         *extra_loads,
     ]
+    # C and A loaded in pairs, D stored in fours (where aligned): what ptxas assembled fastest (instructions it ran
+    # on a sample of 39 wgmma kernels, D stored in fours: C loaded a word at a time 3.98e9, in fours 3.51e9, in
+    # pairs 3.26e9; C in pairs and D stored in pairs: 3.64e9; 37 wgmma.sp kernels, C and A in fours 2.85e9, in
+    # pairs 2.65e9)
     dregs = [f"%d{i}" for i in range(nd)]
-    L += global_moves("ld", dt, dregs, "%q2", c_off(v), iw)
-    L += global_moves("ld", "b32", [f"%a{i}" for i in range(na)], "%q2", a_off(v), iw)
+    L += global_moves("ld", dt, dregs, "%q2", c_off(v), iw, widest=2)
+    L += global_moves("ld", "b32", [f"%a{i}" for i in range(na)], "%q2", a_off(v), iw, widest=2)
     a = "{" + ", ".join(f"%a{i}" for i in range(na)) + "}" if na else "%q6"
     L += ["    wgmma.fence.sync.aligned;", "    " + instruction("{" + ", ".join(dregs) + "}", a), *after]
     L.append("    wgmma.commit_group.sync.aligned;")

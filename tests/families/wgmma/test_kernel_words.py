@@ -63,22 +63,24 @@ def test_every_register_moves_its_own_word(forms):
         imw, start = iw - mod.img_off(v), mod.img_off(v)
         assert imw % 4 == 0 and 4 * imw * wg.LANES == mod.image_bytes(v), v.id
         for line in (f"    mad.lo.u32 %t10, %t1, {4 * imw}, %t9;", f"    add.u32 %t15, %t10, {4 * imw};",
-                     f"    add.s64 %q8, %q2, {4 * start};", "    ld.global.v4.b32 {%t11, %t12, %t13, %t14}, [%q8];",
+                     f"    add.s64 %q8, %q2, {4 * start};", "$L_image:", '    .pragma "nounroll";',
+                     "    ld.global.v4.b32 {%t11, %t12, %t13, %t14}, [%q8];",
                      "    st.shared.v4.b32 [%t10], {%t11, %t12, %t13, %t14};", "    add.s64 %q8, %q8, 16;",
                      "    add.u32 %t10, %t10, 16;", "    setp.lt.u32 %p1, %t10, %t15;", "    @%p1 bra $L_image;"):
             assert line + "\n" in src, (v.id, line)
 
 
-@pytest.mark.parametrize("first,row,n,widths", [
-    (6, 8, 10, [2, 4, 4]),  # C after the 6 head words, a 16-byte-aligned row
-    (0, 10, 10, [2, 2, 2, 2, 2]),  # D out: a row of 10 words is 8-byte aligned only
-    (0, 12, 7, [4, 2, 1]),
-    (3, 7, 3, [1, 1, 1]),  # an odd row: one word at a time
+@pytest.mark.parametrize("first,row,n,widest,widths", [
+    (6, 8, 10, 4, [2, 4, 4]),  # C after the 6 head words, a 16-byte-aligned row
+    (6, 8, 10, 2, [2, 2, 2, 2, 2]),  # the same, pairs at most
+    (0, 10, 10, 4, [2, 2, 2, 2, 2]),  # D out: a row of 10 words is 8-byte aligned only
+    (0, 12, 7, 4, [4, 2, 1]),
+    (3, 7, 3, 4, [1, 1, 1]),  # an odd row: one word at a time
 ])
-def test_global_moves_widths(first, row, n, widths):
+def test_global_moves_widths(first, row, n, widest, widths):
     regs = [f"%r{i}" for i in range(n)]
-    lines = global_moves("ld", "b32", regs, "%q2", first, row)
+    lines = global_moves("ld", "b32", regs, "%q2", first, row, widest)
     assert [int(m.group(2) or 1) for m in map(MOVE.fullmatch, lines)] == widths
     assert moves("\n".join(lines), {"%q2": 4 * row}) == {("ld", r): first + i for i, r in enumerate(regs)}
-    st = global_moves("st", "f32", regs, "%q4", first, row)
+    st = global_moves("st", "f32", regs, "%q4", first, row, widest)
     assert moves("\n".join(st), {"%q4": 4 * row}) == {("st", r): first + i for i, r in enumerate(regs)}
