@@ -670,7 +670,8 @@ def kernel_text(p, iw: int, img_bytes: int, instruction: Callable[[str, str], st
                 extra_loads: Sequence[str] = (), after: Sequence[str] = ()) -> str:
     """One case's kernel (the sparse family's too): stage the case, load C and A from registers, issue
     ``instruction(D registers, A operand)`` (``after`` it, anything before the wait), wait, store D.  A sparse
-    form declares and loads its metadata register through ``extra_regs`` and ``extra_loads``."""
+    form declares and loads its metadata register through ``extra_regs`` and ``extra_loads``.  Words move in
+    vectors, so the ``in`` and ``out`` buffers start 16-byte aligned (as every device allocation does)."""
     v = p.variant
     ow, nd = out_words(v), d_words(v)
     na = v.operands["A"].words if "A" in v.operands else 0
