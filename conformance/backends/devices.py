@@ -12,6 +12,7 @@ differently, so they are refused.
 from __future__ import annotations
 
 import queue
+from concurrent.futures import ThreadPoolExecutor
 
 from ptxconf.isa.targets import PtxVersion
 
@@ -57,7 +58,8 @@ class DeviceSet(Backend):
 
     def info(self) -> dict:
         if self._info is None:
-            infos = [m.info() for m in self.members]
+            with ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxconf-info") as ask:
+                infos = list(ask.map(lambda m: m.info(), self.members))  # each device's worker starts at once
             ccs = {i.get("compute_capability") for i in infos}
             if len(ccs) > 1:
                 raise BackendError(f"the devices differ in compute capability ({', '.join(sorted(map(str, ccs)))}); "

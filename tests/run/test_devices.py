@@ -165,3 +165,24 @@ def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypa
         assert isinstance(backend, DeviceSet) and backend.members == made and len(made) == lanes
         assert all(m.device == 0 for m in made) and all(m.builds_from is made[0] for m in made[1:]), \
             "one GPU, builds shared"
+
+
+def test_lanes_on_one_gpu_start_one_gpu_worker_to_ask_it_and_a_set_asks_its_devices_at_once(monkeypatch):
+    """A backend made for a second lane on the same GPU takes the first one's answer (one GPU worker spawned and
+    CUDA started before the run, not one per lane); other GPUs are asked for themselves, all at once."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    asked, together = [], threading.Barrier(2, timeout=30)
+
+    def asked_info(self):
+        asked.append(self.device)
+        together.wait()  # GPUs 0 and 1 are asked at the same time, or this times out
+        return {"backend": "pycuda", "device": self.device, "compute_capability": "9.0", "gpu": f"GPU {self.device}"}
+
+    monkeypatch.setattr(PyCudaBackend, "_asked_info", asked_info)
+    first = PyCudaBackend(build="jit")
+    members = [first, PyCudaBackend(build="jit", builds_from=first), PyCudaBackend(build="jit", device=1, builds_from=first),
+               PyCudaBackend(build="jit", device=0, builds_from=first)]
+    info = DeviceSet(members).info()
+    assert sorted(asked) == [0, 1], "GPU 0 asked once for its three lanes, GPU 1 for itself"
+    assert [d["device"] for d in info["devices"]] == [0, 0, 1, 0]
