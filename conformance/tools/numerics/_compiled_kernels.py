@@ -752,6 +752,15 @@ def _sext(x, bits, signed):
     return x
 
 
+@njit(cache=True, inline="always")
+def _s32_end(acc, cbits, satfinite):
+    """D's bits of an integer or .b1 row: the exact sum plus C, wrapped to s32 or clamped (``.satfinite``)."""
+    acc += _sext(np.int64(cbits & np.uint64(0xFFFFFFFF)), 32, 1)
+    if satfinite:
+        acc = min(max(acc, -2147483648), 2147483647)
+    return np.uint64(acc & 0xFFFFFFFF)
+
+
 @njit(cache=True, nogil=True)
 def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
     """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
@@ -768,10 +777,41 @@ def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b,
                 acc += x & y
             else:
                 acc += x * y
-        acc += _sext(np.int64(c[i] & np.uint64(0xFFFFFFFF)), 32, 1)
-        if satfinite:
-            acc = min(max(acc, -2147483648), 2147483647)
-        out[i] = np.uint64(acc & 0xFFFFFFFF)
+        out[i] = _s32_end(acc, c[i], satfinite)
+
+
+@intrinsic
+def _popc(typingctx, x):
+    """The number of set bits of a uint64 (LLVM's llvm.ctpop.i64), as int64."""
+    def codegen(context, builder, signature, args):
+        i64 = context.get_value_type(nbtypes.uint64)
+        fn = builder.module.declare_intrinsic("llvm.ctpop", [i64], ir.FunctionType(i64, [i64]))
+        return builder.call(fn, args)
+
+    return nbtypes.int64(nbtypes.uint64), codegen
+
+
+@njit(cache=True, nogil=True)
+def b1_rows(lo, hi, k, bitop, satfinite, a, b, c, out):
+    """model._int_dot of .b1 operands packed 64 to a word (formats.pack_b1): the popcount of each word's xor
+    (``bitop`` 1) or and (2), the bits past ``k`` masked off, plus C.  A dot of K = 256 reads 64 bytes, not the
+    4 KB of one container per element."""
+    full = k // 64
+    last = (np.uint64(1) << np.uint64(k % 64)) - np.uint64(1)  # the last word's elements (k % 64 of them)
+    tail = k % 64 != 0
+    for i in range(lo, hi):
+        acc = 0
+        if bitop == 1:  # one loop per operation: a loop-invariant test inside would leave it unvectorised
+            for j in range(full):
+                acc += _popc(a[i, j] ^ b[i, j])
+            if tail:
+                acc += _popc((a[i, full] ^ b[i, full]) & last)
+        else:
+            for j in range(full):
+                acc += _popc(a[i, j] & b[i, j])
+            if tail:
+                acc += _popc(a[i, full] & b[i, full] & last)
+        out[i] = _s32_end(acc, c[i], satfinite)
 
 
 # ---------------------------------------------------------------------------
