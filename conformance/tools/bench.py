@@ -204,9 +204,9 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
     process (all its threads): on a host shared with other work the second says what the code costs, the first what
     it got.  The compiled kernels are timed on every thread they take (``threads``) and on one; ``meets_target``:
     the all-thread wall rate reaches ``TARGET_DOTS_PER_S``.  The f64 reference runs in Python, a dot at a time: it
-    is timed on at most 5000 dots.  ``.b1`` operands go in packed, 64 elements a word (formats.pack_b1), to both."""
+    is timed on at most 5000 dots.  ``.b1`` operands go in packed, 64 elements a word (formats.pack_words), to both."""
     from ptxconf.tools.numerics import compiled
-    from ptxconf.tools.numerics.formats import pack_b1
+    from ptxconf.tools.numerics.formats import pack_words
     from ptxconf.tools.numerics.fuzz import batch
     from ptxconf.tools.numerics.harness import dims, path_of, variant_of
     from ptxconf.tools.numerics.model import Types, dot_bits
@@ -225,10 +225,10 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
             bits = batch(v, seed, -(-dots // (mats * m * n)), sub_rate=0.02, special_rate=0.001)
         a, b, c = bits["A"], bits["B"], bits["C"]
         b = np.swapaxes(b, -1, -2)
-        # .b1 operands as the packed words the kernels read (64 elements a word), packed before they are broadcast
+        # .b1 operands as the packed words the kernel reads (64 elements a word), packed before they are broadcast
         packed = {"packed_k": k} if p.kind == "b1" else {}
         if packed:
-            a, b = pack_b1(a), pack_b1(b)
+            a, b = pack_words(a, 1), pack_words(b, 1)
         cs, mats, m, words = a.shape
         n = b.shape[-2]
         ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, words)).reshape(-1, words)[:dots]
