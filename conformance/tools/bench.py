@@ -204,8 +204,9 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
     process (all its threads): on a host shared with other work the second says what the code costs, the first what
     it got.  The compiled kernels are timed on every thread they take (``threads``) and on one; ``meets_target``:
     the all-thread wall rate reaches ``TARGET_DOTS_PER_S``.  The f64 reference runs in Python, a dot at a time: it
-    is timed on at most 5000 dots."""
+    is timed on at most 5000 dots.  ``.b1`` operands go in packed, 64 elements a word (formats.pack_words), to both."""
     from ptxconf.tools.numerics import compiled
+    from ptxconf.tools.numerics.formats import pack_words
     from ptxconf.tools.numerics.fuzz import batch
     from ptxconf.tools.numerics.harness import dims, path_of, variant_of
     from ptxconf.tools.numerics.model import Types, dot_bits
@@ -223,19 +224,26 @@ def numerics_cpu_paths(specs: Specs, dots: int = 100_000, reference_dots: int = 
         with np.errstate(invalid="ignore", over="ignore"):
             bits = batch(v, seed, -(-dots // (mats * m * n)), sub_rate=0.02, special_rate=0.001)
         a, b, c = bits["A"], bits["B"], bits["C"]
-        cs, mats, m, _ = a.shape
-        n = b.shape[-1]
-        ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, k)).reshape(-1, k)[:dots]
-        bd = np.broadcast_to(np.swapaxes(b, -1, -2)[:, :, None], (cs, mats, m, n, k)).reshape(-1, k)[:dots]
+        b = np.swapaxes(b, -1, -2)
+        # .b1 operands as the packed words the kernel reads (64 elements a word), packed before they are broadcast
+        packed = {"packed_k": k} if p.kind == "b1" else {}
+        if packed:
+            a, b = pack_words(a, 1), pack_words(b, 1)
+        cs, mats, m, words = a.shape
+        n = b.shape[-2]
+        ad = np.broadcast_to(a[:, :, :, None, :], (cs, mats, m, n, words)).reshape(-1, words)[:dots]
+        bd = np.broadcast_to(b[:, :, None], (cs, mats, m, n, words)).reshape(-1, words)[:dots]
         cd = c.reshape(-1)[:dots]
         nref = min(reference_dots, len(cd), 5000 if p.kind == "f64" else len(cd))
-        (wall, cpu), want = _timed_call(1, dot_bits, p, t, ad[:nref], bd[:nref], cd[:nref], compiled=False)
+        (wall, cpu), want = _timed_call(1, dot_bits, p, t, ad[:nref], bd[:nref], cd[:nref], compiled=False, **packed)
         row = {"path": p.name, "kind": p.kind, "variant": vid, "k": k, "numpy_dots": nref,
-               "numpy_dots_per_s": round(nref / wall), "numpy_dots_per_cpu_s": round(nref / cpu)}
+               "numpy_dots_per_s": round(nref / wall), "numpy_dots_per_cpu_s": round(nref / cpu),
+               "operands": "packed 64 a word" if packed else "one element a container"}
         if ok:
-            dot_bits(p, t, ad[:64], bd[:64], cd[:64], compiled=True)  # compiled (or loaded from numba's cache) once
-            (wall, cpu), got = _timed_call(repeats, dot_bits, p, t, ad, bd, cd, compiled=True)
-            (wall1, cpu1), _ = _timed_call(repeats, compiled.dot_bits, p, t, ad, bd, cd, n_threads=1)
+            # compiled (or loaded from numba's cache) once
+            dot_bits(p, t, ad[:64], bd[:64], cd[:64], compiled=True, **packed)
+            (wall, cpu), got = _timed_call(repeats, dot_bits, p, t, ad, bd, cd, compiled=True, **packed)
+            (wall1, cpu1), _ = _timed_call(repeats, compiled.dot_bits, p, t, ad, bd, cd, n_threads=1, **packed)
             row.update({"compiled_dots": len(cd), "compiled_dots_per_s": round(len(cd) / wall),
                         "compiled_dots_per_cpu_s": round(len(cd) / cpu),
                         "compiled_1_thread_dots_per_s": round(len(cd) / wall1),

@@ -134,6 +134,32 @@ def _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf):
 
 
 @njit(cache=True, inline="always")
+def _round_n(neg, mag, exp, p, emin, emax, mode, flush, ovf):
+    """``_round_p`` inlined where the result is a normal number short of D's overflow (a row's common case: no call,
+    no test of the flush or overflow rules, which cannot apply there), the rest by ``_round_p`` (called: inlining
+    it everywhere doubled the kernel's compile time)."""
+    e = exp + _bitlen(mag) - 1
+    q = e - (p - 1)
+    if mag == 0 or e < emin or e >= emax or q - exp > 62:
+        return _round_p(neg, mag, exp, p, emin, emax, mode, flush, ovf)
+    if q <= exp:
+        return neg, 0, mag << (exp - q), q
+    s = q - exp  # 1..62; the top bit of mag stays: v >= 2^(p-1), and v + 1 <= 2^p keeps the top at e + 1 <= emax
+    v = mag >> s
+    half = (mag >> (s - 1)) & 1
+    sticky = np.int64((mag & ((1 << (s - 1)) - 1)) != 0)
+    if mode == 1:
+        v += half & (sticky | (v & 1))
+    elif mode == 2:
+        v += half
+    elif mode == 3:
+        v += (1 - neg) * (half | sticky)
+    elif mode == 4:
+        v += neg * (half | sticky)
+    return neg, 0, v, q
+
+
+@njit(cache=True, inline="always")
 def _uf(uf_pos, r):
     """model.underflow_zero: with ``underflow_sign: positive`` a zero rounded from a non-zero sum is +0."""
     neg, inf, mag, exp = r
@@ -146,7 +172,7 @@ def _uf(uf_pos, r):
 def _block_round(rp, neg, mag, exp):
     """A block's exact sum to out_precision bits by final_rounding in acc_type's range (``rp``: those parameters)."""
     out_p, emin, emax, fmode, flush, ovf, uf_pos = rp
-    return _uf(uf_pos, _round_p(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
+    return _uf(uf_pos, _round_n(neg, mag, exp, out_p, emin, emax, fmode, flush, ovf))
 
 
 @intrinsic
@@ -156,6 +182,16 @@ def _bits_of(typingctx, x):
         return builder.bitcast(args[0], context.get_value_type(nbtypes.int64))
 
     return nbtypes.int64(nbtypes.float64), codegen
+
+
+@intrinsic
+def _bits_of32(typingctx, x):
+    """The bits of a float32 as a non-negative int64 (a bitcast, then zero-extended)."""
+    def codegen(context, builder, signature, args):
+        i32 = context.get_value_type(nbtypes.int32)
+        return builder.zext(builder.bitcast(args[0], i32), context.get_value_type(nbtypes.int64))
+
+    return nbtypes.int64(nbtypes.float32), codegen
 
 
 @intrinsic
@@ -211,7 +247,7 @@ def _encode_d(dp, neg, inf, mag, exp):
     infb = sign | (((1 << eb) - 1) << mb)
     if inf:
         return infb
-    rn, rinf, rm, re = _round_p(neg, mag, exp, mb + 1, emin, emax, 1, 0, 0)
+    rn, rinf, rm, re = _round_n(neg, mag, exp, mb + 1, emin, emax, 1, 0, 0)
     if rinf:
         return infb
     if rm == 0:
@@ -333,18 +369,20 @@ def _cls(tab, table, bits, plan, at, in_flush):
 def _fin_of(plan, nan_bits):
     """What ``_finish`` reads of a plan, as scalars."""
     dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
+    # D is .f32 rounded as float32 rounds (RNE, subnormals kept, overflow to Inf): a float64 converts in one step
+    as_f32 = (dp[0] == 8 and dp[1] == 23 and plan[_D + _P] == 24 and plan[_OUT_FLUSH] == 0 and plan[_OVF] != 1)
     return (plan[_TO_D], plan[_C_ENTRY] == 2, plan[_UF_POS], plan[_D + _P], dp, plan[_OUT_FLUSH], plan[_OVF],
-            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM])
+            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM], as_f32)
 
 
 @njit(cache=True, inline="always")
 def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
     """D's bits of a row whose blocks are done (``acc``: the last one's result): model._to_d, add_rne's final add of
     C, D's encoding, and the row's infinities and NaN (``found``: ``payload`` is the first NaN operand's)."""
-    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm = fin
+    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm, as_f32 = fin
     nan = nan or (pinf and ninf)
     if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
-        acc = _uf(uf_pos, _round_p(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
+        acc = _uf(uf_pos, _round_n(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
         if acc[1]:
             if not (pinf or ninf):
                 pinf = acc[0] == 0
@@ -358,10 +396,17 @@ def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
         if sd == 0.0:
             neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
             acc = (1 if neg0 else 0, 0, 0, 0)
+            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+        elif as_f32:  # the rounding and the encoding in one conversion; a zero rounded from a non-zero sum: +0
+            d = _bits_of32(np.float32(sd))
+            if uf_pos and (d & 0x7FFFFFFF) == 0:
+                d = 0
         else:
             sn, sm, se = _from_double(sd)
-            acc = _uf(uf_pos, _round_p(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-    d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+            acc = _uf(uf_pos, _round_n(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
+            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+    else:
+        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
     dsign = 1 << (dp[0] + dp[1])
     dinf = ((1 << dp[0]) - 1) << dp[1]
     if pinf:
@@ -415,16 +460,20 @@ def _pentry(ptab, a, b, i, j):
 
 
 @njit(cache=True, inline="always")
-def _ptab_scan(ptab, a, b, i, hs, halves):
-    """Row ``i`` read once from the product table in column order, without a branch (the loop is vectorised):
-    (OR of the row's entries (a NaN product), then for each k_order half its largest exponent key (its anchor + 64;
-    0: no non-zero product), the AND of its entries (every product negative) and their OR (an infinite product of
-    either sign)).  ``halves`` (literal) as in ``_ptab_sum``."""
+def _ptab_scan(ptab, a, b, i, hs, halves, ent):
+    """Row ``i`` read once from the product table, without a branch (the loop is vectorised), its entries kept in
+    ``ent`` in block order (each k_order half's columns together: ``_ptab_sum`` reads them back contiguous, without
+    a second lookup): (OR of the row's entries (a NaN product), then for each half its largest exponent key (its
+    anchor + 64; 0: no non-zero product), the AND of its entries (every product negative) and their OR (an
+    infinite product of either sign)).  ``halves`` (literal) as in ``_ptab_sum``."""
     o, m0, m1, n0, n1, q0, q1 = 0, 0, 0, -1, -1, 0, 0
     if halves == 1:  # columns 4q, 4q + 1 in the first half, 4q + 2, 4q + 3 in the second
-        for q in range(0, a.shape[1], 4):
+        h = ent.shape[0] // 2
+        for q in range(0, ent.shape[0], 4):
             e0, e1 = _pentry(ptab, a, b, i, q), _pentry(ptab, a, b, i, q + 1)
             e2, e3 = _pentry(ptab, a, b, i, q + 2), _pentry(ptab, a, b, i, q + 3)
+            u = q >> 1
+            ent[u], ent[u + 1], ent[h + u], ent[h + u + 1] = e0, e1, e2, e3
             m0 = max(m0, max((e0 >> _PKEY) & 127, (e1 >> _PKEY) & 127))
             m1 = max(m1, max((e2 >> _PKEY) & 127, (e3 >> _PKEY) & 127))
             n0 &= e0 & e1
@@ -432,8 +481,9 @@ def _ptab_scan(ptab, a, b, i, hs, halves):
             q0 |= e0 | e1
             q1 |= e2 | e3
         return q0 | q1, m0, n0, q0, m1, n1, q1
-    for j in range(a.shape[1]):
+    for j in range(ent.shape[0]):
         e = _pentry(ptab, a, b, i, j)
+        ent[j] = e
         h = hs[j] if halves == 2 else 0
         key = (e >> _PKEY) & 127
         o |= e
@@ -447,25 +497,25 @@ def _ptab_scan(ptab, a, b, i, hs, halves):
 
 
 @njit(cache=True, inline="always")
-def _ptab_sum(ptab, a, b, i, hs, halves, half, shift, align):
-    """The aligned sum of half ``half``'s products of row ``i`` (model._block's ``align``), each on the grid at its
-    exponent key + ``shift``.  ``halves`` (literal): 0 one half; 1 k_order pairs on dense columns (K a multiple of
-    4: half h is columns 4q + 2h and 4q + 2h + 1); 2 pairs on any labels (``hs``: each column's half, the others
-    masked out)."""
+def _ptab_sum(ent, hs, halves, half, shift, align):
+    """The aligned sum of half ``half``'s products (model._block's ``align``), each on the grid at its exponent key
+    + ``shift``, from the entries ``_ptab_scan`` kept.  ``halves`` (literal): 0 one half (``ent``: the row's
+    columns); 1 k_order pairs on dense columns (K a multiple of 4: half h is columns 4q + 2h and 4q + 2h + 1, kept
+    together: half h is ``ent``'s h-th half); 2 pairs on any labels (``hs``: each column's half, the others masked
+    out)."""
     total = 0
-    n = a.shape[1] // 2 if halves == 1 else a.shape[1]
+    n = ent.shape[0]
+    lo, hi = (half * (n // 2), (half + 1) * (n // 2)) if halves == 1 else (0, n)
     if align == 0:  # the test outside the loop: inside, it leaves the loop unvectorised (1.6x slower)
-        for t in range(n):
-            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
-            e = _pentry(ptab, a, b, i, j)
+        for j in range(lo, hi):
+            e = ent[j]
             s = ((e >> _PKEY) & 127) + shift
             v = ((e & _PMAG) << max(s, 0)) >> min(max(-s, 0), 63)
             sg = -((e >> _PNEG) & 1)
             total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
     else:
-        for t in range(n):
-            j = ((t >> 1) << 2) | (t & 1) | (half << 1) if halves == 1 else t
-            e = _pentry(ptab, a, b, i, j)
+        for j in range(lo, hi):
+            e = ent[j]
             v = _align(e & _PMAG, ((e >> _PKEY) & 127) + shift, align)
             sg = -((e >> _PNEG) & 1)
             total += ((v ^ sg) - sg) * (1 - (hs[j] ^ half) if halves == 2 else 1)
@@ -484,9 +534,28 @@ def _takes_ptab(plan, blocks, ptab):
 @njit(cache=True, nogil=True)
 def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, pending):
     """float_rows of operands that are both 8-bit where each k_order half is one block (``_takes_ptab``), from the
-    product table: a row read twice from it (anchors, zero signs, non-finite products; then each half's aligned
-    sum), nothing stored per product (decoding into arrays cost twice the table's reads).  A row whose D takes a NaN
-    operand's payload is left to float_rows: its index goes to ``pending``; returns how many."""
+    product table: a row read once from it (anchors, zero signs, non-finite products; its entries kept in block
+    order), then each half's aligned sum from those entries.  A row whose D takes a NaN operand's payload is left
+    to float_rows: its index goes to ``pending``; returns how many.  One loop per way of taking the halves, each
+    literal in it (halves and their count tested per row cost e4m3 x e5m2 K = 32 rows 180 against 150 ns)."""
+    k = a.shape[1]
+    hs = np.zeros(k, np.int64)  # each column's k_order half (dense columns: one list for every row)
+    dense = lab.shape[0] == 1
+    for j in range(k if dense else 0):
+        hs[j] = (lab[0, j] >> 1) & 1
+    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
+    for j in range(k if quads else 0):
+        quads = quads and lab[0, j] == j
+    if plan[_PAIRS] == 0:
+        return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 1, 0)
+    if quads:
+        return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 2, 1)
+    return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 2, 2)
+
+
+@njit(cache=True, inline="always")
+def _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, nh, halves):
+    """ptab_rows' rows with ``nh`` k_order halves taken as ``halves`` says (both literal: see ``_ptab_sum``)."""
     k = a.shape[1]
     in_flush, nanp, c_entry = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY]
     frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
@@ -497,25 +566,13 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
     c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
     late = c_entry == 2
     shift = frac + extra - plsb - 64  # a product's grid shift is its exponent key + shift - anchor
-    nh = 2 if plan[_PAIRS] else 1
-    dense = lab.shape[0] == 1
-    hs = np.zeros(k, np.int64)
-    for j in range(k if dense else 0):
-        hs[j] = (lab[0, j] >> 1) & 1
-    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
-    for j in range(k if quads else 0):
-        quads = quads and lab[0, j] == j
+    ent = np.empty(k, np.int64)  # a row's product-table entries in block order
     npend = 0
     for i in range(lo, hi):
-        if not dense and nh == 2:
+        if halves == 2 and lab.shape[0] != 1:
             for j in range(k):
                 hs[j] = (lab[i, j] >> 1) & 1
-        if nh == 1:  # one loop per literal: a loop-invariant test inside would leave it unvectorised
-            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 0)
-        elif quads:
-            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 1)
-        else:
-            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 2)
+        o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, halves, ent)
         if nanp != 0 and (o >> _PNAN) & 1:
             pending[npend] = i
             npend += 1
@@ -542,12 +599,7 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
                 anchor = max(anchor, exp_floor)
             if anchor == _LOWEXP:
                 anchor = 0
-            if nh == 1:
-                total = _ptab_sum(ptab, a, b, i, hs, 0, h, shift - anchor, align)
-            elif quads:
-                total = _ptab_sum(ptab, a, b, i, hs, 1, h, shift - anchor, align)
-            else:
-                total = _ptab_sum(ptab, a, b, i, hs, 2, h, shift - anchor, align)
+            total = _ptab_sum(ent, hs, halves, h, shift - anchor, align)
             allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
             r0 = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
             r = _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, frac + extra, align)
@@ -752,6 +804,15 @@ def _sext(x, bits, signed):
     return x
 
 
+@njit(cache=True, inline="always")
+def _s32_end(acc, cbits, satfinite):
+    """D's bits of an integer or .b1 row: the exact sum plus C, wrapped to s32 or clamped (``.satfinite``)."""
+    acc += _sext(np.int64(cbits & np.uint64(0xFFFFFFFF)), 32, 1)
+    if satfinite:
+        acc = min(max(acc, -2147483648), 2147483647)
+    return np.uint64(acc & 0xFFFFFFFF)
+
+
 @njit(cache=True, nogil=True)
 def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b, c, out):
     """model._int_dot: the exact sum (xor/and counts for .b1), plus C, wrapped to s32 or clamped (``.satfinite``)."""
@@ -768,10 +829,41 @@ def int_rows(lo, hi, a_bits, a_signed, b_bits, b_signed, bitop, satfinite, a, b,
                 acc += x & y
             else:
                 acc += x * y
-        acc += _sext(np.int64(c[i] & np.uint64(0xFFFFFFFF)), 32, 1)
-        if satfinite:
-            acc = min(max(acc, -2147483648), 2147483647)
-        out[i] = np.uint64(acc & 0xFFFFFFFF)
+        out[i] = _s32_end(acc, c[i], satfinite)
+
+
+@intrinsic
+def _popc(typingctx, x):
+    """The number of set bits of a uint64 (LLVM's llvm.ctpop.i64), as int64."""
+    def codegen(context, builder, signature, args):
+        i64 = context.get_value_type(nbtypes.uint64)
+        fn = builder.module.declare_intrinsic("llvm.ctpop", [i64], ir.FunctionType(i64, [i64]))
+        return builder.call(fn, args)
+
+    return nbtypes.int64(nbtypes.uint64), codegen
+
+
+@njit(cache=True, nogil=True)
+def b1_rows(lo, hi, k, bitop, satfinite, a, b, c, out):
+    """model._int_dot of .b1 operands packed 64 to a word (formats.pack_words): the popcount of each word's xor
+    (``bitop`` 1) or and (2), the bits past ``k`` masked off, plus C.  A dot of K = 256 reads 64 bytes, not the
+    4 KB of one container per element."""
+    full = k // 64
+    last = (np.uint64(1) << np.uint64(k % 64)) - np.uint64(1)  # the last word's elements (k % 64 of them)
+    tail = k % 64 != 0
+    for i in range(lo, hi):
+        acc = 0
+        if bitop == 1:  # one loop per operation: a loop-invariant test inside would leave it unvectorised
+            for j in range(full):
+                acc += _popc(a[i, j] ^ b[i, j])
+            if tail:
+                acc += _popc((a[i, full] ^ b[i, full]) & last)
+        else:
+            for j in range(full):
+                acc += _popc(a[i, j] & b[i, j])
+            if tail:
+                acc += _popc(a[i, full] & b[i, full] & last)
+        out[i] = _s32_end(acc, c[i], satfinite)
 
 
 # ---------------------------------------------------------------------------

@@ -9,10 +9,13 @@ here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (L
 decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
 (every row is computed here; none comes back to model.py), two rows' chains interleaved (each step waits on the
 last).  Where both operands are 8-bit (fp8), every product of two elements is one entry of a 256 KB table
-(``_product_table``): a row is read from it twice, its anchors first, then its aligned sums, nothing stored per
-product.
+(``_product_table``): a row is read from it once (its anchors; its entries kept in block order), then each
+half's aligned sum from those entries.  Operands may come packed into 64-bit words (formats.pack_words,
+``packed_k``): a ``.b1`` row is the popcounts of its words' xor or and (a dot of K = 256 reads 64 bytes instead of
+4 KB of containers); other packed operands are unpacked first (fp8 read from words, 8 a word, was no quicker than
+from containers: the product table's rows are bound by their arithmetic, not by memory).
 
-One compiled kernel per path kind (float, f64, integer): a path's parameters are a small integer vector
+One compiled kernel per path kind (float, f64, integer, packed .b1): a path's parameters are a small integer vector
 (``plan``), so no parameter set waits for a compile of its own and the machine code is cached on disk
 (``cache=True``).  A parameter value the kernels do not implement is refused (``check`` raises ``NotCompiled``),
 never approximated; model.dot_bits then computes the dots itself.  Batches of more than ``CHUNK`` rows run in
@@ -31,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
-from .formats import FORMATS, acc_format, f64_rounding
+from .formats import FORMATS, acc_format, f64_rounding, n_words, unpack_words
 from .implemented import (
     FLOAT_ACC,
     FLOAT_IN,
@@ -59,6 +62,7 @@ _ROUNDING, _NAN, _NAN_F64_ONLY = ROUNDING, NAN_ORDERS, NAN_F64_ONLY  # the MODE 
 _C_ENTRY = ("fused", "late", "add_rne", "block_add")
 _ALIGN = ("truncate", "rne", "sticky")
 _CONV = ("truncate", "rna", "rne")
+_BITOP = {None: 0, "xor": 1, "and": 2}  # int_rows' and b1_rows' codes
 _FLOAT_IN, _FLOAT_ACC, _INT_IN = FLOAT_IN, FLOAT_ACC, INT_IN
 MAX_SUM_BITS = 62  # an aligned block sum (and C) stays below 2^62 in int64; model.py's float64 needs < 2^53 (checked too)
 MAX_OUT_PRECISION = 50  # a rounded accumulator converts to float64 exactly (the float64 additions above)
@@ -196,15 +200,28 @@ def available() -> tuple[bool, str]:
         return False, str(exc)
 
 
-def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = None) -> np.ndarray:
+def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = None, *,
+             packed_k: int | None = None) -> np.ndarray:
     """model.dot_bits compiled: D bits ``uint64[N]`` of ``a_bits, b_bits [N, K]``, ``c_bits [N]`` (``labels [N, K]``:
-    the k of each column, as model.sparse_dots gives them) on ``n_threads`` threads (default ``threads()``).
-    ``NotCompiled`` where a parameter value is not compiled."""
+    the k of each column, as model.sparse_dots gives them; ``packed_k``: operands as words of formats.pack_words
+    holding that many elements a row) on ``n_threads`` threads (default ``threads()``).  ``NotCompiled`` where a
+    parameter value is not compiled."""
     # uint64 containers as they come (one compiled signature); the kernels mask them as model.py's decoding does
     a = np.ascontiguousarray(np.atleast_2d(np.asarray(a_bits, dtype=np.uint64)))
     b = np.ascontiguousarray(np.atleast_2d(np.asarray(b_bits, dtype=np.uint64)))
     c = np.ascontiguousarray(np.atleast_1d(np.asarray(c_bits, dtype=np.uint64)))
     n, k = a.shape
+    if packed_k is not None:
+        if labels is not None:
+            raise ValueError(f"path {p.name}: packed_k takes the operands of dense dots (no labels)")
+        width = (ptx_type(t.a).bits, ptx_type(t.b).bits)
+        need = (n_words(packed_k, width[0]), n_words(packed_k, width[1]))
+        if (k, b.shape[1]) != need:
+            raise ValueError(f"packed_k={packed_k}: A and B need {need[0]} and {need[1]} words a row, not {k} and "
+                             f"{b.shape[1]}")
+        k = packed_k
+        if p.kind != "b1":  # only the .b1 kernel reads words; the others read the elements' containers
+            a, b, packed_k = unpack_words(a, width[0], k), unpack_words(b, width[1], k), None
     prepared = _prepared(p, t, k)  # checks p: NotCompiled before numba is asked for
     kern = _kernels()
     out = np.zeros(n, dtype=np.uint64)
@@ -214,8 +231,8 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = 
         plan, table_a, table_b, table_ab = prepared
         # the k of each column: only k_order pairs reads it (one row stands for every row of a dense batch)
         lab = np.ascontiguousarray(np.arange(k)[None, :] if labels is None else labels, dtype=np.int64)
-        blocks = _schedule_counts(p, lab)
-        args = (plan, np.asarray(blocks, dtype=np.int64), np.uint64(_nan_bits(p, t.d)), table_a, table_b, table_ab,
+        blocks = np.asarray(_schedule_counts(p, lab), dtype=np.int64)
+        args = (plan, blocks, np.uint64(_nan_bits(p, t.d)), table_a, table_b, table_ab,
                 a, b, c, lab, out, *(np.uint64(ptx_type(x).mask) for x in (t.a, t.b, t.c)))
         _over_rows(kern.float_rows, n, args, n_threads)
     elif p.kind == "f64":
@@ -224,9 +241,12 @@ def dot_bits(p, t, a_bits, b_bits, c_bits, labels=None, n_threads: int | None = 
         args = (nanp, mode, int(p.f64_mode == "reverse_fma"), np.uint64(_nan_bits(p, "f64")), a.view(np.int64),
                 b.view(np.int64), c.view(np.int64), out)
         _over_rows(kern.f64_rows, n, args, n_threads)
+    elif packed_k is not None:  # .b1 words: popcounts of the words' xor or and
+        args = (packed_k, _BITOP[t.bitop], int(t.satfinite), a, b, c, out)
+        _over_rows(kern.b1_rows, n, args, n_threads)
     else:
         sa, sb = ptx_type(t.a), ptx_type(t.b)
-        args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), {None: 0, "xor": 1, "and": 2}[t.bitop],
+        args = (sa.bits, int(sa.kind == "sint"), sb.bits, int(sb.kind == "sint"), _BITOP[t.bitop],
                 int(t.satfinite), a, b, c, out)
         _over_rows(kern.int_rows, n, args, n_threads)
     return out

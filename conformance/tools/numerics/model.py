@@ -57,7 +57,7 @@ from fractions import Fraction
 import numpy as np
 from ptxconf.isa.ptxtypes import ptx_type
 
-from .formats import FORMATS, ROUNDING_MODIFIERS, Fmt, acc_format, f64_rounding
+from .formats import FORMATS, ROUNDING_MODIFIERS, Fmt, acc_format, f64_rounding, unpack_words
 
 __all__ = ["PathParams", "Types", "Fmt", "FORMATS", "ROUNDING_MODIFIERS", "acc_format", "dot_bits", "explain", "round_to_format", "mma_semantics", "sparse_dots",
            "stored_positions", "f64_round", "nan_convert"]
@@ -630,11 +630,15 @@ def sparse_dots(p: PathParams, a_bits, b_bits, positions) -> tuple[np.ndarray, n
 
 
 def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, sparse_pos=None,
-             compiled: bool | None = None) -> np.ndarray:
+             compiled: bool | None = None, packed_k: int | None = None) -> np.ndarray:
     """D bits ``uint64[N]`` of N dot products: ``a_bits, b_bits [N, K]``, ``c_bits [N]``.
 
     ``sparse_pos [N, S]`` (mma.sp): ``a_bits [N, S]`` are the stored A elements at those dense
     positions and ``b_bits [N, K]`` the whole B column.
+
+    ``packed_k`` (dense dots): ``a_bits, b_bits`` are ``[N, W]`` words of formats.pack_words, each operand's
+    elements packed at its type's width (``.b1``: 64 a word, fp8: 8), holding K = ``packed_k`` elements a row;
+    the kernels read the words (``.b1``, and fp8 on the product table), this arithmetic their elements.
 
     ``compiled``: None (the default) computes through compiled.py's kernels where numba is installed and every
     parameter value is compiled (bit for bit this function's NumPy arithmetic), else here; False always here (the
@@ -643,16 +647,21 @@ def dot_bits(p: PathParams, t: Types, a_bits, b_bits, c_bits, trace=None, *, spa
     b_bits = np.atleast_2d(np.asarray(b_bits, dtype=np.uint64))
     c_bits = np.atleast_1d(np.asarray(c_bits, dtype=np.uint64))
     labels = None
+    if packed_k is not None and sparse_pos is not None:
+        raise ValueError(f"path {p.name}: packed_k takes the operands of dense dots (not with sparse_pos)")
     if sparse_pos is not None:
         a_bits, b_bits, labels = sparse_dots(p, a_bits, b_bits, np.atleast_2d(sparse_pos))
     if compiled or (compiled is None and trace is None and os.environ.get("PTXCONF_MODEL", "") != "numpy"):
         from . import compiled as fast
 
         try:
-            return fast.dot_bits(p, t, a_bits, b_bits, c_bits, labels)
+            return fast.dot_bits(p, t, a_bits, b_bits, c_bits, labels, packed_k=packed_k)
         except (fast.NotCompiled, fast.Unavailable):
             if compiled:
                 raise
+    if packed_k is not None:
+        a_bits = unpack_words(a_bits, ptx_type(t.a).bits, packed_k)
+        b_bits = unpack_words(b_bits, ptx_type(t.b).bits, packed_k)
     return _dot_bits(p, t, a_bits, b_bits, c_bits, trace, labels)
 
 
