@@ -107,7 +107,9 @@ def test_kill_9_then_resume_completes_and_replays(point, tmp_path, reference, ta
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_the_run_as_interrupted(signum, code, tmp_path, reference, tally):
     out = tmp_path / "run"
-    delays = {"PTXCONF_FAULT_VERDICT_DELAY": "0.1", "PTXCONF_FAULT_MODULE_PLANS": "2"}
+    # 0.3 s per variant leaves seconds of run after the 4th line: with 0.1 s a loaded two-core host sometimes let the
+    # run finish before the signal landed (it then exits 143 with a complete run, and there is nothing to resume).
+    delays = {"PTXCONF_FAULT_VERDICT_DELAY": "0.3", "PTXCONF_FAULT_MODULE_PLANS": "2"}
     child = Child(run_args(out), tmp_path / "logs", child_env(**delays))
     wait_until(lambda: line_count(out / "results.jsonl") >= 4, 30, child, "4 results lines")
     child.signal(signum)
