@@ -8,6 +8,7 @@ buffer is :mod:`.probe`'s contract.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
@@ -61,24 +62,93 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     with ``room`` bytes: canonical strides, K chunks in either order (K-major none), any LBO and a K start inside
     the swizzle row (K-major swizzled), and ``off_boundary`` a pattern start a random 128-byte step past the
     repeat boundary.  The sparse family places its compressed A and its B with it too."""
-    major, lbo, sbo, steps, kstarts, code = _placement(model, trans, sw, bits, ext, kext, room, off_boundary)
-    pattern = region
-    if steps:  # rng.choice(steps), the same draw, without choice's own overhead
-        pattern += 128 * steps[int(rng.integers(0, len(steps)))]
-    start = pattern
-    if major == "K" and sw == "none" and rng.integers(2):
-        # K chunks after all MN groups: LBO and SBO differ the other way round
-        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+    return descriptor_choices(rng, model, [(trans, sw, bits, ext, kext, region, room, off_boundary)])[0]
+
+
+def descriptor_choices(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[Desc, int]]:
+    """:func:`descriptor_choice` of each ask ``(trans, sw, bits, ext, kext, region, room, off_boundary)`` in turn,
+    the same numbers from the same stream, every bounded integer of every choice in one :func:`bounded_draws`."""
+    places = [(_placement(model, *ask[:5], ask[6], ask[7]), ask[1], ask[3], ask[5]) for ask in asks]
+    drawn = bounded_draws(rng, [r for p, sw, _, _ in places for r in _ranges(p, sw)]).tolist()
+    out, at = [], 0
+    for p, sw, ext, region in places:
+        (major, lbo, sbo, steps, kstarts, code), n = p, len(_ranges(p, sw))
+        got, at = drawn[at : at + n], at + n
+        pattern = region
+        if steps:
+            pattern += 128 * steps[got.pop(0)]
+        start = pattern
+        if major == "K" and sw == "none" and got.pop(0):
+            # K chunks after all MN groups: LBO and SBO differ the other way round
+            lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+        if kstarts:
+            lbo = 16 * (1 + got.pop(0))  # unused by K-major swizzled layouts: any value
+            start += 32 * got.pop(0)  # K start inside the swizzle row
+        key = (start, lbo, sbo, base_offset_of(model, sw, pattern), code)
+        desc = _DESCS.get(key)
+        if desc is None:  # one (immutable) Desc per distinct descriptor, made once per process
+            if len(_DESCS) > 65536:
+                _DESCS.clear()
+            desc = _DESCS[key] = Desc(*key)
+        out.append((desc, pattern))
+    return out
+
+
+def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tuple],
+                 head: np.ndarray) -> tuple[list[dict], list[Desc], list[Desc]]:
+    """Each case's B descriptor, then its A descriptor where A has asks (A from shared memory), drawn as
+    :func:`descriptor_choice` draws them case by case: their words into ``head[case, 0:4]`` (A's, then B's), and
+    (each case's layouts ``{"B": [mode, start, LBO, SBO, pattern start, base offset]}`` and "A" alike, in
+    image-relative bytes; B's and A's descriptors).  The sparse family places its compressed A and B with it too."""
+    pairs = list(zip(b_asks, a_asks)) if a_asks else [(b,) for b in b_asks]
+    got = descriptor_choices(rng, model, [ask for pair in pairs for ask in pair])
+    per = 2 if a_asks else 1
+    cfgs, b_descs, a_descs = [], [], []
+    for i, pair in enumerate(pairs):
+        (db, pb) = got[per * i]
+        head[i, 2], head[i, 3] = _words(model, db)
+        b_descs.append(db)
+        cfg = {"B": [pair[0][1], db.start, db.lbo, db.sbo, pb, db.base_offset]}
+        if a_asks:
+            (da, pa) = got[per * i + 1]
+            head[i, 0], head[i, 1] = _words(model, da)
+            a_descs.append(da)
+            cfg["A"] = [pair[1][1], da.start, da.lbo, da.sbo, pa, da.base_offset]
+        cfgs.append(cfg)
+    return cfgs, b_descs, a_descs
+
+
+def bounded_draws(rng, spans) -> np.ndarray:
+    """``int(rng.integers(0, span))`` of each span in turn (``int64[len(spans)]``), the same numbers from the same
+    stream, in one call: NumPy draws a bounded integer below 2**32 from one 32-bit output of the generator, scaled
+    (Lemire's method; a span of one takes none), so one draw of those outputs, scaled here, gives them all; where a
+    scaled output would have been rejected (under one in 2**25 for these spans) the generator is put back and each
+    is drawn on its own."""
+    spans = np.asarray(spans, dtype=np.uint64)
+    out = np.zeros(len(spans), dtype=np.int64)
+    live = spans > 1
+    span = spans[live]
+    if len(span):
+        state = rng.bit_generator.state
+        scaled = rng.integers(0, 2**32, size=len(span), dtype=np.uint64) * span
+        if ((scaled & np.uint64(0xFFFFFFFF)) < (np.uint64(2**32) - span) % span).any():
+            rng.bit_generator.state = state
+            out[live] = [int(rng.integers(0, int(r))) for r in span]
+        else:
+            out[live] = scaled >> np.uint64(32)
+    return out
+
+
+def _ranges(place: tuple, sw: str) -> list[int]:
+    """How many values each bounded draw of one choice takes from: the pattern's step (where it has steps), K-major
+    none's chunk order, then K-major swizzled's LBO and K start."""
+    major, _, _, steps, kstarts, _ = place
+    out = [len(steps)] if steps else []
+    if major == "K" and sw == "none":
+        out.append(2)
     if kstarts:
-        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
-        start += 32 * int(rng.integers(0, kstarts))  # K start inside the swizzle row
-    key = (start, lbo, sbo, base_offset_of(model, sw, pattern), code)
-    desc = _DESCS.get(key)
-    if desc is None:  # one (immutable) Desc per distinct descriptor, made once per process
-        if len(_DESCS) > 65536:
-            _DESCS.clear()
-        desc = _DESCS[key] = Desc(*key)
-    return desc, pattern
+        out += [63, kstarts]
+    return out
 
 
 _DESCS: dict[tuple, Desc] = {}
@@ -126,10 +196,11 @@ def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
 @cache
 def _indexed(tname: str, lo: int, hi: int) -> np.ndarray:
     """:func:`_encoded` of ``lo .. hi`` rotated so that value ``x`` is at index ``x`` (a negative one counted from the
-    end), in uint32 where the type fits: the drawn integers index it as they are, without a shifted copy, into
-    bits of half the memory."""
+    end), in the narrowest unsigned type that holds the type's bits: the drawn integers index it as they are,
+    without a shifted copy, into bits of a fraction of the memory (written as they are into an image)."""
     table = np.roll(_encoded(tname, lo, hi), lo)
-    return table.astype(np.uint32) if TYPES[tname].bits <= 32 else table
+    bits = TYPES[tname].bits
+    return table.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32) if bits <= 32 else table
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -143,19 +214,20 @@ def _values(rng, tname: str, shape) -> np.ndarray:
 
 
 def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarray:
-    """C's container bits ``[case, 64, N]`` (uint32 for a float D); ``zero``: the same draws (the stream moves on as
-    for any C), a C of zeros (a tagged check's)."""
+    """C's container bits ``[case, 64, N]`` (uint32 for .f32 and .s32, uint16 for .f16); ``zero``: the same draws
+    (the stream moves on as for any C), a C of zeros (a tagged check's).  (A bounded draw gives the same integers
+    into int32 as into int64: half the memory.)"""
     dt = TYPES[v.dtype]
     shape = (cases, 64, v.N)
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        drawn = rng.integers(-64, 65, size=shape)
+        drawn = rng.integers(-64, 65, size=shape, dtype=np.int32)
         return np.zeros(shape, dtype=np.uint32) if zero else _indexed(v.dtype, -64, 64)[drawn]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
-    near = rng.integers(0, 2, size=shape)
     if zero:
-        rng.integers(0, 2, size=shape)
-        rng.integers(-40, 41, size=shape)
+        for lo, hi in ((0, 2), (0, 2), (-40, 41)):
+            rng.integers(lo, hi, size=shape, dtype=np.int32)
         return np.zeros(shape, dtype=np.uint32)
+    near = rng.integers(0, 2, size=shape)
     value = rng.integers(0, 2, size=shape) * (2**32 - 100) - (2**31 - 50)  # which end
     value *= near
     value += rng.integers(-40, 41, size=shape)
@@ -171,7 +243,7 @@ def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: in
     ra, rb = _draw_range(atype), _draw_range(btype)
     if ra == rb:
         sa = int(np.prod(ashape))
-        d = rng.integers(ra[0], ra[1] + 1, size=(n, sa + int(np.prod(bshape))))
+        d = rng.integers(ra[0], ra[1] + 1, size=(n, sa + int(np.prod(bshape))), dtype=np.int32)
         return _from_draw(atype, d[:, :sa]).reshape(n, *ashape), _from_draw(btype, d[:, sa:]).reshape(n, *bshape)
     A = np.empty((n, *ashape), dtype=np.uint64)
     B = np.empty((n, *bshape), dtype=np.uint64)
@@ -192,7 +264,7 @@ def _draw_range(tname: str) -> tuple[int, int]:
 def _from_draw(tname: str, d: np.ndarray) -> np.ndarray:
     """Container bits of drawn integers ``d`` (as :func:`_values` turns them into elements)."""
     if TYPES[tname].kind == "bits":
-        return d.astype(np.uint64)
+        return d.astype(np.uint8)
     return _indexed(tname, *_draw_range(tname))[d]
 
 
@@ -298,9 +370,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             img = blank_images(size, n)
             C = _c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
-            cfgs: list[dict] = []
-            b_descs: list[Desc] = []
-            a_descs: list[Desc] = []
+            b_asks, a_asks = [], []
             for i in range(n):
                 if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
                     sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
@@ -317,19 +387,10 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                     off = False
                 # a tagged set moves only the tagged operand: K-major A and B read with the same
                 # permutation along K would give the same product
-                off_a = off and (check == "value" or check.endswith("A"))
-                off_b = off and (check == "value" or check.endswith("B"))
-                db_, pb = descriptor_choice(rng, model, tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off_b)
-                head[i, 2], head[i, 3] = _words(model, db_)
-                b_descs.append(db_)
-                # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
-                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                b_asks.append((tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off and (check == "value" or check.endswith("B"))))
                 if shared_a:
-                    da, pa = descriptor_choice(rng, model, ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off_a)
-                    head[i, 0], head[i, 1] = _words(model, da)
-                    a_descs.append(da)
-                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                cfgs.append(cfg)
+                    a_asks.append((ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off and (check == "value" or check.endswith("A"))))
+            cfgs, b_descs, a_descs = case_layouts(rng, model, b_asks, a_asks, head)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers

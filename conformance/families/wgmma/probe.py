@@ -315,7 +315,7 @@ def _looked_up(t, bits, as_float: bool) -> np.ndarray:
     return table[idx]
 
 
-_DECODED: dict[tuple[str, bool], np.ndarray] = {}
+_DECODED: dict[tuple[str, object], np.ndarray] = {}
 
 
 def c_values(t, bits) -> np.ndarray:
@@ -416,27 +416,87 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
-    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
-    words: the out words ``uint32[case, 128, out_words]`` of each part, one product per part (the cases of a part
-    stacked).  Each case's D is its own product, whatever else is stacked with it."""
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A may be float32 values instead, the
+    sparse form's densified A), without reading them back from the words: the out words
+    ``uint32[case, 128, out_words]`` of each part, every part's D packed in one pass.  Each case's D is its own
+    product, whatever else is stacked with it.
+
+    A generator's cases hold small integers (grids, tags, selections): where every partial sum of a part is an
+    integer below 2**24 its product is taken in float32 (half the BLAS time), the very sums ``spec_numerics``
+    takes in float64, C then added in float64 as there; any other part goes through ``spec_numerics`` itself."""
     dop = v.operands["D"]
-    dt = TYPES[v.dtype]
-    # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
-    nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
-    out = []
+    total = sum(len(p[0]) for p in parts)
+    D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
+    at = 0
     for A, B, C, sd, imm in parts:
-        sd = np.asarray(sd, dtype=bool)
-        # (-0 in C's own container type: a uint32 C stays uint32)
-        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)), True,
-                          imm)
-        packed = pack(dop, D[:, None])
-        if out_words(v) == dop.words:
-            out.append(packed)
-            continue
-        words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
+        D[at : at + len(A)] = _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics)
+        at += len(A)
+    packed = pack(dop, D[:, None])
+    if out_words(v) != dop.words:
+        words = np.zeros((total, LANES, out_words(v)), dtype=np.uint32)
         words[:, :, : dop.words] = packed
-        out.append(words)
+        packed = words
+    out, at = [], 0
+    for p in parts:
+        out.append(packed[at : at + len(p[0])])
+        at += len(p[0])
     return out
+
+
+_D_BITS = {"f32": np.uint32, "s32": np.uint32, "f16": np.uint16}  # D's container bits as narrow as they fit
+
+
+def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics) -> np.ndarray:
+    """D bits of one part of :func:`predict`: in float32 where exact, else ``spec_numerics``'s."""
+    dt = TYPES[v.dtype]
+    a = A if A.dtype == np.float32 else values32(TYPES[v.atype], A)
+    b = values32(TYPES[v.btype], B)
+    if a is None or b is None or not len(a) or v.K * _int_bound(a) * _int_bound(b) >= 2**24:
+        if A.dtype == np.float32:
+            raise ValueError(f"{v.id}: A given as values, but its product is not exact in float32")
+        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+        # (-0 in C's own container type: a uint32 C stays uint32)
+        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+        return spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
+                             True, imm)
+    acc = np.matmul(_scaled(a, imm.get("scale_a", 1)), _scaled(b, imm.get("scale_b", 1)))
+    where = sd[:, None, None]  # scale-d 0: C not added (what adding -0 gives)
+    if dt.is_float:
+        total = acc.astype(np.float64)
+        np.add(total, c_values(dt, C), out=total, where=where)
+        if v.dtype in _D_BITS:  # dt.encode's bits, in D's own container width
+            return total.astype(np.float16 if v.dtype == "f16" else np.float32).view(_D_BITS[v.dtype])
+        return dt.encode(total, exact=False)
+    total = acc.astype(np.int64)
+    np.add(total, c_values(dt, C) if dt.bits <= 32 else decoded(dt, C).astype(np.int64), out=total, where=where)
+    if v.satfinite:
+        np.clip(total, -(2**31), 2**31 - 1, out=total)
+    return (total & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _int_bound(x: np.ndarray) -> float:
+    """The largest magnitude in ``x`` where every element is an integer of at most 24 bits, else inf."""
+    if not x.size:
+        return 0.0
+    m = float(max(-x.min(), x.max()))
+    return m if m < 2**24 and (np.rint(x) == x).all() else float("inf")
+
+
+def values32(t, bits) -> np.ndarray | None:
+    """The values of container bits as float32 (what ``t.decode`` gives, each exact in float32): a table of every
+    pattern for a type of at most 16 bits, a view of the container for .f32 and .tf32 (low bits it ignores
+    cleared); None for any other type."""
+    if t.bits <= 16:
+        table = _DECODED.get((t.name, "f4"))
+        if table is None:
+            with np.errstate(invalid="ignore"):  # (NaN patterns stay NaN)
+                table = _DECODED[(t.name, "f4")] = _looked_up(t, np.arange(1 << t.bits), True).astype(np.float32)
+        idx = np.asarray(bits, dtype=np.uint8 if t.bits <= 8 else np.uint16)  # (bits this narrow already: no copy)
+        return table[idx if t.bits in (8, 16) else idx & t.mask]
+    if t.name in ("f32", "tf32"):
+        keep = np.uint32(t.mask ^ ((1 << t.ignored_low_bits) - 1))
+        return (_low32(bits) & keep).view(np.float32)
+    return None
 
 
 def passed(v: WgmmaVariant, rec) -> Verdict:
@@ -503,7 +563,7 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
         if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
             # the element order of ``mats`` itself (B's k, n): the cached indices are in that order; case by case
             # (no index array of every case: it costs more than the calls)
-            vals = np.asarray(mats).astype(f"<u{nb}").reshape(cases, -1)
+            vals = np.asarray(mats, dtype=f"<u{nb}").reshape(cases, -1)
             for c, p in enumerate(placed):
                 img[c].view(f"<u{nb}")[p[1]] = vals[c]
             return
@@ -535,36 +595,36 @@ def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int,
     """(byte address of each element ``int64[ext * kext]`` (mn, k order), and where the layout allows a plain
     scatter, the element indices in units of the element, in the order of the operand's own matrix (A: m, k;
     B: k, n), or for 1-bit elements the bytes of 8 elements along K, in (mn, k) order; else None), once per
-    process and distinct layout.
+    process and distinct layout, whatever the image's ``size`` (forms of every N place A alike).
     The scatter needs every address inside the image and no two elements on one unit."""
     sw = smem.name_of(d.swizzle)
     uses = smem.strides_read(major, sw)  # (a stride the formula never reads: any value places alike)
     key = (id(smem), major, d.start, d.lbo if "LBO" in uses else None, d.sbo if "SBO" in uses else None,
-           d.base_offset, d.swizzle, ext, kext, bits, operand, size)
+           d.base_offset, d.swizzle, ext, kext, bits, operand)
     hit = _PLACED.get(key)
-    if hit is not None and hit[0] is smem:
-        return hit[1]
-    addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
-    units = None
-    inside = addr.size == 0 or (addr.min() >= 0 and addr.max() < size)
-    if bits >= 8:
-        nb = bits // 8
-        if nb in (1, 2, 4, 8) and size % nb == 0 and inside and not (addr % nb).any():
-            u = addr // nb
-            units = u if operand == "A" else u.T
-    elif bits == 1 and kext % 8 == 0 and inside:
-        groups = addr.reshape(ext, kext // 8, 8)
-        if (groups == groups[..., :1]).all():  # 8 elements along K share each byte, low bit first
-            units = groups[..., 0]
-    if units is not None:
-        units = np.ascontiguousarray(units).ravel()
-        if units.size and np.bincount(units).max() > 1:
-            units = None
-    got = (addr.ravel(), units)
-    if len(_PLACED) > 8192:
-        _PLACED.clear()
-    _PLACED[key] = (smem, got)  # the layout spec is kept alive, so its id stays its own
-    return got
+    if hit is None or hit[0] is not smem:
+        addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
+        units = None  # the scatter's units, were every address inside the image
+        low, high = (int(addr.min()), int(addr.max())) if addr.size else (0, -1)
+        if bits >= 8:
+            nb = bits // 8
+            if nb in (1, 2, 4, 8) and not (addr % nb).any():
+                u = addr // nb
+                units = u if operand == "A" else u.T
+        elif bits == 1 and kext % 8 == 0:
+            groups = addr.reshape(ext, kext // 8, 8)
+            if (groups == groups[..., :1]).all():  # 8 elements along K share each byte, low bit first
+                units = groups[..., 0]
+        if units is not None:
+            units = np.ascontiguousarray(units).ravel()
+            if units.size and low >= 0 and np.bincount(units).max() > 1:
+                units = None
+        if len(_PLACED) > 8192:
+            _PLACED.clear()
+        hit = _PLACED[key] = (smem, addr.ravel(), units, low, high)  # the layout spec kept alive: its id its own
+    _, addr, units, low, high = hit
+    inside = low >= 0 and high < size and (bits < 8 or size % (bits // 8) == 0)
+    return addr, units if inside else None
 
 
 _PLACED: dict[tuple, tuple] = {}

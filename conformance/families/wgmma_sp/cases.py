@@ -58,40 +58,30 @@ def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.
     """``uint32[case, 128]`` sp-meta words: the spec's lanes for ``selector`` hold ``fields``
     (``[case, 64, 2 * chunks]``); every other lane random legal metadata."""
     cases = len(fields)
-    nibbles, pats = _nibbles(v)
-    # a random legal pattern in each of a word's 8 nibbles
-    drawn = nibbles[rng.integers(len(pats), size=(cases, sp.LANES, 8))]
-    words = drawn[..., 0].copy()
-    for j in range(1, 8):
-        words |= drawn[..., j] << np.uint32(4 * j)
-    spec_lanes, slots = _meta_slots(v, selector)
-    flat = fields.reshape(cases, -1)
-    held = np.zeros((cases, len(spec_lanes)), dtype=np.uint32)  # the spec's lanes, their fields ORed in
-    for at, where, shift in slots:
-        got = flat.take(where, axis=1).astype(np.uint32) << shift
-        if at is None:
-            held |= got
-        else:
-            held[:, at] |= got
-    words[:, spec_lanes] = held
+    byte, npat = _meta_bytes(sp.sparsity(v))
+    # a random legal pattern in each of a word's 8 nibbles (low first), two nibbles to a byte, 4 bytes to a word
+    drawn = rng.integers(npat, size=(cases, sp.LANES, 8), dtype=np.int32)
+    words = np.ascontiguousarray(byte[drawn[..., 0::2] * npat + drawn[..., 1::2]]).view("<u4")[..., 0]
+    spec_lanes, where, keep, shift = _meta_slots(v, selector)
+    # the spec's lanes: each slot's field (0 where the lane holds none) at its bits, the disjoint slots summed
+    got = (fields.reshape(cases, -1).take(where, axis=1) & keep) << shift
+    words[:, spec_lanes] = got.sum(axis=-1, dtype=np.uint32)
     return words
 
 
-def _nibbles(v: WgmmaSpVariant) -> tuple[np.ndarray, tuple]:
-    """(the sp-meta nibble of each legal pattern ``uint32[pattern]``, the patterns), once per chunk geometry."""
-    return _nibbles_of(sp.sparsity(v))
-
-
 @cache
-def _nibbles_of(spx) -> tuple[np.ndarray, tuple]:
+def _meta_bytes(spx) -> tuple[np.ndarray, int]:
+    """(the sp-meta byte of each pair of legal patterns ``uint8[first * P + second]`` (first in the low nibble),
+    P), once per chunk geometry."""
     pats = np.array(spx.patterns, dtype=np.uint32)
-    return pats[:, 0] | pats[:, 1] << 2, spx.patterns
+    nib = pats[:, 0] | pats[:, 1] << 2
+    return (nib[:, None] | nib[None, :] << 4).astype(np.uint8).ravel(), len(pats)
 
 
 def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     """Where the spec's metadata lanes for ``selector`` take each field, from the layout once per form and
-    selector: (the lanes that hold any, and per slot of a lane's register: (which of those lanes hold it, None
-    for all, the flat (row, field col) each takes, the slot's bit shift))."""
+    selector: (the lanes that hold any ``[L]``; per lane and slot of its register ``[L, slots]``: the flat (row,
+    field col) each takes, 3 where it holds one and 0 where not, the slot's bit shift)."""
     key = (v.id, selector)
     hit = _META_SLOTS.get(key)
     if hit is not None and hit[0] is v:
@@ -99,14 +89,11 @@ def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     lay = v.operands["metadata"].layout
     m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
     spec_lanes = np.flatnonzero(held.any(1))
-    slots = []
-    for e in range(held.shape[1]):
-        at = np.flatnonzero(held[spec_lanes, e])
-        if len(at):
-            lanes = spec_lanes[at]
-            slots.append((None if len(at) == len(spec_lanes) else at, m[lanes, e, 1] * lay.cols + m[lanes, e, 2],
-                          np.uint32(2 * e)))
-    got = (spec_lanes, slots)
+    h = held[spec_lanes]
+    where = np.where(h, m[spec_lanes, :, 1] * lay.cols + m[spec_lanes, :, 2], 0)
+    keep = np.where(h, 3, 0).astype(np.int64)
+    shift = (2 * np.arange(h.shape[1])).astype(np.int64)
+    got = (spec_lanes, where, keep, shift)
     if len(_META_SLOTS) > 4096:
         _META_SLOTS.clear()
     _META_SLOTS[key] = (v, got)
@@ -118,8 +105,14 @@ _META_SLOTS: dict[tuple, tuple] = {}
 
 def random_patterns(v: WgmmaSpVariant, rng, cases: int) -> np.ndarray:
     """``int64[case, 64, 2 * chunks]`` index fields, a random legal pattern per chunk."""
-    pats = np.array(sp.sparsity(v).patterns, dtype=np.int64)
-    return pats[rng.integers(len(pats), size=(cases, 64, v.chunks))].reshape(cases, 64, 2 * v.chunks)
+    pats = _patterns(sp.sparsity(v))
+    return pats[rng.integers(len(pats), size=(cases, 64, v.chunks), dtype=np.int32)].reshape(cases, 64, 2 * v.chunks)
+
+
+@cache
+def _patterns(spx) -> np.ndarray:
+    """The legal patterns ``int64[P, 2]`` of a chunk geometry."""
+    return np.array(spx.patterns, dtype=np.int64)
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -165,11 +158,7 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, 
         db = wgc.DIGIT_BITS[v.btype]
         tagged, digits = _b_tags(v)
         shifts = -(-v.K // 64)
-        comp = np.empty((digits * shifts, 64, v.kc), dtype=np.uint64)
-        fields = np.empty((digits * shifts, 64, 2 * v.chunks), dtype=np.int64)
-        for d in range(digits):
-            for s in range(shifts):
-                comp[d * shifts + s], fields[d * shifts + s] = _selection_a(v, rng, s)
+        comp, fields = _selections_a(v, rng, list(range(shifts)) * digits)
         return (comp, fields, np.repeat(tagged, shifts, axis=0)), {"digits": digits, "digit_bits": db, "target": "B",
                                                                    "shifts": shifts}
     # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
@@ -238,28 +227,33 @@ def _selection_b(v: WgmmaSpVariant, s: int) -> np.ndarray:
     return B
 
 
-def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """A (compressed, fields) with one 1 per row m, at dense column m + 64 s, stored in a random
-    legal pattern that holds it."""
-    pats, holding, slot = _holding(v)
-    fields = random_patterns(v, rng, 1)[0].reshape(64, v.chunks, 2)
-    comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
-    m = np.arange(64)
-    k = m + 64 * s
-    m, k = m[k < v.K], k[k < v.K]
-    ch, p = np.divmod(k, v.width)
-    if isinstance(holding, np.ndarray):  # as many patterns hold each position: draws of one range, in one call
-        pick = holding[p, rng.integers(0, holding.shape[1], size=len(m))]
-    else:
-        pick = np.array([holding[int(q)][rng.integers(0, len(holding[int(q)]))] for q in p], dtype=np.int64)
-    fields[m, ch] = pats[pick]
-    comp[m, ch, slot[pick, p]] = _one(v.atype)
-    return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
+def _selections_a(v: WgmmaSpVariant, rng, shifts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """A (compressed ``[case, 64, K/2]``, fields ``[case, 64, 2 * chunks]``) of each shift s in turn: one 1 per row
+    m, at dense column m + 64 s, stored in a random legal pattern that holds it, every other chunk a random legal
+    pattern.  Each case draws its chunks' patterns, then for each 1 which of the patterns that hold it; every
+    draw of every case in one :func:`bounded_draws`."""
+    pats, holding, counts, slot = _holding(v)
+    per = 64 * v.chunks
+    rows = [np.flatnonzero(np.arange(64) + 64 * s < v.K) for s in shifts]
+    spans = np.concatenate([np.concatenate([np.full(per, len(pats)), counts[(m + 64 * s) % v.width]])
+                            for m, s in zip(rows, shifts)])
+    drawn = wgc.bounded_draws(rng, spans)
+    comp = np.zeros((len(shifts), 64, v.chunks, v.nz), dtype=np.uint64)
+    fields = np.empty((len(shifts), 64, v.chunks, 2), dtype=np.int64)
+    at = 0
+    for c, (m, s) in enumerate(zip(rows, shifts)):
+        fields[c] = pats[drawn[at : at + per]].reshape(64, v.chunks, 2)
+        ch, p = np.divmod(m + 64 * s, v.width)
+        pick = holding[p, drawn[at + per : at + per + len(m)]]
+        at += per + len(m)
+        fields[c, m, ch] = pats[pick]
+        comp[c, m, ch, slot[pick, p]] = _one(v.atype)
+    return comp.reshape(len(shifts), 64, v.kc), fields.reshape(len(shifts), 64, 2 * v.chunks)
 
 
 def _holding(v: WgmmaSpVariant) -> tuple:
-    """(legal patterns ``[P, 2]``, the patterns that store each dense position of a chunk (``[position, n]``
-    where every position has n of them, else a list of arrays), the slot of each (pattern, position)),
+    """(legal patterns ``[P, 2]``, the patterns that store each dense position of a chunk (``[position, i]``, the
+    first ``counts[position]`` of each row), ``counts``, the slot of each (pattern, position)),
     once per chunk geometry."""
     return _holding_of(sp.sparsity(v))
 
@@ -269,10 +263,12 @@ def _holding_of(spx) -> tuple:
     pats = np.array(spx.patterns, dtype=np.int64)
     pos = sp.positions(spx, pats)  # [P, nz] dense positions in the chunk
     holding = [np.nonzero((pos == p).any(1))[0] for p in range(spx.width)]  # patterns that store position p
-    if len({len(h) for h in holding}) == 1:
-        holding = np.stack(holding)
+    counts = np.array([len(h) for h in holding], dtype=np.int64)
+    padded = np.zeros((spx.width, int(counts.max())), dtype=np.int64)
+    for p, h in enumerate(holding):
+        padded[p, : len(h)] = h
     slot = np.argmax(pos[:, None, :] == np.arange(spx.width)[None, :, None], axis=-1)  # [pattern, position] -> slot
-    return pats, holding, slot
+    return pats, padded, counts, slot
 
 
 def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
@@ -326,6 +322,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
     size, iw, shared_a = sp.image_bytes(v), sp.in_words(v), v.a_src == "shared"
     room_b = size - sp.b_base(v)
     widest = max(sw_modes, key=smem.width)
+    fits_b = cache(lambda tb, sw: _fits(v, "B", tb, sw, model))
     for si, imm, jobs in work:
         map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # none on the first set, swizzled on the last
         ta, tb = imm.get("trans_a", 0), imm.get("trans_b", 0)
@@ -346,9 +343,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             img = wgc.blank_images(size, n)
             C = wgc._c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
-            cfgs: list[dict] = []
-            b_descs: list[Desc] = []
-            a_descs: list[Desc] = []
+            b_asks, a_asks = [], []
             for i in range(n):
                 if check == "value" and i < n_on:
                     sw_a, sw_b, off = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)], False
@@ -358,18 +353,12 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 else:
                     sw_a = sw_b = map_sw
                     off = False
-                if not _fits(v, "B", tb, sw_b, model):  # K-major B wider than the swizzle row: the widest mode
+                if not fits_b(tb, sw_b):  # K-major B wider than the swizzle row: the widest mode
                     sw_b = widest
-                db_, pb = layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
-                head[i, 2], head[i, 3] = wg._words(model, db_)
-                b_descs.append(db_)
-                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                b_asks.append((tb, sw_b, v.bits, v.N, v.K, sp.b_base(v), room_b, off))
                 if shared_a:
-                    da, pa = layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
-                    head[i, 0], head[i, 1] = wg._words(model, da)
-                    a_descs.append(da)
-                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                cfgs.append(cfg)
+                    a_asks.append((ta, sw_a, v.bits, 64, v.a_view.K, 0, sp.A_REGION, off))
+            cfgs, b_descs, a_descs = wgc.case_layouts(rng, model, b_asks, a_asks, head)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
