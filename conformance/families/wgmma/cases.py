@@ -26,11 +26,12 @@ from .probe import (
     b_base,
     base_offset_of,
     c_off,
-    fill_cases,
+    fill_placed,
     image_bytes,
     immediate_sets,
     in_words,
     model_of,
+    placement,
     predict,
     put_image,
     tile_addresses,
@@ -68,90 +69,141 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
 def descriptor_choices(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[Desc, int]]:
     """:func:`descriptor_choice` of each ask ``(trans, sw, bits, ext, kext, region, room, off_boundary)`` in turn,
     the same numbers from the same stream, every bounded integer of every choice in one :func:`bounded_draws`."""
-    places = [(_placement(model, *ask[:5], ask[6], ask[7]), ask[1], ask[3], ask[5]) for ask in asks]
-    drawn = bounded_draws(rng, [r for p, sw, _, _ in places for r in _ranges(p, sw)]).tolist()
+    return [_chosen(model, ask, got) for ask, got in _drawn(rng, model, asks)]
+
+
+def _drawn(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[tuple, tuple]]:
+    """(ask, the integers its choice drew) of each ask in turn."""
+    spans = [_ask(model, ask)[1] for ask in asks]
+    drawn = bounded_draws(rng, [r for rs in spans for r in rs]).tolist()
     out, at = [], 0
-    for p, sw, ext, region in places:
-        (major, lbo, sbo, steps, kstarts, code), n = p, len(_ranges(p, sw))
-        got, at = drawn[at : at + n], at + n
-        pattern = region
-        if steps:
-            pattern += 128 * steps[got.pop(0)]
-        start = pattern
-        if major == "K" and sw == "none" and got.pop(0):
-            # K chunks after all MN groups: LBO and SBO differ the other way round
-            lbo, sbo = 16 * 8 * max(1, ext // 8), 128
-        if kstarts:
-            lbo = 16 * (1 + got.pop(0))  # unused by K-major swizzled layouts: any value
-            start += 32 * got.pop(0)  # K start inside the swizzle row
-        key = (start, lbo, sbo, base_offset_of(model, sw, pattern), code)
-        desc = _DESCS.get(key)
-        if desc is None:  # one (immutable) Desc per distinct descriptor, made once per process
-            if len(_DESCS) > 65536:
-                _DESCS.clear()
-            desc = _DESCS[key] = Desc(*key)
-        out.append((desc, pattern))
+    for ask, rs in zip(asks, spans):
+        out.append((ask, tuple(drawn[at : at + len(rs)])))
+        at += len(rs)
     return out
 
 
-def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tuple],
-                 head: np.ndarray) -> tuple[list[dict], list[Desc], list[Desc]]:
+def _ask(model: Model, ask: tuple) -> tuple:
+    """(:func:`_placement` of an ask, the spans of its draws: the pattern's step (where it has steps), K-major
+    none's chunk order, then K-major swizzled's LBO and K start), once per process and ask."""
+    key = (id(model.smem), ask)
+    hit = _ASKS.get(key)
+    if hit is None or hit[0] is not model.smem:
+        trans, sw, bits, ext, kext, _, room, off_boundary = ask
+        place = _placement(model, trans, sw, bits, ext, kext, room, off_boundary)
+        major, _, _, steps, kstarts, _ = place
+        spans = ([len(steps)] if steps else []) + ([2] if major == "K" and sw == "none" else [])
+        spans += [63, kstarts] if kstarts else []
+        if len(_ASKS) > 65536:
+            _ASKS.clear()
+        hit = _ASKS[key] = (model.smem, (place, spans))
+    return hit[1]
+
+
+def _chosen(model: Model, ask: tuple, got: tuple) -> tuple[Desc, int]:
+    """(descriptor, pattern start) of an ask whose choice drew ``got``, once per process."""
+    key = (id(model.smem), id(model.desc), ask, got)
+    hit = _CHOSEN.get(key)
+    if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
+        return hit[2]
+    (major, lbo, sbo, steps, kstarts, code), _ = _ask(model, ask)
+    sw, ext, region = ask[1], ask[3], ask[5]
+    rest = list(got)
+    pattern = region
+    if steps:
+        pattern += 128 * steps[rest.pop(0)]
+    start = pattern
+    if major == "K" and sw == "none" and rest.pop(0):
+        # K chunks after all MN groups: LBO and SBO differ the other way round
+        lbo, sbo = 16 * 8 * max(1, ext // 8), 128
+    if kstarts:
+        lbo = 16 * (1 + rest.pop(0))  # unused by K-major swizzled layouts: any value
+        start += 32 * rest.pop(0)  # K start inside the swizzle row
+    desc = Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), code)
+    if len(_CHOSEN) > 65536:
+        _CHOSEN.clear()
+    _CHOSEN[key] = (model.smem, model.desc, (desc, pattern))  # the specs kept alive, so their ids stay their own
+    return desc, pattern
+
+
+_ASKS: dict[tuple, tuple] = {}
+_CHOSEN: dict[tuple, tuple] = {}
+
+
+def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tuple], head: np.ndarray,
+                 size: int) -> tuple[list[dict], list[tuple], list[tuple]]:
     """Each case's B descriptor, then its A descriptor where A has asks (A from shared memory), drawn as
     :func:`descriptor_choice` draws them case by case: their words into ``head[case, 0:4]`` (A's, then B's), and
     (each case's layouts ``{"B": [mode, start, LBO, SBO, pattern start, base offset]}`` and "A" alike, in
-    image-relative bytes; B's and A's descriptors).  The sparse family places its compressed A and B with it too."""
-    pairs = list(zip(b_asks, a_asks)) if a_asks else [(b,) for b in b_asks]
-    got = descriptor_choices(rng, model, [ask for pair in pairs for ask in pair])
+    image-relative bytes; B's and A's placements in an image of ``size`` bytes, for :func:`.probe.fill_placed`).
+    The sparse family places its compressed A and its B with it too."""
     per = 2 if a_asks else 1
-    cfgs, b_descs, a_descs = [], [], []
-    for i, pair in enumerate(pairs):
-        (db, pb) = got[per * i]
-        head[i, 2], head[i, 3] = _words(model, db)
-        b_descs.append(db)
-        cfg = {"B": [pair[0][1], db.start, db.lbo, db.sbo, pb, db.base_offset]}
-        if a_asks:
-            (da, pa) = got[per * i + 1]
-            head[i, 0], head[i, 1] = _words(model, da)
-            a_descs.append(da)
-            cfg["A"] = [pair[1][1], da.start, da.lbo, da.sbo, pa, da.base_offset]
-        cfgs.append(cfg)
-    return cfgs, b_descs, a_descs
+    seq = [("B", b) for b in b_asks] if not a_asks else [x for b, a in zip(b_asks, a_asks) for x in (("B", b), ("A", a))]
+    laid = [_laid(model, op, ask, got) for (op, _), (ask, got) in zip(seq, _drawn(rng, model, [x[1] for x in seq]))]
+    if b_asks:
+        head[:, :4] = np.array([(laid[per * i + 1][0] if a_asks else (0, 0)) + laid[per * i][0]
+                                for i in range(len(b_asks))], dtype=np.uint32)
+    cfgs = [{"B": list(laid[per * i][1]), **({"A": list(laid[per * i + 1][1])} if a_asks else {})}
+            for i in range(len(b_asks))]
+    placed = [(p[1], p[2] if p[3] >= 0 and p[4] < size and (bits < 8 or size % (bits // 8) == 0) else None)
+              for _, _, p, bits in laid]
+    return cfgs, placed[0::per], placed[1::per] if a_asks else []
+
+
+def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
+    """(descriptor words (low, high), its layout for the meta, its :func:`.probe.placement`, element bits) of the
+    choice of ``operand``'s ask that drew ``got``, once per process."""
+    key = (id(model.smem), id(model.desc), operand, ask, got)
+    hit = _LAID.get(key)
+    if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
+        return hit[2]
+    desc, pattern = _chosen(model, ask, got)
+    trans, sw, bits, ext, kext = ask[:5]
+    smem = model.smem
+    laid = (_words(model, desc), (sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset),
+            placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
+    if len(_LAID) > 65536:
+        _LAID.clear()
+    _LAID[key] = (smem, model.desc, laid)
+    return laid
+
+
+_LAID: dict[tuple, tuple] = {}
 
 
 def bounded_draws(rng, spans) -> np.ndarray:
     """``int(rng.integers(0, span))`` of each span in turn (``int64[len(spans)]``), the same numbers from the same
-    stream, in one call: NumPy draws a bounded integer below 2**32 from one 32-bit output of the generator, scaled
-    (Lemire's method; a span of one takes none), so one draw of those outputs, scaled here, gives them all; where a
-    scaled output would have been rejected (under one in 2**25 for these spans) the generator is put back and each
-    is drawn on its own."""
+    stream, in one call: NumPy draws a bounded integer below 2**32 from the generator's 32-bit outputs by
+    Lemire's method (the output times the span, its high half; a span of one takes no output), so one draw of
+    those outputs, scaled here, gives them all.  Where a scaled output falls in the rejected sliver (under one in
+    2**25 for these spans) NumPy takes the next output instead: replayed here output by output."""
     spans = np.asarray(spans, dtype=np.uint64)
     out = np.zeros(len(spans), dtype=np.int64)
     live = spans > 1
     span = spans[live]
     if len(span):
-        state = rng.bit_generator.state
         scaled = rng.integers(0, 2**32, size=len(span), dtype=np.uint64) * span
-        if ((scaled & np.uint64(0xFFFFFFFF)) < (np.uint64(2**32) - span) % span).any():
-            rng.bit_generator.state = state
-            out[live] = [int(rng.integers(0, int(r))) for r in span]
+        low = scaled & np.uint64(0xFFFFFFFF)
+        if (low < span).any() and (low < (np.uint64(2**32) - span) % span).any():
+            out[live] = _lemire(rng, span.tolist(), (scaled // span).tolist())
         else:
             out[live] = scaled >> np.uint64(32)
     return out
 
 
-def _ranges(place: tuple, sw: str) -> list[int]:
-    """How many values each bounded draw of one choice takes from: the pattern's step (where it has steps), K-major
-    none's chunk order, then K-major swizzled's LBO and K start."""
-    major, _, _, steps, kstarts, _ = place
-    out = [len(steps)] if steps else []
-    if major == "K" and sw == "none":
-        out.append(2)
-    if kstarts:
-        out += [63, kstarts]
-    return out
-
-
-_DESCS: dict[tuple, Desc] = {}
+def _lemire(rng, spans: list[int], outputs: list[int]) -> list[int]:
+    """NumPy's bounded draws of ``spans`` from the generator's 32-bit ``outputs`` (taken already), one by one, a
+    rejected output followed by the next (and, past the given ones, more from the generator)."""
+    got, it = [], iter(outputs)
+    for r in spans:
+        threshold = (2**32 - r) % r
+        while True:
+            x = next(it, None)
+            m = (int(rng.integers(0, 2**32, dtype=np.uint64)) if x is None else x) * r
+            if m & 0xFFFFFFFF >= threshold:
+                break
+        got.append(m >> 32)
+    return got
 
 
 def _placement(model: Model, trans: int, sw: str, bits: int, ext: int, kext: int, room: int, off_boundary: bool):
@@ -194,13 +246,19 @@ def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
 
 
 @cache
-def _indexed(tname: str, lo: int, hi: int) -> np.ndarray:
-    """:func:`_encoded` of ``lo .. hi`` rotated so that value ``x`` is at index ``x`` (a negative one counted from the
-    end), in the narrowest unsigned type that holds the type's bits: the drawn integers index it as they are,
-    without a shifted copy, into bits of a fraction of the memory (written as they are into an image)."""
-    table = np.roll(_encoded(tname, lo, hi), lo)
+def _narrow(tname: str, lo: int, hi: int) -> np.ndarray:
+    """:func:`_encoded` in the narrowest unsigned type that holds the type's bits: what the images and fragments
+    take, in a fraction of the memory."""
     bits = TYPES[tname].bits
+    table = _encoded(tname, lo, hi)
     return table.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32) if bits <= 32 else table
+
+
+def _drawn_bits(rng, tname: str, lo: int, hi: int, shape) -> np.ndarray:
+    """Container bits (:func:`_narrow`) of ``rng.integers(lo, hi + 1, size=shape)``: drawn as ``0 .. hi - lo``, the
+    same numbers from the same stream less ``lo`` (a bounded draw scales one output by the span and adds the low
+    end), into int32, and looked up by a clipped take (several times faster than an index of negative values)."""
+    return np.take(_narrow(tname, lo, hi), rng.integers(0, hi - lo + 1, size=shape, dtype=np.int32), mode="clip")
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -220,8 +278,10 @@ def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarra
     dt = TYPES[v.dtype]
     shape = (cases, 64, v.N)
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        drawn = rng.integers(-64, 65, size=shape, dtype=np.int32)
-        return np.zeros(shape, dtype=np.uint32) if zero else _indexed(v.dtype, -64, 64)[drawn]
+        if zero:
+            rng.integers(0, 129, size=shape, dtype=np.int32)
+            return np.zeros(shape, dtype=np.uint32)
+        return _drawn_bits(rng, v.dtype, -64, 64, shape)
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
     if zero:
         for lo, hi in ((0, 2), (0, 2), (-40, 41)):
@@ -243,7 +303,7 @@ def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: in
     ra, rb = _draw_range(atype), _draw_range(btype)
     if ra == rb:
         sa = int(np.prod(ashape))
-        d = rng.integers(ra[0], ra[1] + 1, size=(n, sa + int(np.prod(bshape))), dtype=np.int32)
+        d = rng.integers(0, ra[1] - ra[0] + 1, size=(n, sa + int(np.prod(bshape))), dtype=np.int32)  # (less ra[0])
         return _from_draw(atype, d[:, :sa]).reshape(n, *ashape), _from_draw(btype, d[:, sa:]).reshape(n, *bshape)
     A = np.empty((n, *ashape), dtype=np.uint64)
     B = np.empty((n, *bshape), dtype=np.uint64)
@@ -262,10 +322,11 @@ def _draw_range(tname: str) -> tuple[int, int]:
 
 
 def _from_draw(tname: str, d: np.ndarray) -> np.ndarray:
-    """Container bits of drawn integers ``d`` (as :func:`_values` turns them into elements)."""
+    """Container bits of drawn integers ``d``, less the low end of :func:`_draw_range` (as :func:`_values` turns
+    them into elements)."""
     if TYPES[tname].kind == "bits":
         return d.astype(np.uint8)
-    return _indexed(tname, *_draw_range(tname))[d]
+    return np.take(_narrow(tname, *_draw_range(tname)), d, mode="clip")
 
 
 def image_filler(size: int) -> np.ndarray:
@@ -390,13 +451,13 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 b_asks.append((tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off and (check == "value" or check.endswith("B"))))
                 if shared_a:
                     a_asks.append((ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off and (check == "value" or check.endswith("A"))))
-            cfgs, b_descs, a_descs = case_layouts(rng, model, b_asks, a_asks, head)
+            cfgs, b_placed, a_placed = case_layouts(rng, model, b_asks, a_asks, head, size)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            fill_cases(v, img, b_descs, "B", tb, B, smem)
+            fill_placed(v, img, b_placed, "B", B)
             if shared_a:
-                fill_cases(v, img, a_descs, "A", ta, A, smem)
+                fill_placed(v, img, a_placed, "A", A)
             else:
                 aop = v.operands["A"]
                 words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[:, None])

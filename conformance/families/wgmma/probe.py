@@ -261,14 +261,22 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
            core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
-        mn, k = np.arange(ext)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
-        if core_transpose:
-            mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+        # the formula is evaluated element by element: a tile's offsets are the first ``ext`` rows of the widest
+        # tile's, evaluated once per layout for every N
+        rows = max(ext, TILE_ROWS)
+        whole = _TILES.get(key[:6] + (rows,) + key[7:])
+        if whole is None or whole[0] is not smem:
+            mn, k = np.arange(rows)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
+            if core_transpose:
+                mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+            # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
+            full = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (rows, kext))
+            whole = (smem, full, int(full.min()), int(full.max()))
         if len(_TILES) > 4096:
             _TILES.clear()
-        # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
-        off = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (ext, kext))
-        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
+        _TILES[key[:6] + (rows,) + key[7:]] = whole
+        off = whole[1][:ext]
+        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max())) if ext < rows else whole
     _, off, low, high = hit
     if extent:
         return high
@@ -279,6 +287,7 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
 
 
 _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
+TILE_ROWS = 256  # the widest tile (B at N = 256) whose offsets every narrower tile's are the first rows of
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
@@ -315,7 +324,7 @@ def _looked_up(t, bits, as_float: bool) -> np.ndarray:
     return table[idx]
 
 
-_DECODED: dict[tuple[str, object], np.ndarray] = {}
+_DECODED: dict[tuple[str, object], object] = {}
 
 
 def c_values(t, bits) -> np.ndarray:
@@ -416,8 +425,8 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
-    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A may be float32 values instead, the
-    sparse form's densified A), without reading them back from the words: the out words
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A may be (float32 values, the bound
+    :func:`_values_bound` gives) instead: the sparse form's densified A), without reading them back from the words: the out words
     ``uint32[case, 128, out_words]`` of each part, every part's D packed in one pass.  Each case's D is its own
     product, whatever else is stacked with it.
 
@@ -425,12 +434,12 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     integer below 2**24 its product is taken in float32 (half the BLAS time), the very sums ``spec_numerics``
     takes in float64, C then added in float64 as there; any other part goes through ``spec_numerics`` itself."""
     dop = v.operands["D"]
-    total = sum(len(p[0]) for p in parts)
+    total = sum(len(p[1]) for p in parts)
     D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
     at = 0
     for A, B, C, sd, imm in parts:
-        D[at : at + len(A)] = _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics)
-        at += len(A)
+        D[at : at + len(B)] = _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics)
+        at += len(B)
     packed = pack(dop, D[:, None])
     if out_words(v) != dop.words:
         words = np.zeros((total, LANES, out_words(v)), dtype=np.uint32)
@@ -438,8 +447,8 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
         packed = words
     out, at = [], 0
     for p in parts:
-        out.append(packed[at : at + len(p[0])])
-        at += len(p[0])
+        out.append(packed[at : at + len(p[1])])
+        at += len(p[1])
     return out
 
 
@@ -449,17 +458,18 @@ _D_BITS = {"f32": np.uint32, "s32": np.uint32, "f16": np.uint16}  # D's containe
 def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics) -> np.ndarray:
     """D bits of one part of :func:`predict`: in float32 where exact, else ``spec_numerics``'s."""
     dt = TYPES[v.dtype]
-    a = A if A.dtype == np.float32 else values32(TYPES[v.atype], A)
-    b = values32(TYPES[v.btype], B)
-    if a is None or b is None or not len(a) or v.K * _int_bound(a) * _int_bound(b) >= 2**24:
-        if A.dtype == np.float32:
+    given = isinstance(A, tuple)
+    a = A if given else _values_bound(TYPES[v.atype], A)
+    b = _values_bound(TYPES[v.btype], B)
+    if a is None or b is None or not len(B) or v.K * a[1] * b[1] >= 2**24:
+        if given:
             raise ValueError(f"{v.id}: A given as values, but its product is not exact in float32")
         # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
         # (-0 in C's own container type: a uint32 C stays uint32)
         nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
         return spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
                              True, imm)
-    acc = np.matmul(_scaled(a, imm.get("scale_a", 1)), _scaled(b, imm.get("scale_b", 1)))
+    acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
     where = sd[:, None, None]  # scale-d 0: C not added (what adding -0 gives)
     if dt.is_float:
         total = acc.astype(np.float64)
@@ -482,20 +492,28 @@ def _int_bound(x: np.ndarray) -> float:
     return m if m < 2**24 and (np.rint(x) == x).all() else float("inf")
 
 
-def values32(t, bits) -> np.ndarray | None:
-    """The values of container bits as float32 (what ``t.decode`` gives, each exact in float32): a table of every
-    pattern for a type of at most 16 bits, a view of the container for .f32 and .tf32 (low bits it ignores
-    cleared); None for any other type."""
+def _values_bound(t, bits) -> tuple[np.ndarray, float] | None:
+    """(the values of container bits as float32, what ``t.decode`` gives, each exact in float32; the largest
+    magnitude among them where every one is an integer below 2**24, else inf), or None for a type not listed
+    here: for a type of at most 16 bits both looked up per pattern (no pass over the values to check them), for
+    .f32 and .tf32 a view of the container (the low bits .tf32 ignores cleared)."""
     if t.bits <= 16:
-        table = _DECODED.get((t.name, "f4"))
-        if table is None:
+        tables = _DECODED.get((t.name, "f4"))
+        if tables is None:
             with np.errstate(invalid="ignore"):  # (NaN patterns stay NaN)
-                table = _DECODED[(t.name, "f4")] = _looked_up(t, np.arange(1 << t.bits), True).astype(np.float32)
+                vals = _looked_up(t, np.arange(1 << t.bits), True)
+                ok = np.isfinite(vals) & (np.rint(vals) == vals) & (np.abs(vals) < 2**24)
+                tables = _DECODED[(t.name, "f4")] = (vals.astype(np.float32),
+                                                     np.where(ok, np.abs(vals), np.inf).astype(np.float32))
         idx = np.asarray(bits, dtype=np.uint8 if t.bits <= 8 else np.uint16)  # (bits this narrow already: no copy)
-        return table[idx if t.bits in (8, 16) else idx & t.mask]
+        if t.bits not in (8, 16):
+            idx = idx & t.mask
+        # (a clipped take: several times faster than an index array of narrow integers)
+        return np.take(tables[0], idx, mode="clip"), float(np.take(tables[1], idx, mode="clip").max()) if idx.size else 0.0
     if t.name in ("f32", "tf32"):
         keep = np.uint32(t.mask ^ ((1 << t.ignored_low_bits) - 1))
-        return (_low32(bits) & keep).view(np.float32)
+        x = (_low32(bits) & keep).view(np.float32)
+        return x, _int_bound(x)
     return None
 
 
@@ -550,13 +568,20 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``,
     read with imm-trans ``trans`` (one for every case, or one per case); each case's addresses from the
     per-layout cache, every byte in one scatter."""
-    bits, cases = v.bits, len(descs)
+    cases = len(descs)
     if not cases:
         return
     ext = 64 if operand == "A" else v.N
     majors = [smem.major_of(t) for t in trans] if isinstance(trans, Sequence) else [smem.major_of(trans)] * cases
     size = img.shape[1]
-    placed = [_placed(smem, major, d, ext, v.K, bits, operand, size) for major, d in zip(majors, descs)]
+    fill_placed(v, img, [_placed(smem, major, d, ext, v.K, v.bits, operand, size) for major, d in zip(majors, descs)],
+                operand, mats)
+
+
+def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], operand: str, mats: np.ndarray) -> None:
+    """:func:`fill_cases` through each case's :func:`_placed` layout."""
+    bits, cases, size = v.bits, len(placed), img.shape[1]
+    ext = 64 if operand == "A" else v.N
     flat = img.reshape(-1)
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
@@ -597,6 +622,13 @@ def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int,
     B: k, n), or for 1-bit elements the bytes of 8 elements along K, in (mn, k) order; else None), once per
     process and distinct layout, whatever the image's ``size`` (forms of every N place A alike).
     The scatter needs every address inside the image and no two elements on one unit."""
+    _, addr, units, low, high = placement(smem, major, d, ext, kext, bits, operand)
+    return addr, units if low >= 0 and high < size and (bits < 8 or size % (bits // 8) == 0) else None
+
+
+def placement(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int, operand: str) -> tuple:
+    """What :func:`_placed` reads, whatever the image's size: (the layout spec, byte address of each element,
+    the scatter's units were every address inside the image (or None), the lowest and highest address)."""
     sw = smem.name_of(d.swizzle)
     uses = smem.strides_read(major, sw)  # (a stride the formula never reads: any value places alike)
     key = (id(smem), major, d.start, d.lbo if "LBO" in uses else None, d.sbo if "SBO" in uses else None,
@@ -604,7 +636,7 @@ def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int,
     hit = _PLACED.get(key)
     if hit is None or hit[0] is not smem:
         addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
-        units = None  # the scatter's units, were every address inside the image
+        units = None
         low, high = (int(addr.min()), int(addr.max())) if addr.size else (0, -1)
         if bits >= 8:
             nb = bits // 8
@@ -622,9 +654,7 @@ def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int,
         if len(_PLACED) > 8192:
             _PLACED.clear()
         hit = _PLACED[key] = (smem, addr.ravel(), units, low, high)  # the layout spec kept alive: its id its own
-    _, addr, units, low, high = hit
-    inside = low >= 0 and high < size and (bits < 8 or size % (bits // 8) == 0)
-    return addr, units if inside else None
+    return hit
 
 
 _PLACED: dict[tuple, tuple] = {}

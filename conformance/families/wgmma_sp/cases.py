@@ -61,7 +61,7 @@ def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.
     byte, npat = _meta_bytes(sp.sparsity(v))
     # a random legal pattern in each of a word's 8 nibbles (low first), two nibbles to a byte, 4 bytes to a word
     drawn = rng.integers(npat, size=(cases, sp.LANES, 8), dtype=np.int32)
-    words = np.ascontiguousarray(byte[drawn[..., 0::2] * npat + drawn[..., 1::2]]).view("<u4")[..., 0]
+    words = np.take(byte, drawn[..., 0::2] * npat + drawn[..., 1::2], mode="clip").view("<u4")[..., 0]
     spec_lanes, where, keep, shift = _meta_slots(v, selector)
     # the spec's lanes: each slot's field (0 where the lane holds none) at its bits, the disjoint slots summed
     got = (fields.reshape(cases, -1).take(where, axis=1) & keep) << shift
@@ -106,7 +106,8 @@ _META_SLOTS: dict[tuple, tuple] = {}
 def random_patterns(v: WgmmaSpVariant, rng, cases: int) -> np.ndarray:
     """``int64[case, 64, 2 * chunks]`` index fields, a random legal pattern per chunk."""
     pats = _patterns(sp.sparsity(v))
-    return pats[rng.integers(len(pats), size=(cases, 64, v.chunks), dtype=np.int32)].reshape(cases, 64, 2 * v.chunks)
+    drawn = rng.integers(len(pats), size=(cases, 64, v.chunks), dtype=np.int32)
+    return np.take(pats, drawn, axis=0, mode="clip").reshape(cases, 64, 2 * v.chunks)
 
 
 @cache
@@ -151,7 +152,7 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, 
         db = wgc.DIGIT_BITS[v.atype]
         comps, digits = _a_tags(v)
         fields = random_patterns(v, rng, digits)  # one pattern set per digit
-        plans = (np.repeat(comps, shifts_a, axis=0), np.repeat(fields, shifts_a, axis=0),
+        plans = (_repeat(comps, shifts_a), _repeat(fields, shifts_a),
                  np.tile(_selections_b(v), (digits, 1, 1)))
         return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts_a}
     if check == "map.B":
@@ -159,14 +160,19 @@ def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, 
         tagged, digits = _b_tags(v)
         shifts = -(-v.K // 64)
         comp, fields = _selections_a(v, rng, list(range(shifts)) * digits)
-        return (comp, fields, np.repeat(tagged, shifts, axis=0)), {"digits": digits, "digit_bits": db, "target": "B",
+        return (comp, fields, _repeat(tagged, shifts)), {"digits": digits, "digit_bits": db, "target": "B",
                                                                    "shifts": shifts}
     # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
     slot = np.tile(np.arange(v.nz, dtype=np.int64) + 1, v.kc // v.nz)
     comp = np.broadcast_to(_digit(v.atype, slot), (META_REPS * shifts_a, 64, v.kc))
     fields = random_patterns(v, rng, META_REPS)
-    plans = (comp, np.repeat(fields, shifts_a, axis=0), np.tile(_selections_b(v), (META_REPS, 1, 1)))
+    plans = (comp, _repeat(fields, shifts_a), np.tile(_selections_b(v), (META_REPS, 1, 1)))
     return plans, {"target": "metadata", "reps": META_REPS, "shifts": shifts_a}
+
+
+def _repeat(x: np.ndarray, k: int) -> np.ndarray:
+    """Each case ``k`` times over (``x`` itself, uncopied, for once)."""
+    return x if k == 1 else np.repeat(x, k, axis=0)
 
 
 def _a_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
@@ -358,13 +364,13 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 b_asks.append((tb, sw_b, v.bits, v.N, v.K, sp.b_base(v), room_b, off))
                 if shared_a:
                     a_asks.append((ta, sw_a, v.bits, 64, v.a_view.K, 0, sp.A_REGION, off))
-            cfgs, b_descs, a_descs = wgc.case_layouts(rng, model, b_asks, a_asks, head)
+            cfgs, b_placed, a_placed = wgc.case_layouts(rng, model, b_asks, a_asks, head, size)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            wg.fill_cases(v, img, b_descs, "B", tb, B, smem)
+            wg.fill_placed(v, img, b_placed, "B", B)
             if shared_a:
-                wg.fill_cases(v.a_view, img, a_descs, "A", ta, comp, smem)
+                wg.fill_placed(v.a_view, img, a_placed, "A", comp)
             else:
                 aop = v.operands["A"]
                 words[:, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[:, None])
@@ -375,7 +381,9 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             sp.put_image(v, words, img)
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
-                dense = sp.densify(v, comp, fields)
+                # A's values densified (the product's own input, without its bits densified and decoded)
+                decoded = wg._values_bound(TYPES[v.atype], comp)
+                dense = sp.densify(v, comp, fields) if decoded is None else (sp.densify(v, decoded[0], fields), decoded[1])
                 scale = {k: val for k, val in imm.items() if k != "sel"}
                 parts.append((dense, B, C, head[:, 4] != 0, scale))
                 predicted.append(out[-1])
