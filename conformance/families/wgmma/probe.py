@@ -433,6 +433,8 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     A generator's cases hold small integers (grids, tags, selections): where every partial sum of a part is an
     integer below 2**24 its product is taken in float32 (half the BLAS time), the very sums ``spec_numerics``
     takes in float64, C then added in float64 as there; any other part goes through ``spec_numerics`` itself."""
+    if not parts:
+        return []
     dop = v.operands["D"]
     total = sum(len(p[1]) for p in parts)
     D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
