@@ -472,18 +472,27 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics)
         return spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
                              True, imm)
     acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
-    where = sd[:, None, None]  # scale-d 0: C not added (what adding -0 gives)
     if dt.is_float:
         total = acc.astype(np.float64)
-        np.add(total, c_values(dt, C), out=total, where=where)
+        _add_where(total, c_values(dt, C), sd)
         if v.dtype in _D_BITS:  # dt.encode's bits, in D's own container width
             return total.astype(np.float16 if v.dtype == "f16" else np.float32).view(_D_BITS[v.dtype])
         return dt.encode(total, exact=False)
     total = acc.astype(np.int64)
-    np.add(total, c_values(dt, C) if dt.bits <= 32 else decoded(dt, C).astype(np.int64), out=total, where=where)
+    _add_where(total, c_values(dt, C) if dt.bits <= 32 else decoded(dt, C).astype(np.int64), sd)
     if v.satfinite:
         np.clip(total, -(2**31), 2**31 - 1, out=total)
     return (total & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _add_where(total: np.ndarray, c: np.ndarray, sd: np.ndarray) -> None:
+    """``total[case] += c[case]`` where scale-d is 1 (0: C not added, what adding -0 gives): case by case, or all at
+    once (a masked ufunc takes several times as long)."""
+    if sd.all():
+        np.add(total, c, out=total)
+        return
+    for i in np.flatnonzero(sd):
+        np.add(total[i], c[i], out=total[i])
 
 
 def _int_bound(x: np.ndarray) -> float:
