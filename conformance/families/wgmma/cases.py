@@ -9,7 +9,7 @@ buffer is :mod:`.probe`'s contract.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
@@ -287,13 +287,21 @@ def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarra
         for lo, hi in ((0, 2), (0, 2), (-40, 41)):
             rng.integers(lo, hi, size=shape, dtype=np.int32)
         return np.zeros(shape, dtype=np.uint32)
-    near = rng.integers(0, 2, size=shape)
-    value = rng.integers(0, 2, size=shape) * (2**32 - 100) - (2**31 - 50)  # which end
-    value *= near
-    value += rng.integers(-40, 41, size=shape)
-    if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits
-        return value.astype(np.uint32)
+    near = rng.integers(0, 2, size=shape, dtype=np.int32)
+    end = rng.integers(0, 2, size=shape, dtype=np.int32)  # which end
+    noise = rng.integers(0, 81, size=shape, dtype=np.int32)  # -40..40, less -40
+    if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits, summed as uint32
+        near <<= 1
+        near += end
+        got = np.take(_NEAR_ENDS, near, mode="clip")
+        got += noise.view(np.uint32)
+        return got
+    value = (end * (2**32 - 100) - (2**31 - 50)) * near.astype(np.int64) + noise - 40
     return dt.encode(value)
+
+
+# C's low 32 bits less 40 by (near an end, which end): 0, or -(2**31 - 50) and 2**31 - 50
+_NEAR_ENDS = (np.array([0, 0, -(2**31 - 50), 2**31 - 50], dtype=np.int64) - 40).astype(np.uint32)
 
 
 def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -350,47 +358,44 @@ def blank_images(size: int, cases: int) -> np.ndarray:
 
 def tagged_matrices(v: WgmmaVariant, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
     """(A ``[case, 64, K]``, B ``[case, K, N]``, meta) of a map check on ``target``: the tagged operand's elements
-    name themselves, one digit per case, the other a shifted identity.  Nothing drawn: built once per form."""
-    key = (v.id, target)
-    hit = _TAGGED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = DIGIT_BITS[v.atype if target == "A" else v.btype]
-    space = 64 * v.K if target == "A" else v.K * v.N
+    name themselves, one digit per case, the other a shifted identity.  Nothing drawn: built once per process and
+    what it depends on (the forms of one A and B type and N share it)."""
+    return _tagged(v.atype, v.btype, v.K, v.N, target)
+
+
+@lru_cache(maxsize=64)
+def _tagged(atype: str, btype: str, K: int, N: int, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    db = DIGIT_BITS[atype if target == "A" else btype]
+    space = 64 * K if target == "A" else K * N
     digits = max(1, -(-int(np.ceil(np.log2(space))) // db))
-    shifts = -(-v.K // v.N) if target == "A" else -(-v.K // 64)
-    one = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+    shifts = -(-K // N) if target == "A" else -(-K // 64)
+    one = TYPES[atype].encode(np.array(1.0 if TYPES[atype].is_float else 1))
     As, Bs = [], []
     for dgt in range(digits):
         for s in range(shifts):
             if target == "A":
-                tags = np.arange(64 * v.K, dtype=np.int64).reshape(64, v.K)
-                A = _digit(v.atype, (tags >> (db * dgt)) & ((1 << db) - 1))
-                B = np.zeros((v.K, v.N), dtype=np.uint64)
-                n_ = np.arange(v.N)
-                kk = n_ + s * v.N
-                ok = kk < v.K
+                tags = np.arange(64 * K, dtype=np.int64).reshape(64, K)
+                A = _digit(atype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                B = np.zeros((K, N), dtype=np.uint64)
+                n_ = np.arange(N)
+                kk = n_ + s * N
+                ok = kk < K
                 B[kk[ok], n_[ok]] = one
             else:
-                tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
-                B = _digit(v.btype, (tags >> (db * dgt)) & ((1 << db) - 1))
-                A = np.zeros((64, v.K), dtype=np.uint64)
+                tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
+                B = _digit(btype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                A = np.zeros((64, K), dtype=np.uint64)
                 m_ = np.arange(64)
                 kk = m_ + s * 64
-                ok = kk < v.K
+                ok = kk < K
                 A[m_[ok], kk[ok]] = one
             As.append(A)
             Bs.append(B)
     got = (np.stack(As), np.stack(Bs), {"digits": digits, "digit_bits": db, "target": target})
     got[0].setflags(write=False)
     got[1].setflags(write=False)
-    if len(_TAGGED) > 256:
-        _TAGGED.clear()
-    _TAGGED[key] = (v, got)
     return got
 
-
-_TAGGED: dict[tuple, tuple] = {}
 
 
 def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:

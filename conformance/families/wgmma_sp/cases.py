@@ -19,7 +19,7 @@ Checks (each a case set per immediate set and sparsity selector):
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
@@ -177,59 +177,61 @@ def _repeat(x: np.ndarray, k: int) -> np.ndarray:
 
 def _a_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
     """map.A's compressed A of each digit ``[digit, 64, K/2]`` (stored element c of row m tagged m * K/2 + c + 1)
-    and the digits, once per form."""
-    key = ("tags", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = wgc.DIGIT_BITS[v.atype]
-    tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
+    and the digits, once per process and A type and K (the forms of every N share them)."""
+    return _a_tags_of(v.atype, v.kc)
+
+
+@lru_cache(maxsize=64)
+def _a_tags_of(atype: str, kc: int) -> tuple[np.ndarray, int]:
+    db = wgc.DIGIT_BITS[atype]
+    tags = np.arange(64 * kc, dtype=np.int64).reshape(64, kc) + 1
     digits = max(1, -(-int(tags.max()).bit_length() // db))
-    got = (np.stack([_digit(v.atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (np.stack([_digit(atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
     got[0].setflags(write=False)
-    _FIXED[key] = (v, got)
     return got
 
 
 def _b_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
-    """map.B's B of each digit ``[digit, K, N]`` (element (k, n) tagged k * N + n) and the digits, once per form."""
-    key = ("b tags", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = wgc.DIGIT_BITS[v.btype]
-    tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+    """map.B's B of each digit ``[digit, K, N]`` (element (k, n) tagged k * N + n) and the digits, once per process
+    and B type and shape."""
+    return _b_tags_of(v.btype, v.K, v.N)
+
+
+@lru_cache(maxsize=64)
+def _b_tags_of(btype: str, K: int, N: int) -> tuple[np.ndarray, int]:
+    db = wgc.DIGIT_BITS[btype]
+    tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
     digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
-    got = (np.stack([_digit(v.btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (np.stack([_digit(btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
     got[0].setflags(write=False)
-    _FIXED[key] = (v, got)
     return got
 
 
 def _selections_b(v: WgmmaSpVariant) -> np.ndarray:
-    """:func:`_selection_b` of every shift ``[shift, K, N]``, once per form."""
-    key = ("selections", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    got = np.stack([_selection_b(v, s) for s in range(-(-v.K // v.N))])
+    """:func:`_selection_b` of every shift ``[shift, K, N]``, once per process and B type and shape."""
+    return _selections_b_of(v.btype, v.K, v.N)
+
+
+@lru_cache(maxsize=64)
+def _selections_b_of(btype: str, K: int, N: int) -> np.ndarray:
+    got = np.stack([_selection_b_of(btype, K, N, s) for s in range(-(-K // N))])
     got.setflags(write=False)
-    if len(_FIXED) > 1024:
-        _FIXED.clear()
-    _FIXED[key] = (v, got)
     return got
 
 
-_FIXED: dict[tuple, tuple] = {}
 
 
 def _selection_b(v: WgmmaSpVariant, s: int) -> np.ndarray:
     """B picking dense column k = n + s * N of A into column n of D."""
-    B = np.zeros((v.K, v.N), dtype=np.uint64)
-    n = np.arange(v.N)
-    k = n + s * v.N
-    ok = k < v.K
-    B[k[ok], n[ok]] = _one(v.btype)
+    return _selection_b_of(v.btype, v.K, v.N, s)
+
+
+def _selection_b_of(btype: str, K: int, N: int, s: int) -> np.ndarray:
+    B = np.zeros((K, N), dtype=np.uint64)
+    n = np.arange(N)
+    k = n + s * N
+    ok = k < K
+    B[k[ok], n[ok]] = _one(btype)
     return B
 
 
