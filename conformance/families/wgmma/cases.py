@@ -35,6 +35,7 @@ from .probe import (
     predict,
     put_image,
     tile_addresses,
+    values_bound,
 )
 from .spec import WgmmaVariant, canonical_strides
 
@@ -308,17 +309,40 @@ def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: in
     """``A[n, *ashape]``, ``B[n, *bshape]``: what ``n`` alternating :func:`_values` draws of A then B give, the
     same numbers from the same stream.  A bounded draw takes its integers one by one from the generator, so
     where A and B draw from one range the ``n`` pairs are one draw of ``n`` rows; otherwise pair by pair."""
+    (A, _), (B, _) = drawn_pairs(rng, atype, ashape, btype, bshape, n)
+    return A, B
+
+
+def drawn_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[tuple, tuple]:
+    """:func:`value_pairs` as ((A's bits, (its float32 values, their bound)), B's alike): the values and the bound
+    :func:`~.probe.predict` takes, looked up from the same draws (no pass over the bits to decode them)."""
     ra, rb = _draw_range(atype), _draw_range(btype)
     if ra == rb:
         sa = int(np.prod(ashape))
         d = rng.integers(0, ra[1] - ra[0] + 1, size=(n, sa + int(np.prod(bshape))), dtype=np.int32)  # (less ra[0])
-        return _from_draw(atype, d[:, :sa]).reshape(n, *ashape), _from_draw(btype, d[:, sa:]).reshape(n, *bshape)
+        return ((_from_draw(atype, d[:, :sa]).reshape(n, *ashape), _draw_values(atype, d[:, :sa], (n, *ashape))),
+                (_from_draw(btype, d[:, sa:]).reshape(n, *bshape), _draw_values(btype, d[:, sa:], (n, *bshape))))
     A = np.empty((n, *ashape), dtype=np.uint64)
     B = np.empty((n, *bshape), dtype=np.uint64)
     for i in range(n):
         A[i] = _values(rng, atype, ashape)
         B[i] = _values(rng, btype, bshape)
-    return A, B
+    return (A, values_bound(TYPES[atype], A)), (B, values_bound(TYPES[btype], B))
+
+
+def _draw_values(tname: str, d: np.ndarray, shape: tuple) -> tuple[np.ndarray, float]:
+    """(float32 values, their bound) of drawn integers ``d`` (less the low end of the draw), as
+    :func:`~.probe.values_bound` gives them of their bits."""
+    table, bound = _value_table(tname)
+    return np.take(table, d, mode="clip").reshape(shape), bound
+
+
+@cache
+def _value_table(tname: str) -> tuple[np.ndarray, float]:
+    """:func:`~.probe.values_bound` of every drawn value's bits, by the drawn integer less the low end."""
+    lo, hi = _draw_range(tname)
+    bits = _from_draw(tname, np.arange(hi - lo + 1))
+    return values_bound(TYPES[tname], bits)
 
 
 def _draw_range(tname: str) -> tuple[int, int]:
@@ -427,10 +451,11 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             n_on = max(value_cases, len(swz))
             if check == "value":
                 # every mode for A and for B on the repeat boundary, then each swizzled mode off it
-                A, B = value_pairs(rng, v.atype, (64, v.K), v.btype, (v.K, v.N), n_on + len(swz) - 1)
+                (A, a_vals), (B, b_vals) = drawn_pairs(rng, v.atype, (64, v.K), v.btype, (v.K, v.N), n_on + len(swz) - 1)
                 meta: dict = {}
             else:
                 A, B, meta = tagged_matrices(v, check.split(".")[1])
+                a_vals, b_vals = values_bound(TYPES[v.atype], A), values_bound(TYPES[v.btype], B)
             n = len(A)
             words = np.zeros((n, LANES, iw), dtype=np.uint32)
             img = blank_images(size, n)
@@ -474,7 +499,8 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
             out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
-            parts.append((A, B, C, head[:, 4] != 0, imm))
+            parts.append((A if a_vals is None else (*a_vals, A), B if b_vals is None else (*b_vals, B), C, head[:, 4] != 0,
+                          imm))
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set is predicted
     for cs, exp in zip(out, predict(v, parts)):

@@ -425,8 +425,10 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
-    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A may be (float32 values, the bound
-    :func:`_values_bound` gives) instead: the sparse form's densified A), without reading them back from the words: the out words
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A or B may be (float32 values, the
+    bound :func:`values_bound` gives, and the bits where at hand) instead: values drawn with their bits, the sparse
+    form's densified A),
+    without reading them back from the words: the out words
     ``uint32[case, 128, out_words]`` of each part, every part's D packed in one pass.  Each case's D is its own
     product, whatever else is stacked with it.
 
@@ -436,12 +438,12 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     if not parts:
         return []
     dop = v.operands["D"]
-    total = sum(len(p[1]) for p in parts)
+    total = sum(len(p[2]) for p in parts)  # (C: bits, never values)
     D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
     at = 0
     for A, B, C, sd, imm in parts:
-        D[at : at + len(B)] = _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics)
-        at += len(B)
+        _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics, D[at : at + len(C)])
+        at += len(C)
     packed = pack(dop, D[:, None])
     if out_words(v) != dop.words:
         words = np.zeros((total, LANES, out_words(v)), dtype=np.uint32)
@@ -449,50 +451,58 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
         packed = words
     out, at = [], 0
     for p in parts:
-        out.append(packed[at : at + len(p[1])])
-        at += len(p[1])
+        out.append(packed[at : at + len(p[2])])
+        at += len(p[2])
     return out
 
 
 _D_BITS = {"f32": np.uint32, "s32": np.uint32, "f16": np.uint16}  # D's container bits as narrow as they fit
 
 
-def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics) -> np.ndarray:
-    """D bits of one part of :func:`predict`: in float32 where exact, else ``spec_numerics``'s."""
+def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics, out: np.ndarray) -> None:
+    """D bits of one part of :func:`predict` into ``out`` (D's container bits): in float32 where exact, else
+    ``spec_numerics``'s."""
     dt = TYPES[v.dtype]
-    given = isinstance(A, tuple)
-    a = A if given else _values_bound(TYPES[v.atype], A)
-    b = _values_bound(TYPES[v.btype], B)
-    if a is None or b is None or not len(B) or v.K * a[1] * b[1] >= 2**24:
-        if given:
-            raise ValueError(f"{v.id}: A given as values, but its product is not exact in float32")
+    a = A if isinstance(A, tuple) else values_bound(TYPES[v.atype], A)
+    b = B if isinstance(B, tuple) else values_bound(TYPES[v.btype], B)
+    if a is None or b is None or not len(out) or v.K * a[1] * b[1] >= 2**24:
+        A, B = (x[2] if isinstance(x, tuple) and len(x) > 2 else x for x in (A, B))  # the bits, where given
+        if isinstance(A, tuple) or isinstance(B, tuple):
+            raise ValueError(f"{v.id}: A or B given as values only, but their product is not exact in float32")
         # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
         # (-0 in C's own container type: a uint32 C stays uint32)
         nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
-        return spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
-                             True, imm)
+        out[...] = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
+                                 True, imm)
+        return
     acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
-    if dt.is_float:
-        total = acc.astype(np.float64)
-        _add_where(total, c_values(dt, C), sd)
-        if v.dtype in _D_BITS:  # dt.encode's bits, in D's own container width
-            return total.astype(np.float16 if v.dtype == "f16" else np.float32).view(_D_BITS[v.dtype])
-        return dt.encode(total, exact=False)
+    c = c_values(dt, C)
+    if dt.is_float:  # C added in float64, as spec_numerics adds it; then rounded to D's type as dt.encode does
+        total = np.add(acc, c, dtype=np.float64) if sd.all() else _add_where(acc.astype(np.float64), c, sd)
+        if v.dtype in _D_BITS:  # (the rounding is the assignment's, into D's own container width)
+            out.view(np.float16 if v.dtype == "f16" else np.float32)[...] = total
+        else:
+            out[...] = dt.encode(total, exact=False)
+        return
     total = acc.astype(np.int64)
-    _add_where(total, c_values(dt, C) if dt.bits <= 32 else decoded(dt, C).astype(np.int64), sd)
+    _add_where(total, c if dt.bits <= 32 else decoded(dt, C).astype(np.int64), sd)
     if v.satfinite:
         np.clip(total, -(2**31), 2**31 - 1, out=total)
-    return (total & 0xFFFFFFFF).astype(np.uint32)
+    if out.dtype == np.uint32:  # the low 32 bits (an unsafe cast keeps them)
+        np.copyto(out, total, casting="unsafe")
+    else:
+        out[...] = total & 0xFFFFFFFF
 
 
-def _add_where(total: np.ndarray, c: np.ndarray, sd: np.ndarray) -> None:
+def _add_where(total: np.ndarray, c: np.ndarray, sd: np.ndarray) -> np.ndarray:
     """``total[case] += c[case]`` where scale-d is 1 (0: C not added, what adding -0 gives): case by case, or all at
     once (a masked ufunc takes several times as long)."""
     if sd.all():
         np.add(total, c, out=total)
-        return
+        return total
     for i in np.flatnonzero(sd):
         np.add(total[i], c[i], out=total[i])
+    return total
 
 
 def _int_bound(x: np.ndarray) -> float:
@@ -501,6 +511,24 @@ def _int_bound(x: np.ndarray) -> float:
         return 0.0
     m = float(max(-x.min(), x.max()))
     return m if m < 2**24 and (np.rint(x) == x).all() else float("inf")
+
+
+def values_bound(t, bits) -> tuple[np.ndarray, float] | None:
+    """:func:`_values_bound`, kept for an array that owns its bits and is read-only (a form's tagged matrices,
+    built once): looked up from then on."""
+    bits = np.asarray(bits)
+    if bits.base is not None or bits.flags.writeable:
+        return _values_bound(t, bits)
+    key = (t.name, id(bits))
+    hit = _KEPT.get(key)
+    if hit is None or hit[0] is not bits:
+        if len(_KEPT) > 256:
+            _KEPT.clear()
+        hit = _KEPT[key] = (bits, _values_bound(t, bits))  # the array kept alive, so its id stays its own
+    return hit[1]
+
+
+_KEPT: dict[tuple, tuple] = {}
 
 
 def _values_bound(t, bits) -> tuple[np.ndarray, float] | None:

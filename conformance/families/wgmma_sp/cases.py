@@ -339,7 +339,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 n_on = max(value_cases, len(swz)) if si == 0 else len(swz)
                 n = n_on + (len(sw_modes) if si == 0 else 0)
                 fields = random_patterns(v, rng, n)
-                comp, B = wgc.value_pairs(rng, v.atype, (64, v.kc), v.btype, (v.K, v.N), n)
+                (comp, comp_vals), (B, b_vals) = wgc.drawn_pairs(rng, v.atype, (64, v.kc), v.btype, (v.K, v.N), n)
                 meta: dict = {}
             elif check.startswith("undefined."):
                 plans, meta = _undefined_plans(v, rng, check)
@@ -384,10 +384,12 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
                 # A's values densified (the product's own input, without its bits densified and decoded)
-                decoded = wg._values_bound(TYPES[v.atype], comp)
-                dense = sp.densify(v, comp, fields) if decoded is None else (sp.densify(v, decoded[0], fields), decoded[1])
+                if check != "value":
+                    comp_vals, b_vals = wg.values_bound(TYPES[v.atype], comp), wg.values_bound(TYPES[v.btype], B)
+                dense = sp.densify(v, comp, fields) if comp_vals is None else \
+                    (sp.densify(v, comp_vals[0], fields), comp_vals[1])
                 scale = {k: val for k, val in imm.items() if k != "sel"}
-                parts.append((dense, B, C, head[:, 4] != 0, scale))
+                parts.append((dense, B if b_vals is None else (*b_vals, B), C, head[:, 4] != 0, scale))
                 predicted.append(out[-1])
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set of defined inputs is predicted
