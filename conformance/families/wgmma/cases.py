@@ -28,12 +28,12 @@ from .probe import (
     c_off,
     fill_placed,
     image_bytes,
+    img_off,
     immediate_sets,
     in_words,
     model_of,
     placement,
     predict,
-    put_image,
     tile_addresses,
     values_bound,
 )
@@ -361,23 +361,17 @@ def _from_draw(tname: str, d: np.ndarray) -> np.ndarray:
     return np.take(_narrow(tname, *_draw_range(tname)), d, mode="clip")
 
 
-def image_filler(size: int) -> np.ndarray:
-    """The bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)."""
-    return _filler(size)
-
-
 @cache
 def _filler(size: int) -> np.ndarray:
+    """The bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)."""
     out = ((np.arange(size) * 0x9D + 0x5B) & 0xFF).astype(np.uint8)
     out.setflags(write=False)
     return out
 
 
-def blank_images(size: int, cases: int) -> np.ndarray:
-    """``uint8[cases, size]``: every case's image, only the filler yet."""
-    img = np.empty((cases, size), dtype=np.uint8)
-    img[:] = _filler(size)
-    return img
+def image_words(size: int) -> np.ndarray:
+    """``uint32[lane, word]``: an image of only the filler as a case's words hold it, lane by lane (read-only)."""
+    return _filler(size).view("<u4").reshape(LANES, -1)
 
 
 def tagged_matrices(v: WgmmaVariant, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -431,7 +425,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     sw_modes = [m for m in swz if m != "none"]
     out = []
     sets = immediate_sets(v)
-    size, iw, shared_a = image_bytes(v), in_words(v), v.a_src == "shared"
+    size, iw, io, shared_a = image_bytes(v), in_words(v), img_off(v), v.a_src == "shared"
     parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
     b_at, b_room = b_base(v), image_bytes(v) - b_base(v)  # B's region (layout_choice's)
     for si, imm in enumerate(sets):
@@ -458,7 +452,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 a_vals, b_vals = values_bound(TYPES[v.atype], A), values_bound(TYPES[v.btype], B)
             n = len(A)
             words = np.zeros((n, LANES, iw), dtype=np.uint32)
-            img = blank_images(size, n)
+            words[:, :, io:] = image_words(size)
             C = _c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []
@@ -485,16 +479,15 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            fill_placed(v, img, b_placed, "B", B)
+            fill_placed(v, words, b_placed, "B", B, io)
             if shared_a:
-                fill_placed(v, img, a_placed, "A", A)
+                fill_placed(v, words, a_placed, "A", A, io)
             else:
                 aop = v.operands["A"]
                 words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[:, None])
             dop = v.operands["D"]
             if check == "value":  # (a C of zeros is words of zeros)
                 words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
-            put_image(v, words, img)
             name = f"{check}[{tag}]" if tag else check
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"

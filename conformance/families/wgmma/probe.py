@@ -617,19 +617,36 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
                 operand, mats)
 
 
-def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], operand: str, mats: np.ndarray) -> None:
-    """:func:`fill_cases` through each case's :func:`_placed` layout."""
-    bits, cases, size = v.bits, len(placed), img.shape[1]
+def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], operand: str, mats: np.ndarray,
+                image_word: int | None = None) -> None:
+    """:func:`fill_cases` through each case's :func:`_placed` layout.  With ``image_word``, ``img`` is the cases'
+    words ``[case, lane, word]`` (contiguous), the image in them lane by lane from that word (the buffer contract):
+    each unit goes straight to its place there, no image of its own copied in after."""
+    bits, cases = v.bits, len(placed)
     ext = 64 if operand == "A" else v.N
-    flat = img.reshape(-1)
+    whole = all(p[1] is not None for p in placed) and (bits >= 8 or bits == 1)
+    if image_word is not None:
+        if not whole:  # (a layout reaching outside the image, or elements sharing a unit: through an image)
+            image = np.ascontiguousarray(img[:, :, image_word:], dtype="<u4").reshape(cases, -1).view(np.uint8)
+            fill_placed(v, image, placed, operand, mats)
+            img[:, :, image_word:] = image.view("<u4").reshape(cases, img.shape[1], -1)
+            return
+        room = img.shape[1] * img.shape[2] * 4  # a case's words, in bytes
+    size = img.shape[1] if image_word is None else room
+    flat = img.reshape(-1) if image_word is None else img.reshape(-1).view(np.uint8)
+    per = img.reshape(cases, -1) if image_word is None else img.reshape(cases, -1).view(np.uint8)
+
+    def units(u: np.ndarray, nb: int) -> np.ndarray:
+        return u if image_word is None else _in_words(u, nb, img.shape[2], image_word)
+
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
-        if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
+        if whole:  # whole aligned elements, each case inside its own image
             # the element order of ``mats`` itself (B's k, n): the cached indices are in that order; case by case
             # (no index array of every case: it costs more than the calls)
             vals = np.asarray(mats, dtype=f"<u{nb}").reshape(cases, -1)
             for c, p in enumerate(placed):
-                img[c].view(f"<u{nb}")[p[1]] = vals[c]
+                per[c].view(f"<u{nb}")[units(p[1], nb)] = vals[c]
             return
         addr = np.stack([p[0] for p in placed])
         vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
@@ -640,11 +657,11 @@ def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], opera
             at = at[..., None] + np.arange(nb)
             flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
         return
-    if all(p[1] is not None for p in placed):  # whole bytes of 8 elements along K, each case inside its own image
+    if whole:  # whole bytes of 8 elements along K, each case inside its own image
         m = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint8)  # (mn, k) order
         byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little").reshape(cases, -1)
         for c, p in enumerate(placed):
-            img[c][p[1]] = byte[c]
+            per[c][units(p[1], 1)] = byte[c]
         return
     addr = np.stack([p[0] for p in placed])
     vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
@@ -653,6 +670,23 @@ def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], opera
         a = addr[c] + c * size
         flat[a] = 0
         np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
+
+
+def _in_words(units: np.ndarray, nb: int, words: int, image_word: int) -> np.ndarray:
+    """Image units of ``nb`` bytes -> the same units in a case's words (``words`` a lane, the image lane by lane
+    from ``image_word``), once per process and cached placement."""
+    key = (id(units), nb, words, image_word)
+    hit = _IN_WORDS.get(key)
+    if hit is None or hit[0] is not units:
+        row = (words - image_word) * 4  # the image's bytes in one lane
+        b = units.astype(np.int64) * nb
+        if len(_IN_WORDS) > 8192:
+            _IN_WORDS.clear()
+        hit = _IN_WORDS[key] = (units, ((b // row * words + image_word) * 4 + b % row) // nb)  # units kept alive
+    return hit[1]
+
+
+_IN_WORDS: dict[tuple, tuple] = {}
 
 
 def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int, operand: str, size: int):

@@ -327,7 +327,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
     out = []
     parts: list[tuple] = []  # per predicted case set: (dense A, B, C, scale-d, scales) as placed
     predicted: list[CaseSet] = []
-    size, iw, shared_a = sp.image_bytes(v), sp.in_words(v), v.a_src == "shared"
+    size, iw, io, shared_a = sp.image_bytes(v), sp.in_words(v), sp.img_off(v), v.a_src == "shared"
     room_b = size - sp.b_base(v)
     widest = max(sw_modes, key=smem.width)
     fits_b = cache(lambda tb, sw: _fits(v, "B", tb, sw, model))
@@ -348,7 +348,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 (comp, fields, B), meta = _tagged_plans(v, rng, check, imm["sel"])
             n = len(comp)
             words = np.zeros((n, sp.LANES, iw), dtype=np.uint32)
-            img = wgc.blank_images(size, n)
+            words[:, :, io:] = wgc.image_words(size)
             C = wgc._c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []
@@ -370,9 +370,9 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            wg.fill_placed(v, img, b_placed, "B", B)
+            wg.fill_placed(v, words, b_placed, "B", B, io)
             if shared_a:
-                wg.fill_placed(v.a_view, img, a_placed, "A", comp)
+                wg.fill_placed(v.a_view, words, a_placed, "A", comp, io)
             else:
                 aop = v.operands["A"]
                 words[:, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[:, None])
@@ -380,7 +380,6 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             dop = v.operands["D"]
             if check == "value":  # (a C of zeros is words of zeros)
                 words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
-            sp.put_image(v, words, img)
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
                 # A's values densified (the product's own input, without its bits densified and decoded)
