@@ -451,7 +451,8 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 A, B, meta = tagged_matrices(v, check.split(".")[1])
                 a_vals, b_vals = values_bound(TYPES[v.atype], A), values_bound(TYPES[v.btype], B)
             n = len(A)
-            words = np.zeros((n, LANES, iw), dtype=np.uint32)
+            words = np.empty((n, LANES, iw), dtype=np.uint32)
+            words[:, :, :io] = 0  # (the image's words: the filler, below)
             words[:, :, io:] = image_words(size)
             C = _c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane

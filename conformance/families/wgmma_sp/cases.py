@@ -144,30 +144,51 @@ def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model)
     return model.smem.major_of(trans) != "K" or k_major_fits(v.doc, sw, kbytes)
 
 
-def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, dict]:
-    """(compressed A, fields, B), each stacked over the cases, and the meta of a tagged check.  Where a case
-    draws its own patterns the draws are one call per check (the same range from the same stream)."""
+def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, dict, tuple]:
+    """(compressed A, fields, B), each stacked over the cases, the meta of a tagged check, and (A's, B's) values
+    and bound where they are built from a form's kept matrices (None where drawn).  Where a case draws its own
+    patterns the draws are one call per check (the same range from the same stream)."""
     shifts_a = -(-v.K // v.N)
+    at, bt = TYPES[v.atype], TYPES[v.btype]
     if check == "map.A":
         db = wgc.DIGIT_BITS[v.atype]
         comps, digits = _a_tags(v)
         fields = random_patterns(v, rng, digits)  # one pattern set per digit
-        plans = (_repeat(comps, shifts_a), _repeat(fields, shifts_a),
-                 np.tile(_selections_b(v), (digits, 1, 1)))
-        return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts_a}
+        (comp, comp_vals), (B, b_vals) = _stacked(at, comps, shifts_a, True), _stacked(bt, _selections_b(v), digits)
+        return ((comp, _repeat(fields, shifts_a), B), {"digits": digits, "digit_bits": db, "target": "A",
+                                                       "shifts": shifts_a}, (comp_vals, b_vals))
     if check == "map.B":
         db = wgc.DIGIT_BITS[v.btype]
         tagged, digits = _b_tags(v)
         shifts = -(-v.K // 64)
         comp, fields = _selections_a(v, rng, list(range(shifts)) * digits)
-        return (comp, fields, _repeat(tagged, shifts)), {"digits": digits, "digit_bits": db, "target": "B",
-                                                                   "shifts": shifts}
+        B, b_vals = _stacked(bt, tagged, shifts, True)
+        return (comp, fields, B), {"digits": digits, "digit_bits": db, "target": "B", "shifts": shifts}, (None, b_vals)
     # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
-    slot = np.tile(np.arange(v.nz, dtype=np.int64) + 1, v.kc // v.nz)
-    comp = np.broadcast_to(_digit(v.atype, slot), (META_REPS * shifts_a, 64, v.kc))
+    slot = _slot_digits(v.atype, v.nz, v.kc)
+    comp, comp_vals = _stacked(at, slot[None, None], (META_REPS * shifts_a, 64, 1))
     fields = random_patterns(v, rng, META_REPS)
-    plans = (comp, _repeat(fields, shifts_a), np.tile(_selections_b(v), (META_REPS, 1, 1)))
-    return plans, {"target": "metadata", "reps": META_REPS, "shifts": shifts_a}
+    B, b_vals = _stacked(bt, _selections_b(v), META_REPS)
+    return ((comp, _repeat(fields, shifts_a), B), {"target": "metadata", "reps": META_REPS, "shifts": shifts_a},
+            (comp_vals, b_vals))
+
+
+def _stacked(t, kept: np.ndarray, reps, each: bool = False) -> tuple[np.ndarray, tuple | None]:
+    """A form's kept matrices stacked over the cases (``np.tile`` by ``reps``, or ``each`` one ``reps`` times over)
+    and their values and bound (:func:`~ptxconf.families.wgmma.probe.values_bound`, kept), stacked alike: no
+    lookup of the stack's bits."""
+    def stack(x: np.ndarray) -> np.ndarray:
+        return _repeat(x, reps) if each else np.tile(x, reps if isinstance(reps, tuple) else (reps, 1, 1))
+    vals = wg.values_bound(t, kept)
+    return stack(kept), None if vals is None else (stack(vals[0]), vals[1])
+
+
+@lru_cache(maxsize=64)
+def _slot_digits(atype: str, nz: int, kc: int) -> np.ndarray:
+    """map.metadata's stored A of a row ``[K/2]``: slot s of every chunk stores s + 1 (read-only)."""
+    got = _digit(atype, np.tile(np.arange(nz, dtype=np.int64) + 1, kc // nz))
+    got.setflags(write=False)
+    return got
 
 
 def _repeat(x: np.ndarray, k: int) -> np.ndarray:
@@ -344,10 +365,12 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             elif check.startswith("undefined."):
                 plans, meta = _undefined_plans(v, rng, check)
                 comp, fields, B = (np.stack([pl[j] for pl in plans]) for j in range(3))
+                comp_vals = b_vals = None  # (not predicted)
             else:
-                (comp, fields, B), meta = _tagged_plans(v, rng, check, imm["sel"])
+                (comp, fields, B), meta, (comp_vals, b_vals) = _tagged_plans(v, rng, check, imm["sel"])
             n = len(comp)
-            words = np.zeros((n, sp.LANES, iw), dtype=np.uint32)
+            words = np.empty((n, sp.LANES, iw), dtype=np.uint32)
+            words[:, :, :io] = 0  # (the image's words: the filler, below)
             words[:, :, io:] = wgc.image_words(size)
             C = wgc._c_values(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
@@ -383,8 +406,10 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
                 # A's values densified (the product's own input, without its bits densified and decoded)
-                if check != "value":
-                    comp_vals, b_vals = wg.values_bound(TYPES[v.atype], comp), wg.values_bound(TYPES[v.btype], B)
+                if comp_vals is None:
+                    comp_vals = wg.values_bound(TYPES[v.atype], comp)
+                if b_vals is None:
+                    b_vals = wg.values_bound(TYPES[v.btype], B)
                 dense = sp.densify(v, comp, fields) if comp_vals is None else \
                     (sp.densify(v, comp_vals[0], fields), comp_vals[1])
                 scale = {k: val for k, val in imm.items() if k != "sel"}
