@@ -163,7 +163,7 @@ def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
     smem = model.smem
     laid = (_words(model, desc), (sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset),
             placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
-    if len(_LAID) > 65536:
+    if len(_LAID) > 4096:  # (entries hold placements' arrays: kept as few as _PLACED keeps)
         _LAID.clear()
     _LAID[key] = (smem, model.desc, laid)
     return laid
@@ -381,7 +381,7 @@ def tagged_matrices(v: WgmmaVariant, target: str) -> tuple[np.ndarray, np.ndarra
     return _tagged(v.atype, v.btype, v.K, v.N, target)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _tagged(atype: str, btype: str, K: int, N: int, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
     db = DIGIT_BITS[atype if target == "A" else btype]
     space = 64 * K if target == "A" else K * N

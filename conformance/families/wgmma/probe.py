@@ -522,7 +522,7 @@ def values_bound(t, bits) -> tuple[np.ndarray, float] | None:
     key = (t.name, id(bits))
     hit = _KEPT.get(key)
     if hit is None or hit[0] is not bits:
-        if len(_KEPT) > 256:
+        if len(_KEPT) > 64:
             _KEPT.clear()
         hit = _KEPT[key] = (bits, _values_bound(t, bits))  # the array kept alive, so its id stays its own
     return hit[1]
@@ -680,7 +680,7 @@ def _in_words(units: np.ndarray, nb: int, words: int, image_word: int) -> np.nda
     if hit is None or hit[0] is not units:
         row = (words - image_word) * 4  # the image's bytes in one lane
         b = units.astype(np.int64) * nb
-        if len(_IN_WORDS) > 8192:
+        if len(_IN_WORDS) > 1024:
             _IN_WORDS.clear()
         hit = _IN_WORDS[key] = (units, ((b // row * words + image_word) * 4 + b % row) // nb)  # units kept alive
     return hit[1]

@@ -183,7 +183,7 @@ def _stacked(t, kept: np.ndarray, reps, each: bool = False) -> tuple[np.ndarray,
     return stack(kept), None if vals is None else (stack(vals[0]), vals[1])
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _slot_digits(atype: str, nz: int, kc: int) -> np.ndarray:
     """map.metadata's stored A of a row ``[K/2]``: slot s of every chunk stores s + 1 (read-only)."""
     got = _digit(atype, np.tile(np.arange(nz, dtype=np.int64) + 1, kc // nz))
@@ -202,7 +202,7 @@ def _a_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
     return _a_tags_of(v.atype, v.kc)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _a_tags_of(atype: str, kc: int) -> tuple[np.ndarray, int]:
     db = wgc.DIGIT_BITS[atype]
     tags = np.arange(64 * kc, dtype=np.int64).reshape(64, kc) + 1
@@ -218,7 +218,7 @@ def _b_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
     return _b_tags_of(v.btype, v.K, v.N)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _b_tags_of(btype: str, K: int, N: int) -> tuple[np.ndarray, int]:
     db = wgc.DIGIT_BITS[btype]
     tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
@@ -233,7 +233,7 @@ def _selections_b(v: WgmmaSpVariant) -> np.ndarray:
     return _selections_b_of(v.btype, v.K, v.N)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _selections_b_of(btype: str, K: int, N: int) -> np.ndarray:
     got = np.stack([_selection_b_of(btype, K, N, s) for s in range(-(-K // N))])
     got.setflags(write=False)
