@@ -255,13 +255,6 @@ def _narrow(tname: str, lo: int, hi: int) -> np.ndarray:
     return table.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32) if bits <= 32 else table
 
 
-def _drawn_bits(rng, tname: str, lo: int, hi: int, shape) -> np.ndarray:
-    """Container bits (:func:`_narrow`) of ``rng.integers(lo, hi + 1, size=shape)``: drawn as ``0 .. hi - lo``, the
-    same numbers from the same stream less ``lo`` (a bounded draw scales one output by the span and adds the low
-    end), into int32, and looked up by a clipped take (several times faster than an index of negative values)."""
-    return np.take(_narrow(tname, lo, hi), rng.integers(0, hi - lo + 1, size=shape, dtype=np.int32), mode="clip")
-
-
 def _values(rng, tname: str, shape) -> np.ndarray:
     t = TYPES[tname]
     if t.kind == "float":  # -3..3: exact in every element type (no exactness check to pay)
@@ -276,13 +269,31 @@ def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarra
     """C's container bits ``[case, 64, N]`` (uint32 for .f32 and .s32, uint16 for .f16); ``zero``: the same draws
     (the stream moves on as for any C), a C of zeros (a tagged check's).  (A bounded draw gives the same integers
     into int32 as into int64: half the memory.)"""
+    return c_draws(rng, v, cases, zero)[0]
+
+
+def c_draws(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> tuple[np.ndarray, tuple | None]:
+    """(:func:`_c_values`, and for a float D (C's float32 values, their bound) as :func:`~.probe.predict` takes
+    them: looked up from the same draws, or for .f32 the bits themselves)."""
     dt = TYPES[v.dtype]
     shape = (cases, 64, v.N)
     if dt.is_float:  # -64..64: exact in .f16 and .f32
+        # drawn as 0 .. 128, the same numbers from the same stream less -64 (a bounded draw scales one output by the
+        # span and adds the low end), looked up by a clipped take (several times faster than negative indices)
+        d = rng.integers(0, 129, size=shape, dtype=np.int32)
         if zero:
-            rng.integers(0, 129, size=shape, dtype=np.int32)
-            return np.zeros(shape, dtype=np.uint32)
-        return _drawn_bits(rng, v.dtype, -64, 64, shape)
+            bits = np.zeros(shape, dtype=np.uint32)
+            return bits, (bits.view(np.float32), 0.0)
+        bits = np.take(_narrow(v.dtype, -64, 64), d, mode="clip")
+        if bits.dtype == np.uint32 and v.dtype == "f32":
+            return bits, (bits.view(np.float32), 64.0)
+        return bits, (np.take(np.arange(-64, 65, dtype=np.float32), d, mode="clip"), 64.0)
+    return _c_ints(rng, v, shape, zero), None
+
+
+def _c_ints(rng, v: WgmmaVariant, shape: tuple, zero: bool) -> np.ndarray:
+    """An integer D's C bits (:func:`_c_values`)."""
+    dt = TYPES[v.dtype]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
     if zero:
         for lo, hi in ((0, 2), (0, 2), (-40, 41)):
@@ -454,7 +465,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             words = np.empty((n, LANES, iw), dtype=np.uint32)
             words[:, :, :io] = 0  # (the image's words: the filler, below)
             words[:, :, io:] = image_words(size)
-            C = _c_values(rng, v, n, zero=check != "value")
+            C, c_vals = c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []
             for i in range(n):
@@ -493,8 +504,8 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
             out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
-            parts.append((A if a_vals is None else (*a_vals, A), B if b_vals is None else (*b_vals, B), C, head[:, 4] != 0,
-                          imm))
+            parts.append((A if a_vals is None else (*a_vals, A), B if b_vals is None else (*b_vals, B),
+                          C if c_vals is None else (*c_vals, C), head[:, 4] != 0, imm))
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set is predicted
     for cs, exp in zip(out, predict(v, parts)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 from ptxconf.core.verdict import Verdict
@@ -438,12 +439,12 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
     if not parts:
         return []
     dop = v.operands["D"]
-    total = sum(len(p[2]) for p in parts)  # (C: bits, never values)
+    total = sum(len(p[3]) for p in parts)
     D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
     at = 0
     for A, B, C, sd, imm in parts:
-        _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics, D[at : at + len(C)])
-        at += len(C)
+        _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics, D[at : at + len(sd)])
+        at += len(sd)
     packed = pack(dop, D[:, None])
     if out_words(v) != dop.words:
         words = np.zeros((total, LANES, out_words(v)), dtype=np.uint32)
@@ -451,8 +452,8 @@ def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> 
         packed = words
     out, at = [], 0
     for p in parts:
-        out.append(packed[at : at + len(p[2])])
-        at += len(p[2])
+        out.append(packed[at : at + len(p[3])])
+        at += len(p[3])
     return out
 
 
@@ -465,6 +466,7 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics,
     dt = TYPES[v.dtype]
     a = A if isinstance(A, tuple) else values_bound(TYPES[v.atype], A)
     b = B if isinstance(B, tuple) else values_bound(TYPES[v.btype], B)
+    c, C = (C[:2], C[2]) if isinstance(C, tuple) else (None, C)
     if a is None or b is None or not len(out) or v.K * a[1] * b[1] >= 2**24:
         A, B = (x[2] if isinstance(x, tuple) and len(x) > 2 else x for x in (A, B))  # the bits, where given
         if isinstance(A, tuple) or isinstance(B, tuple):
@@ -476,14 +478,27 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics,
                                  True, imm)
         return
     acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
-    c = c_values(dt, C)
+    bound = v.K * a[1] * b[1] + (c[1] if c is not None else np.inf)
+    if dt.is_float and bound < 2**24 and v.dtype in _D_BITS:
+        # C's values given, integers too: every sum exact in float32, D's bits straight from it (an .f16 D's
+        # looked up by value, its rounding as the conversion's)
+        total = _add_where(acc, c[0], sd)
+        if v.dtype == "f32":
+            out.view(np.float32)[...] = total
+        elif bound <= _F16_SPAN:
+            np.take(_f16_of_integers(), total.astype(np.int32) + _F16_SPAN, out=out, mode="clip")
+        else:
+            out.view(np.float16)[...] = total
+        return
     if dt.is_float:  # C added in float64, as spec_numerics adds it; then rounded to D's type as dt.encode does
-        total = np.add(acc, c, dtype=np.float64) if sd.all() else _add_where(acc.astype(np.float64), c, sd)
+        cv = c_values(dt, C)
+        total = np.add(acc, cv, dtype=np.float64) if sd.all() else _add_where(acc.astype(np.float64), cv, sd)
         if v.dtype in _D_BITS:  # (the rounding is the assignment's, into D's own container width)
             out.view(np.float16 if v.dtype == "f16" else np.float32)[...] = total
         else:
             out[...] = dt.encode(total, exact=False)
         return
+    c = c_values(dt, C)
     total = acc.astype(np.int64)
     _add_where(total, c if dt.bits <= 32 else decoded(dt, C).astype(np.int64), sd)
     if v.satfinite:
@@ -492,6 +507,16 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics,
         np.copyto(out, total, casting="unsafe")
     else:
         out[...] = total & 0xFFFFFFFF
+
+
+_F16_SPAN = 2**16  # .f16 bits looked up for the integers -2**16 .. 2**16
+
+
+@cache
+def _f16_of_integers() -> np.ndarray:
+    """``uint16[2 * _F16_SPAN + 1]``: the .f16 bits of each integer from -_F16_SPAN, as the conversion rounds it."""
+    with np.errstate(over="ignore"):  # (past 65519: Inf, the conversion's answer)
+        return np.arange(-_F16_SPAN, _F16_SPAN + 1, dtype=np.float64).astype(np.float16).view(np.uint16)
 
 
 def _add_where(total: np.ndarray, c: np.ndarray, sd: np.ndarray) -> np.ndarray:

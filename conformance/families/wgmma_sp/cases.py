@@ -372,7 +372,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             words = np.empty((n, sp.LANES, iw), dtype=np.uint32)
             words[:, :, :io] = 0  # (the image's words: the filler, below)
             words[:, :, io:] = wgc.image_words(size)
-            C = wgc._c_values(rng, v, n, zero=check != "value")
+            C, c_vals = wgc.c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []
             for i in range(n):
@@ -413,7 +413,8 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 dense = sp.densify(v, comp, fields) if comp_vals is None else \
                     (sp.densify(v, comp_vals[0], fields), comp_vals[1])
                 scale = {k: val for k, val in imm.items() if k != "sel"}
-                parts.append((dense, B if b_vals is None else (*b_vals, B), C, head[:, 4] != 0, scale))
+                parts.append((dense, B if b_vals is None else (*b_vals, B), C if c_vals is None else (*c_vals, C),
+                              head[:, 4] != 0, scale))
                 predicted.append(out[-1])
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set of defined inputs is predicted
