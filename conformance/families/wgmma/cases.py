@@ -316,17 +316,12 @@ def _c_ints(rng, v: WgmmaVariant, shape: tuple, zero: bool) -> np.ndarray:
 _NEAR_ENDS = (np.array([0, 0, -(2**31 - 50), 2**31 - 50], dtype=np.int64) - 40).astype(np.uint32)
 
 
-def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``A[n, *ashape]``, ``B[n, *bshape]``: what ``n`` alternating :func:`_values` draws of A then B give, the
-    same numbers from the same stream.  A bounded draw takes its integers one by one from the generator, so
-    where A and B draw from one range the ``n`` pairs are one draw of ``n`` rows; otherwise pair by pair."""
-    (A, _), (B, _) = drawn_pairs(rng, atype, ashape, btype, bshape, n)
-    return A, B
-
-
 def drawn_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[tuple, tuple]:
-    """:func:`value_pairs` as ((A's bits, (its float32 values, their bound)), B's alike): the values and the bound
-    :func:`~.probe.predict` takes, looked up from the same draws (no pass over the bits to decode them)."""
+    """((A's bits ``[n, *ashape]``, (their float32 values, bound)), B's alike): what ``n`` alternating :func:`_values`
+    draws of A then B give, the same numbers from the same stream, with the values and bound
+    :func:`~.probe.predict` takes looked up from the same draws (no pass over the bits to decode them).  A bounded
+    draw takes its integers one by one from the generator, so where A and B draw from one range the ``n`` pairs
+    are one draw of ``n`` rows; otherwise pair by pair."""
     ra, rb = _draw_range(atype), _draw_range(btype)
     if ra == rb:
         sa = int(np.prod(ashape))
