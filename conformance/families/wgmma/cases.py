@@ -8,7 +8,8 @@ buffer is :mod:`.probe`'s contract.
 
 from __future__ import annotations
 
-from functools import cache
+from collections.abc import Sequence
+from functools import cache, lru_cache
 
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
@@ -25,14 +26,16 @@ from .probe import (
     b_base,
     base_offset_of,
     c_off,
-    fill_cases,
+    fill_placed,
     image_bytes,
+    img_off,
     immediate_sets,
     in_words,
     model_of,
+    placement,
     predict,
-    put_image,
     tile_addresses,
+    values_bound,
 )
 from .spec import WgmmaVariant, canonical_strides
 
@@ -61,27 +64,147 @@ def descriptor_choice(rng, model: Model, trans: int, sw: str, bits: int, ext: in
     with ``room`` bytes: canonical strides, K chunks in either order (K-major none), any LBO and a K start inside
     the swizzle row (K-major swizzled), and ``off_boundary`` a pattern start a random 128-byte step past the
     repeat boundary.  The sparse family places its compressed A and its B with it too."""
-    major, lbo, sbo, steps, kstarts, code = _placement(model, trans, sw, bits, ext, kext, room, off_boundary)
+    return descriptor_choices(rng, model, [(trans, sw, bits, ext, kext, region, room, off_boundary)])[0]
+
+
+def descriptor_choices(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[Desc, int]]:
+    """:func:`descriptor_choice` of each ask ``(trans, sw, bits, ext, kext, region, room, off_boundary)`` in turn,
+    the same numbers from the same stream, every bounded integer of every choice in one :func:`bounded_draws`."""
+    return [_chosen(model, ask, got) for ask, got in _drawn(rng, model, asks)]
+
+
+def _drawn(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[tuple, tuple]]:
+    """(ask, the integers its choice drew) of each ask in turn."""
+    spans = [_ask(model, ask)[1] for ask in asks]
+    drawn = bounded_draws(rng, [r for rs in spans for r in rs]).tolist()
+    out, at = [], 0
+    for ask, rs in zip(asks, spans):
+        out.append((ask, tuple(drawn[at : at + len(rs)])))
+        at += len(rs)
+    return out
+
+
+def _ask(model: Model, ask: tuple) -> tuple:
+    """(:func:`_placement` of an ask, the spans of its draws: the pattern's step (where it has steps), K-major
+    none's chunk order, then K-major swizzled's LBO and K start), once per process and ask."""
+    key = (id(model.smem), ask)
+    hit = _ASKS.get(key)
+    if hit is None or hit[0] is not model.smem:
+        trans, sw, bits, ext, kext, _, room, off_boundary = ask
+        place = _placement(model, trans, sw, bits, ext, kext, room, off_boundary)
+        major, _, _, steps, kstarts, _ = place
+        spans = ([len(steps)] if steps else []) + ([2] if major == "K" and sw == "none" else [])
+        spans += [63, kstarts] if kstarts else []
+        if len(_ASKS) > 65536:
+            _ASKS.clear()
+        hit = _ASKS[key] = (model.smem, (place, spans))
+    return hit[1]
+
+
+def _chosen(model: Model, ask: tuple, got: tuple) -> tuple[Desc, int]:
+    """(descriptor, pattern start) of an ask whose choice drew ``got``, once per process."""
+    key = (id(model.smem), id(model.desc), ask, got)
+    hit = _CHOSEN.get(key)
+    if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
+        return hit[2]
+    (major, lbo, sbo, steps, kstarts, code), _ = _ask(model, ask)
+    sw, ext, region = ask[1], ask[3], ask[5]
+    rest = list(got)
     pattern = region
-    if steps:  # rng.choice(steps), the same draw, without choice's own overhead
-        pattern += 128 * steps[int(rng.integers(0, len(steps)))]
+    if steps:
+        pattern += 128 * steps[rest.pop(0)]
     start = pattern
-    if major == "K" and sw == "none" and rng.integers(2):
+    if major == "K" and sw == "none" and rest.pop(0):
         # K chunks after all MN groups: LBO and SBO differ the other way round
         lbo, sbo = 16 * 8 * max(1, ext // 8), 128
     if kstarts:
-        lbo = 16 * int(rng.integers(1, 64))  # unused by K-major swizzled layouts: any value
-        start += 32 * int(rng.integers(0, kstarts))  # K start inside the swizzle row
-    key = (start, lbo, sbo, base_offset_of(model, sw, pattern), code)
-    desc = _DESCS.get(key)
-    if desc is None:  # one (immutable) Desc per distinct descriptor, made once per process
-        if len(_DESCS) > 65536:
-            _DESCS.clear()
-        desc = _DESCS[key] = Desc(*key)
+        lbo = 16 * (1 + rest.pop(0))  # unused by K-major swizzled layouts: any value
+        start += 32 * rest.pop(0)  # K start inside the swizzle row
+    desc = Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), code)
+    if len(_CHOSEN) > 65536:
+        _CHOSEN.clear()
+    _CHOSEN[key] = (model.smem, model.desc, (desc, pattern))  # the specs kept alive, so their ids stay their own
     return desc, pattern
 
 
-_DESCS: dict[tuple, Desc] = {}
+_ASKS: dict[tuple, tuple] = {}
+_CHOSEN: dict[tuple, tuple] = {}
+
+
+def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tuple], head: np.ndarray,
+                 size: int) -> tuple[list[dict], list[tuple], list[tuple]]:
+    """Each case's B descriptor, then its A descriptor where A has asks (A from shared memory), drawn as
+    :func:`descriptor_choice` draws them case by case: their words into ``head[case, 0:4]`` (A's, then B's), and
+    (each case's layouts ``{"B": [mode, start, LBO, SBO, pattern start, base offset]}`` and "A" alike, in
+    image-relative bytes; B's and A's placements in an image of ``size`` bytes, for :func:`.probe.fill_placed`).
+    The sparse family places its compressed A and its B with it too."""
+    per = 2 if a_asks else 1
+    seq = [("B", b) for b in b_asks] if not a_asks else [x for b, a in zip(b_asks, a_asks) for x in (("B", b), ("A", a))]
+    laid = [_laid(model, op, ask, got) for (op, _), (ask, got) in zip(seq, _drawn(rng, model, [x[1] for x in seq]))]
+    if b_asks:
+        head[:, :4] = np.array([(laid[per * i + 1][0] if a_asks else (0, 0)) + laid[per * i][0]
+                                for i in range(len(b_asks))], dtype=np.uint32)
+    cfgs = [{"B": list(laid[per * i][1]), **({"A": list(laid[per * i + 1][1])} if a_asks else {})}
+            for i in range(len(b_asks))]
+    placed = [(p[1], p[2] if p[3] >= 0 and p[4] < size and (bits < 8 or size % (bits // 8) == 0) else None)
+              for _, _, p, bits in laid]
+    return cfgs, placed[0::per], placed[1::per] if a_asks else []
+
+
+def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
+    """(descriptor words (low, high), its layout for the meta, its :func:`.probe.placement`, element bits) of the
+    choice of ``operand``'s ask that drew ``got``, once per process."""
+    key = (id(model.smem), id(model.desc), operand, ask, got)
+    hit = _LAID.get(key)
+    if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
+        return hit[2]
+    desc, pattern = _chosen(model, ask, got)
+    trans, sw, bits, ext, kext = ask[:5]
+    smem = model.smem
+    laid = (_words(model, desc), (sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset),
+            placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
+    if len(_LAID) > 4096:  # (entries hold placements' arrays: kept as few as _PLACED keeps)
+        _LAID.clear()
+    _LAID[key] = (smem, model.desc, laid)
+    return laid
+
+
+_LAID: dict[tuple, tuple] = {}
+
+
+def bounded_draws(rng, spans) -> np.ndarray:
+    """``int(rng.integers(0, span))`` of each span in turn (``int64[len(spans)]``), the same numbers from the same
+    stream, in one call: NumPy draws a bounded integer below 2**32 from the generator's 32-bit outputs by
+    Lemire's method (the output times the span, its high half; a span of one takes no output), so one draw of
+    those outputs, scaled here, gives them all.  Where a scaled output falls in the rejected sliver (under one in
+    2**25 for these spans) NumPy takes the next output instead: replayed here output by output."""
+    spans = np.asarray(spans, dtype=np.uint64)
+    out = np.zeros(len(spans), dtype=np.int64)
+    live = spans > 1
+    span = spans[live]
+    if len(span):
+        scaled = rng.integers(0, 2**32, size=len(span), dtype=np.uint64) * span
+        low = scaled & np.uint64(0xFFFFFFFF)
+        if (low < span).any() and (low < (np.uint64(2**32) - span) % span).any():
+            out[live] = _lemire(rng, span.tolist(), (scaled // span).tolist())
+        else:
+            out[live] = scaled >> np.uint64(32)
+    return out
+
+
+def _lemire(rng, spans: list[int], outputs: list[int]) -> list[int]:
+    """NumPy's bounded draws of ``spans`` from the generator's 32-bit ``outputs`` (taken already), one by one, a
+    rejected output followed by the next (and, past the given ones, more from the generator)."""
+    got, it = [], iter(outputs)
+    for r in spans:
+        threshold = (2**32 - r) % r
+        while True:
+            x = next(it, None)
+            m = (int(rng.integers(0, 2**32, dtype=np.uint64)) if x is None else x) * r
+            if m & 0xFFFFFFFF >= threshold:
+                break
+        got.append(m >> 32)
+    return got
 
 
 def _placement(model: Model, trans: int, sw: str, bits: int, ext: int, kext: int, room: int, off_boundary: bool):
@@ -124,12 +247,12 @@ def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
 
 
 @cache
-def _indexed(tname: str, lo: int, hi: int) -> np.ndarray:
-    """:func:`_encoded` of ``lo .. hi`` rotated so that value ``x`` is at index ``x`` (a negative one counted from the
-    end), in uint32 where the type fits: the drawn integers index it as they are, without a shifted copy, into
-    bits of half the memory."""
-    table = np.roll(_encoded(tname, lo, hi), lo)
-    return table.astype(np.uint32) if TYPES[tname].bits <= 32 else table
+def _narrow(tname: str, lo: int, hi: int) -> np.ndarray:
+    """:func:`_encoded` in the narrowest unsigned type that holds the type's bits: what the images and fragments
+    take, in a fraction of the memory."""
+    bits = TYPES[tname].bits
+    table = _encoded(tname, lo, hi)
+    return table.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32) if bits <= 32 else table
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -143,42 +266,89 @@ def _values(rng, tname: str, shape) -> np.ndarray:
 
 
 def _c_values(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> np.ndarray:
-    """C's container bits ``[case, 64, N]`` (uint32 for a float D); ``zero``: the same draws (the stream moves on as
-    for any C), a C of zeros (a tagged check's)."""
+    """C's container bits ``[case, 64, N]`` (uint32 for .f32 and .s32, uint16 for .f16); ``zero``: the same draws
+    (the stream moves on as for any C), a C of zeros (a tagged check's).  (A bounded draw gives the same integers
+    into int32 as into int64: half the memory.)"""
+    return c_draws(rng, v, cases, zero)[0]
+
+
+def c_draws(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> tuple[np.ndarray, tuple | None]:
+    """(:func:`_c_values`, and for a float D (C's float32 values, their bound) as :func:`~.probe.predict` takes
+    them: looked up from the same draws, or for .f32 the bits themselves)."""
     dt = TYPES[v.dtype]
     shape = (cases, 64, v.N)
     if dt.is_float:  # -64..64: exact in .f16 and .f32
-        drawn = rng.integers(-64, 65, size=shape)
-        return np.zeros(shape, dtype=np.uint32) if zero else _indexed(v.dtype, -64, 64)[drawn]
+        # drawn as 0 .. 128, the same numbers from the same stream less -64 (a bounded draw scales one output by the
+        # span and adds the low end), looked up by a clipped take (several times faster than negative indices)
+        d = rng.integers(0, 129, size=shape, dtype=np.int32)
+        if zero:
+            bits = np.zeros(shape, dtype=np.uint32)
+            return bits, (bits.view(np.float32), 0.0)
+        bits = np.take(_narrow(v.dtype, -64, 64), d, mode="clip")
+        if bits.dtype == np.uint32 and v.dtype == "f32":
+            return bits, (bits.view(np.float32), 64.0)
+        return bits, (np.take(np.arange(-64, 65, dtype=np.float32), d, mode="clip"), 64.0)
+    return _c_ints(rng, v, shape, zero), None
+
+
+def _c_ints(rng, v: WgmmaVariant, shape: tuple, zero: bool) -> np.ndarray:
+    """An integer D's C bits (:func:`_c_values`)."""
+    dt = TYPES[v.dtype]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
-    near = rng.integers(0, 2, size=shape)
     if zero:
-        rng.integers(0, 2, size=shape)
-        rng.integers(-40, 41, size=shape)
+        for lo, hi in ((0, 2), (0, 2), (-40, 41)):
+            rng.integers(lo, hi, size=shape, dtype=np.int32)
         return np.zeros(shape, dtype=np.uint32)
-    value = rng.integers(0, 2, size=shape) * (2**32 - 100) - (2**31 - 50)  # which end
-    value *= near
-    value += rng.integers(-40, 41, size=shape)
-    if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits
-        return value.astype(np.uint32)
+    near = rng.integers(0, 2, size=shape, dtype=np.int32)
+    end = rng.integers(0, 2, size=shape, dtype=np.int32)  # which end
+    noise = rng.integers(0, 81, size=shape, dtype=np.int32)  # -40..40, less -40
+    if dt.bits == 32:  # in range by construction: the container bits are the low 32 bits, summed as uint32
+        near <<= 1
+        near += end
+        got = np.take(_NEAR_ENDS, near, mode="clip")
+        got += noise.view(np.uint32)
+        return got
+    value = (end * (2**32 - 100) - (2**31 - 50)) * near.astype(np.int64) + noise - 40
     return dt.encode(value)
 
 
-def value_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``A[n, *ashape]``, ``B[n, *bshape]``: what ``n`` alternating :func:`_values` draws of A then B give, the
-    same numbers from the same stream.  A bounded draw takes its integers one by one from the generator, so
-    where A and B draw from one range the ``n`` pairs are one draw of ``n`` rows; otherwise pair by pair."""
+# C's low 32 bits less 40 by (near an end, which end): 0, or -(2**31 - 50) and 2**31 - 50
+_NEAR_ENDS = (np.array([0, 0, -(2**31 - 50), 2**31 - 50], dtype=np.int64) - 40).astype(np.uint32)
+
+
+def drawn_pairs(rng, atype: str, ashape: tuple, btype: str, bshape: tuple, n: int) -> tuple[tuple, tuple]:
+    """((A's bits ``[n, *ashape]``, (their float32 values, bound)), B's alike): what ``n`` alternating :func:`_values`
+    draws of A then B give, the same numbers from the same stream, with the values and bound
+    :func:`~.probe.predict` takes looked up from the same draws (no pass over the bits to decode them).  A bounded
+    draw takes its integers one by one from the generator, so where A and B draw from one range the ``n`` pairs
+    are one draw of ``n`` rows; otherwise pair by pair."""
     ra, rb = _draw_range(atype), _draw_range(btype)
     if ra == rb:
         sa = int(np.prod(ashape))
-        d = rng.integers(ra[0], ra[1] + 1, size=(n, sa + int(np.prod(bshape))))
-        return _from_draw(atype, d[:, :sa]).reshape(n, *ashape), _from_draw(btype, d[:, sa:]).reshape(n, *bshape)
+        d = rng.integers(0, ra[1] - ra[0] + 1, size=(n, sa + int(np.prod(bshape))), dtype=np.int32)  # (less ra[0])
+        return ((_from_draw(atype, d[:, :sa]).reshape(n, *ashape), _draw_values(atype, d[:, :sa], (n, *ashape))),
+                (_from_draw(btype, d[:, sa:]).reshape(n, *bshape), _draw_values(btype, d[:, sa:], (n, *bshape))))
     A = np.empty((n, *ashape), dtype=np.uint64)
     B = np.empty((n, *bshape), dtype=np.uint64)
     for i in range(n):
         A[i] = _values(rng, atype, ashape)
         B[i] = _values(rng, btype, bshape)
-    return A, B
+    return (A, values_bound(TYPES[atype], A)), (B, values_bound(TYPES[btype], B))
+
+
+def _draw_values(tname: str, d: np.ndarray, shape: tuple) -> tuple[np.ndarray, float]:
+    """(float32 values, their bound) of drawn integers ``d`` (less the low end of the draw), as
+    :func:`~.probe.values_bound` gives them of their bits."""
+    table, bound = _value_table(tname)
+    return np.take(table, d, mode="clip").reshape(shape), bound
+
+
+@cache
+def _value_table(tname: str) -> tuple[np.ndarray, float]:
+    """:func:`~.probe.values_bound` of every drawn value's bits, by the drawn integer less the low end."""
+    lo, hi = _draw_range(tname)
+    bits = _from_draw(tname, np.arange(hi - lo + 1))
+    return values_bound(TYPES[tname], bits)
 
 
 def _draw_range(tname: str) -> tuple[int, int]:
@@ -190,74 +360,66 @@ def _draw_range(tname: str) -> tuple[int, int]:
 
 
 def _from_draw(tname: str, d: np.ndarray) -> np.ndarray:
-    """Container bits of drawn integers ``d`` (as :func:`_values` turns them into elements)."""
+    """Container bits of drawn integers ``d``, less the low end of :func:`_draw_range` (as :func:`_values` turns
+    them into elements)."""
     if TYPES[tname].kind == "bits":
-        return d.astype(np.uint64)
-    return _indexed(tname, *_draw_range(tname))[d]
-
-
-def image_filler(size: int) -> np.ndarray:
-    """The bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)."""
-    return _filler(size)
+        return d.astype(np.uint8)
+    return np.take(_narrow(tname, *_draw_range(tname)), d, mode="clip")
 
 
 @cache
 def _filler(size: int) -> np.ndarray:
+    """The bytes no element occupies: a fixed, recognisable pattern (compresses in recorded runs)."""
     out = ((np.arange(size) * 0x9D + 0x5B) & 0xFF).astype(np.uint8)
     out.setflags(write=False)
     return out
 
 
-def blank_images(size: int, cases: int) -> np.ndarray:
-    """``uint8[cases, size]``: every case's image, only the filler yet."""
-    img = np.empty((cases, size), dtype=np.uint8)
-    img[:] = _filler(size)
-    return img
+def image_words(size: int) -> np.ndarray:
+    """``uint32[lane, word]``: an image of only the filler as a case's words hold it, lane by lane (read-only)."""
+    return _filler(size).view("<u4").reshape(LANES, -1)
 
 
 def tagged_matrices(v: WgmmaVariant, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
     """(A ``[case, 64, K]``, B ``[case, K, N]``, meta) of a map check on ``target``: the tagged operand's elements
-    name themselves, one digit per case, the other a shifted identity.  Nothing drawn: built once per form."""
-    key = (v.id, target)
-    hit = _TAGGED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = DIGIT_BITS[v.atype if target == "A" else v.btype]
-    space = 64 * v.K if target == "A" else v.K * v.N
+    name themselves, one digit per case, the other a shifted identity.  Nothing drawn: built once per process and
+    what it depends on (the forms of one A and B type and N share it)."""
+    return _tagged(v.atype, v.btype, v.K, v.N, target)
+
+
+@lru_cache(maxsize=16)
+def _tagged(atype: str, btype: str, K: int, N: int, target: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    db = DIGIT_BITS[atype if target == "A" else btype]
+    space = 64 * K if target == "A" else K * N
     digits = max(1, -(-int(np.ceil(np.log2(space))) // db))
-    shifts = -(-v.K // v.N) if target == "A" else -(-v.K // 64)
-    one = TYPES[v.atype].encode(np.array(1.0 if TYPES[v.atype].is_float else 1))
+    shifts = -(-K // N) if target == "A" else -(-K // 64)
+    one = TYPES[atype].encode(np.array(1.0 if TYPES[atype].is_float else 1))
     As, Bs = [], []
     for dgt in range(digits):
         for s in range(shifts):
             if target == "A":
-                tags = np.arange(64 * v.K, dtype=np.int64).reshape(64, v.K)
-                A = _digit(v.atype, (tags >> (db * dgt)) & ((1 << db) - 1))
-                B = np.zeros((v.K, v.N), dtype=np.uint64)
-                n_ = np.arange(v.N)
-                kk = n_ + s * v.N
-                ok = kk < v.K
+                tags = np.arange(64 * K, dtype=np.int64).reshape(64, K)
+                A = _digit(atype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                B = np.zeros((K, N), dtype=np.uint64)
+                n_ = np.arange(N)
+                kk = n_ + s * N
+                ok = kk < K
                 B[kk[ok], n_[ok]] = one
             else:
-                tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
-                B = _digit(v.btype, (tags >> (db * dgt)) & ((1 << db) - 1))
-                A = np.zeros((64, v.K), dtype=np.uint64)
+                tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
+                B = _digit(btype, (tags >> (db * dgt)) & ((1 << db) - 1))
+                A = np.zeros((64, K), dtype=np.uint64)
                 m_ = np.arange(64)
                 kk = m_ + s * 64
-                ok = kk < v.K
+                ok = kk < K
                 A[m_[ok], kk[ok]] = one
             As.append(A)
             Bs.append(B)
     got = (np.stack(As), np.stack(Bs), {"digits": digits, "digit_bits": db, "target": target})
     got[0].setflags(write=False)
     got[1].setflags(write=False)
-    if len(_TAGGED) > 256:
-        _TAGGED.clear()
-    _TAGGED[key] = (v, got)
     return got
 
-
-_TAGGED: dict[tuple, tuple] = {}
 
 
 def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases: int = 4) -> list[CaseSet]:
@@ -269,7 +431,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     sw_modes = [m for m in swz if m != "none"]
     out = []
     sets = immediate_sets(v)
-    size, iw, shared_a = image_bytes(v), in_words(v), v.a_src == "shared"
+    size, iw, io, shared_a = image_bytes(v), in_words(v), img_off(v), v.a_src == "shared"
     parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
     b_at, b_room = b_base(v), image_bytes(v) - b_base(v)  # B's region (layout_choice's)
     for si, imm in enumerate(sets):
@@ -289,18 +451,18 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
             n_on = max(value_cases, len(swz))
             if check == "value":
                 # every mode for A and for B on the repeat boundary, then each swizzled mode off it
-                A, B = value_pairs(rng, v.atype, (64, v.K), v.btype, (v.K, v.N), n_on + len(swz) - 1)
+                (A, a_vals), (B, b_vals) = drawn_pairs(rng, v.atype, (64, v.K), v.btype, (v.K, v.N), n_on + len(swz) - 1)
                 meta: dict = {}
             else:
                 A, B, meta = tagged_matrices(v, check.split(".")[1])
+                a_vals, b_vals = values_bound(TYPES[v.atype], A), values_bound(TYPES[v.btype], B)
             n = len(A)
-            words = np.zeros((n, LANES, iw), dtype=np.uint32)
-            img = blank_images(size, n)
-            C = _c_values(rng, v, n, zero=check != "value")
+            words = np.empty((n, LANES, iw), dtype=np.uint32)
+            words[:, :, :io] = 0  # (the image's words: the filler, below)
+            words[:, :, io:] = image_words(size)
+            C, c_vals = c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
-            cfgs: list[dict] = []
-            b_descs: list[Desc] = []
-            a_descs: list[Desc] = []
+            b_asks, a_asks = [], []
             for i in range(n):
                 if check == "value" and i < n_on:  # every mode for A and for B, in different pairings
                     sw_a, sw_b = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)]
@@ -317,37 +479,28 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                     off = False
                 # a tagged set moves only the tagged operand: K-major A and B read with the same
                 # permutation along K would give the same product
-                off_a = off and (check == "value" or check.endswith("A"))
-                off_b = off and (check == "value" or check.endswith("B"))
-                db_, pb = descriptor_choice(rng, model, tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off_b)
-                head[i, 2], head[i, 3] = _words(model, db_)
-                b_descs.append(db_)
-                # [mode, start, LBO, SBO, pattern start, base offset] (image-relative bytes)
-                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                b_asks.append((tb, sw_b, v.bits, v.N, v.K, b_at, b_room, off and (check == "value" or check.endswith("B"))))
                 if shared_a:
-                    da, pa = descriptor_choice(rng, model, ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off_a)
-                    head[i, 0], head[i, 1] = _words(model, da)
-                    a_descs.append(da)
-                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                cfgs.append(cfg)
+                    a_asks.append((ta, sw_a, v.bits, 64, v.K, 0, A_REGION, off and (check == "value" or check.endswith("A"))))
+            cfgs, b_placed, a_placed = case_layouts(rng, model, b_asks, a_asks, head, size)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            fill_cases(v, img, b_descs, "B", tb, B, smem)
+            fill_placed(v, words, b_placed, "B", B, io)
             if shared_a:
-                fill_cases(v, img, a_descs, "A", ta, A, smem)
+                fill_placed(v, words, a_placed, "A", A, io)
             else:
                 aop = v.operands["A"]
                 words[:, :, a_off(v) : a_off(v) + aop.words] = pack(aop, A[:, None])
             dop = v.operands["D"]
             if check == "value":  # (a C of zeros is words of zeros)
                 words[:, :, c_off(v) : c_off(v) + dop.words] = pack(dop, C[:, None])
-            put_image(v, words, img)
             name = f"{check}[{tag}]" if tag else check
             if off_set:
                 name = f"{check}[{tag},bo]" if tag else f"{check}[bo]"
             out.append(CaseSet(name, words, {"imm": imm}, {**meta, "layouts": cfgs}))
-            parts.append((A, B, C, head[:, 4] != 0, imm))
+            parts.append((A if a_vals is None else (*a_vals, A), B if b_vals is None else (*b_vals, B),
+                          C if c_vals is None else (*c_vals, C), head[:, 4] != 0, imm))
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set is predicted
     for cs, exp in zip(out, predict(v, parts)):

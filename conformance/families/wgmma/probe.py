@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 from ptxconf.core.verdict import Verdict
@@ -261,14 +262,22 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
            core_transpose)
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
-        mn, k = np.arange(ext)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
-        if core_transpose:
-            mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+        # the formula is evaluated element by element: a tile's offsets are the first ``ext`` rows of the widest
+        # tile's, evaluated once per layout for every N
+        rows = max(ext, TILE_ROWS)
+        whole = _TILES.get(key[:6] + (rows,) + key[7:])
+        if whole is None or whole[0] is not smem:
+            mn, k = np.arange(rows)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
+            if core_transpose:
+                mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
+            # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
+            full = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (rows, kext))
+            whole = (smem, full, int(full.min()), int(full.max()))
         if len(_TILES) > 4096:
             _TILES.clear()
-        # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
-        off = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (ext, kext))
-        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max()))
+        _TILES[key[:6] + (rows,) + key[7:]] = whole
+        off = whole[1][:ext]
+        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max())) if ext < rows else whole
     _, off, low, high = hit
     if extent:
         return high
@@ -279,6 +288,7 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
 
 
 _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
+TILE_ROWS = 256  # the widest tile (B at N = 256) whose offsets every narrower tile's are the first rows of
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
 
@@ -315,7 +325,7 @@ def _looked_up(t, bits, as_float: bool) -> np.ndarray:
     return table[idx]
 
 
-_DECODED: dict[tuple[str, bool], np.ndarray] = {}
+_DECODED: dict[tuple[str, object], object] = {}
 
 
 def c_values(t, bits) -> np.ndarray:
@@ -416,27 +426,159 @@ def d_of_cases(v, A: np.ndarray, B: np.ndarray, C: np.ndarray, scale_d: np.ndarr
 
 def predict(v: WgmmaVariant, parts: Sequence[tuple], spec_numerics=numerics) -> list[np.ndarray]:
     """What :func:`apply` gives for the cases of each part ``(A, B, C, scale_d, imm)`` (the bits a generator placed,
-    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``), without reading them back from the
-    words: the out words ``uint32[case, 128, out_words]`` of each part, one product per part (the cases of a part
-    stacked).  Each case's D is its own product, whatever else is stacked with it."""
+    ``[case, 64, K]``, ``[case, K, N]``, ``[case, 64, N]``, ``bool[case]``; A or B may be (float32 values, the
+    bound :func:`values_bound` gives, and the bits where at hand) instead: values drawn with their bits, the sparse
+    form's densified A),
+    without reading them back from the words: the out words
+    ``uint32[case, 128, out_words]`` of each part, every part's D packed in one pass.  Each case's D is its own
+    product, whatever else is stacked with it.
+
+    A generator's cases hold small integers (grids, tags, selections): where every partial sum of a part is an
+    integer below 2**24 its product is taken in float32 (half the BLAS time), the very sums ``spec_numerics``
+    takes in float64, C then added in float64 as there; any other part goes through ``spec_numerics`` itself."""
+    if not parts:
+        return []
     dop = v.operands["D"]
-    dt = TYPES[v.dtype]
-    # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
-    nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
-    out = []
+    total = sum(len(p[3]) for p in parts)
+    D = np.empty((total, 64, v.N), dtype=_D_BITS.get(v.dtype, np.uint64))
+    at = 0
     for A, B, C, sd, imm in parts:
-        sd = np.asarray(sd, dtype=bool)
-        # (-0 in C's own container type: a uint32 C stays uint32)
-        D = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)), True,
-                          imm)
-        packed = pack(dop, D[:, None])
-        if out_words(v) == dop.words:
-            out.append(packed)
-            continue
-        words = np.zeros((len(D), LANES, out_words(v)), dtype=np.uint32)
+        _product(v, A, B, C, np.asarray(sd, dtype=bool), imm, spec_numerics, D[at : at + len(sd)])
+        at += len(sd)
+    packed = pack(dop, D[:, None])
+    if out_words(v) != dop.words:
+        words = np.zeros((total, LANES, out_words(v)), dtype=np.uint32)
         words[:, :, : dop.words] = packed
-        out.append(words)
+        packed = words
+    out, at = [], 0
+    for p in parts:
+        out.append(packed[at : at + len(p[3])])
+        at += len(p[3])
     return out
+
+
+_D_BITS = {"f32": np.uint32, "s32": np.uint32, "f16": np.uint16}  # D's container bits as narrow as they fit
+
+
+def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics, out: np.ndarray) -> None:
+    """D bits of one part of :func:`predict` into ``out`` (D's container bits): in float32 where exact, else
+    ``spec_numerics``'s."""
+    dt = TYPES[v.dtype]
+    a = A if isinstance(A, tuple) else values_bound(TYPES[v.atype], A)
+    b = B if isinstance(B, tuple) else values_bound(TYPES[v.btype], B)
+    c, C = (C[:2], C[2]) if isinstance(C, tuple) else (None, C)
+    if a is None or b is None or not len(out) or v.K * a[1] * b[1] >= 2**24:
+        A, B = (x[2] if isinstance(x, tuple) and len(x) > 2 else x for x in (A, B))  # the bits, where given
+        if isinstance(A, tuple) or isinstance(B, tuple):
+            raise ValueError(f"{v.id}: A or B given as values only, but their product is not exact in float32")
+        # one product for both scale-d: without it C is -0, which adds nothing to any sum (x + -0 is x, -0 too)
+        # (-0 in C's own container type: a uint32 C stays uint32)
+        nothing = dt.encode(np.array(-0.0), exact=False) if dt.is_float else np.uint64(0)
+        out[...] = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
+                                 True, imm)
+        return
+    acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
+    bound = v.K * a[1] * b[1] + (c[1] if c is not None else np.inf)
+    if dt.is_float and bound < 2**24 and v.dtype in _D_BITS:
+        # C's values given, integers too: every sum exact in float32, D's bits straight from it (an .f16 D's
+        # looked up by value, its rounding as the conversion's)
+        total = _add_where(acc, c[0], sd)
+        if v.dtype == "f32":
+            out.view(np.float32)[...] = total
+        elif bound <= _F16_SPAN:
+            np.take(_f16_of_integers(), total.astype(np.int32) + _F16_SPAN, out=out, mode="clip")
+        else:
+            out.view(np.float16)[...] = total
+        return
+    if dt.is_float:  # C added in float64, as spec_numerics adds it; then rounded to D's type as dt.encode does
+        cv = c_values(dt, C)
+        total = np.add(acc, cv, dtype=np.float64) if sd.all() else _add_where(acc.astype(np.float64), cv, sd)
+        if v.dtype in _D_BITS:  # (the rounding is the assignment's, into D's own container width)
+            out.view(np.float16 if v.dtype == "f16" else np.float32)[...] = total
+        else:
+            out[...] = dt.encode(total, exact=False)
+        return
+    c = c_values(dt, C)
+    total = acc.astype(np.int64)
+    _add_where(total, c if dt.bits <= 32 else decoded(dt, C).astype(np.int64), sd)
+    if v.satfinite:
+        np.clip(total, -(2**31), 2**31 - 1, out=total)
+    if out.dtype == np.uint32:  # the low 32 bits (an unsafe cast keeps them)
+        np.copyto(out, total, casting="unsafe")
+    else:
+        out[...] = total & 0xFFFFFFFF
+
+
+_F16_SPAN = 2**16  # .f16 bits looked up for the integers -2**16 .. 2**16
+
+
+@cache
+def _f16_of_integers() -> np.ndarray:
+    """``uint16[2 * _F16_SPAN + 1]``: the .f16 bits of each integer from -_F16_SPAN, as the conversion rounds it."""
+    with np.errstate(over="ignore"):  # (past 65519: Inf, the conversion's answer)
+        return np.arange(-_F16_SPAN, _F16_SPAN + 1, dtype=np.float64).astype(np.float16).view(np.uint16)
+
+
+def _add_where(total: np.ndarray, c: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``total[case] += c[case]`` where scale-d is 1 (0: C not added, what adding -0 gives): case by case, or all at
+    once (a masked ufunc takes several times as long)."""
+    if sd.all():
+        np.add(total, c, out=total)
+        return total
+    for i in np.flatnonzero(sd):
+        np.add(total[i], c[i], out=total[i])
+    return total
+
+
+def _int_bound(x: np.ndarray) -> float:
+    """The largest magnitude in ``x`` where every element is an integer of at most 24 bits, else inf."""
+    if not x.size:
+        return 0.0
+    m = float(max(-x.min(), x.max()))
+    return m if m < 2**24 and (np.rint(x) == x).all() else float("inf")
+
+
+def values_bound(t, bits) -> tuple[np.ndarray, float] | None:
+    """:func:`_values_bound`, kept for an array that owns its bits and is read-only (a form's tagged matrices,
+    built once): looked up from then on."""
+    bits = np.asarray(bits)
+    if bits.base is not None or bits.flags.writeable:
+        return _values_bound(t, bits)
+    key = (t.name, id(bits))
+    hit = _KEPT.get(key)
+    if hit is None or hit[0] is not bits:
+        if len(_KEPT) > 64:
+            _KEPT.clear()
+        hit = _KEPT[key] = (bits, _values_bound(t, bits))  # the array kept alive, so its id stays its own
+    return hit[1]
+
+
+_KEPT: dict[tuple, tuple] = {}
+
+
+def _values_bound(t, bits) -> tuple[np.ndarray, float] | None:
+    """(the values of container bits as float32, what ``t.decode`` gives, each exact in float32; the largest
+    magnitude among them where every one is an integer below 2**24, else inf), or None for a type not listed
+    here: for a type of at most 16 bits both looked up per pattern (no pass over the values to check them), for
+    .f32 and .tf32 a view of the container (the low bits .tf32 ignores cleared)."""
+    if t.bits <= 16:
+        tables = _DECODED.get((t.name, "f4"))
+        if tables is None:
+            with np.errstate(invalid="ignore"):  # (NaN patterns stay NaN)
+                vals = _looked_up(t, np.arange(1 << t.bits), True)
+                ok = np.isfinite(vals) & (np.rint(vals) == vals) & (np.abs(vals) < 2**24)
+                tables = _DECODED[(t.name, "f4")] = (vals.astype(np.float32),
+                                                     np.where(ok, np.abs(vals), np.inf).astype(np.float32))
+        idx = np.asarray(bits, dtype=np.uint8 if t.bits <= 8 else np.uint16)  # (bits this narrow already: no copy)
+        if t.bits not in (8, 16):
+            idx = idx & t.mask
+        # (a clipped take: several times faster than an index array of narrow integers)
+        return np.take(tables[0], idx, mode="clip"), float(np.take(tables[1], idx, mode="clip").max()) if idx.size else 0.0
+    if t.name in ("f32", "tf32"):
+        keep = np.uint32(t.mask ^ ((1 << t.ignored_low_bits) - 1))
+        x = (_low32(bits) & keep).view(np.float32)
+        return x, _int_bound(x)
+    return None
 
 
 def passed(v: WgmmaVariant, rec) -> Verdict:
@@ -490,22 +632,46 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
     """:func:`fill` of every case at once: ``mats[case]`` into ``img[case]`` (contiguous) through ``descs[case]``,
     read with imm-trans ``trans`` (one for every case, or one per case); each case's addresses from the
     per-layout cache, every byte in one scatter."""
-    bits, cases = v.bits, len(descs)
+    cases = len(descs)
     if not cases:
         return
     ext = 64 if operand == "A" else v.N
     majors = [smem.major_of(t) for t in trans] if isinstance(trans, Sequence) else [smem.major_of(trans)] * cases
     size = img.shape[1]
-    placed = [_placed(smem, major, d, ext, v.K, bits, operand, size) for major, d in zip(majors, descs)]
-    flat = img.reshape(-1)
+    fill_placed(v, img, [_placed(smem, major, d, ext, v.K, v.bits, operand, size) for major, d in zip(majors, descs)],
+                operand, mats)
+
+
+def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], operand: str, mats: np.ndarray,
+                image_word: int | None = None) -> None:
+    """:func:`fill_cases` through each case's :func:`_placed` layout.  With ``image_word``, ``img`` is the cases'
+    words ``[case, lane, word]`` (contiguous), the image in them lane by lane from that word (the buffer contract):
+    each unit goes straight to its place there, no image of its own copied in after."""
+    bits, cases = v.bits, len(placed)
+    ext = 64 if operand == "A" else v.N
+    whole = all(p[1] is not None for p in placed) and (bits >= 8 or bits == 1)
+    if image_word is not None:
+        if not whole:  # (a layout reaching outside the image, or elements sharing a unit: through an image)
+            image = np.ascontiguousarray(img[:, :, image_word:], dtype="<u4").reshape(cases, -1).view(np.uint8)
+            fill_placed(v, image, placed, operand, mats)
+            img[:, :, image_word:] = image.view("<u4").reshape(cases, img.shape[1], -1)
+            return
+        room = img.shape[1] * img.shape[2] * 4  # a case's words, in bytes
+    size = img.shape[1] if image_word is None else room
+    flat = img.reshape(-1) if image_word is None else img.reshape(-1).view(np.uint8)
+    per = img.reshape(cases, -1) if image_word is None else img.reshape(cases, -1).view(np.uint8)
+
+    def units(u: np.ndarray, nb: int) -> np.ndarray:
+        return u if image_word is None else _in_words(u, nb, img.shape[2], image_word)
+
     if bits >= 8:  # each element's bytes, low first
         nb = bits // 8
-        if all(p[1] is not None for p in placed):  # whole aligned elements, each case inside its own image
+        if whole:  # whole aligned elements, each case inside its own image
             # the element order of ``mats`` itself (B's k, n): the cached indices are in that order; case by case
             # (no index array of every case: it costs more than the calls)
-            vals = np.asarray(mats).astype(f"<u{nb}").reshape(cases, -1)
+            vals = np.asarray(mats, dtype=f"<u{nb}").reshape(cases, -1)
             for c, p in enumerate(placed):
-                img[c].view(f"<u{nb}")[p[1]] = vals[c]
+                per[c].view(f"<u{nb}")[units(p[1], nb)] = vals[c]
             return
         addr = np.stack([p[0] for p in placed])
         vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
@@ -516,11 +682,11 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
             at = at[..., None] + np.arange(nb)
             flat[at.ravel()] = np.ascontiguousarray(vals, dtype="<u8").view(np.uint8).reshape(cases, -1, 8)[..., :nb].ravel()
         return
-    if all(p[1] is not None for p in placed):  # whole bytes of 8 elements along K, each case inside its own image
+    if whole:  # whole bytes of 8 elements along K, each case inside its own image
         m = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint8)  # (mn, k) order
         byte = np.packbits(m.reshape(cases, ext, -1, 8) & 1, axis=-1, bitorder="little").reshape(cases, -1)
         for c, p in enumerate(placed):
-            img[c][p[1]] = byte[c]
+            per[c][units(p[1], 1)] = byte[c]
         return
     addr = np.stack([p[0] for p in placed])
     vals = np.asarray(mats if operand == "A" else np.swapaxes(mats, 1, 2), dtype=np.uint64).reshape(cases, -1)
@@ -531,40 +697,62 @@ def fill_cases(v: WgmmaVariant, img: np.ndarray, descs: Sequence[Desc], operand:
         np.bitwise_or.at(flat, a, ((vals[c] & np.uint64(1)).astype(np.uint8) << kb).astype(np.uint8))
 
 
+def _in_words(units: np.ndarray, nb: int, words: int, image_word: int) -> np.ndarray:
+    """Image units of ``nb`` bytes -> the same units in a case's words (``words`` a lane, the image lane by lane
+    from ``image_word``), once per process and cached placement."""
+    key = (id(units), nb, words, image_word)
+    hit = _IN_WORDS.get(key)
+    if hit is None or hit[0] is not units:
+        row = (words - image_word) * 4  # the image's bytes in one lane
+        b = units.astype(np.int64) * nb
+        if len(_IN_WORDS) > 1024:
+            _IN_WORDS.clear()
+        hit = _IN_WORDS[key] = (units, ((b // row * words + image_word) * 4 + b % row) // nb)  # units kept alive
+    return hit[1]
+
+
+_IN_WORDS: dict[tuple, tuple] = {}
+
+
 def _placed(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int, operand: str, size: int):
     """(byte address of each element ``int64[ext * kext]`` (mn, k order), and where the layout allows a plain
     scatter, the element indices in units of the element, in the order of the operand's own matrix (A: m, k;
     B: k, n), or for 1-bit elements the bytes of 8 elements along K, in (mn, k) order; else None), once per
-    process and distinct layout.
+    process and distinct layout, whatever the image's ``size`` (forms of every N place A alike).
     The scatter needs every address inside the image and no two elements on one unit."""
+    _, addr, units, low, high = placement(smem, major, d, ext, kext, bits, operand)
+    return addr, units if low >= 0 and high < size and (bits < 8 or size % (bits // 8) == 0) else None
+
+
+def placement(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: int, operand: str) -> tuple:
+    """What :func:`_placed` reads, whatever the image's size: (the layout spec, byte address of each element,
+    the scatter's units were every address inside the image (or None), the lowest and highest address)."""
     sw = smem.name_of(d.swizzle)
     uses = smem.strides_read(major, sw)  # (a stride the formula never reads: any value places alike)
     key = (id(smem), major, d.start, d.lbo if "LBO" in uses else None, d.sbo if "SBO" in uses else None,
-           d.base_offset, d.swizzle, ext, kext, bits, operand, size)
+           d.base_offset, d.swizzle, ext, kext, bits, operand)
     hit = _PLACED.get(key)
-    if hit is not None and hit[0] is smem:
-        return hit[1]
-    addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
-    units = None
-    inside = addr.size == 0 or (addr.min() >= 0 and addr.max() < size)
-    if bits >= 8:
-        nb = bits // 8
-        if nb in (1, 2, 4, 8) and size % nb == 0 and inside and not (addr % nb).any():
-            u = addr // nb
-            units = u if operand == "A" else u.T
-    elif bits == 1 and kext % 8 == 0 and inside:
-        groups = addr.reshape(ext, kext // 8, 8)
-        if (groups == groups[..., :1]).all():  # 8 elements along K share each byte, low bit first
-            units = groups[..., 0]
-    if units is not None:
-        units = np.ascontiguousarray(units).ravel()
-        if units.size and np.bincount(units).max() > 1:
-            units = None
-    got = (addr.ravel(), units)
-    if len(_PLACED) > 8192:
-        _PLACED.clear()
-    _PLACED[key] = (smem, got)  # the layout spec is kept alive, so its id stays its own
-    return got
+    if hit is None or hit[0] is not smem:
+        addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
+        units = None
+        low, high = (int(addr.min()), int(addr.max())) if addr.size else (0, -1)
+        if bits >= 8:
+            nb = bits // 8
+            if nb in (1, 2, 4, 8) and not (addr % nb).any():
+                u = addr // nb
+                units = u if operand == "A" else u.T
+        elif bits == 1 and kext % 8 == 0:
+            groups = addr.reshape(ext, kext // 8, 8)
+            if (groups == groups[..., :1]).all():  # 8 elements along K share each byte, low bit first
+                units = groups[..., 0]
+        if units is not None:
+            units = np.ascontiguousarray(units).ravel()
+            if units.size and low >= 0 and np.bincount(units).max() > 1:
+                units = None
+        if len(_PLACED) > 8192:
+            _PLACED.clear()
+        hit = _PLACED[key] = (smem, addr.ravel(), units, low, high)  # the layout spec kept alive: its id its own
+    return hit
 
 
 _PLACED: dict[tuple, tuple] = {}

@@ -19,7 +19,7 @@ Checks (each a case set per immediate set and sparsity selector):
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 from ptxconf.core.plan import CaseSet, variant_rng
@@ -58,40 +58,30 @@ def meta_words(v: WgmmaSpVariant, rng, fields: np.ndarray, selector: int) -> np.
     """``uint32[case, 128]`` sp-meta words: the spec's lanes for ``selector`` hold ``fields``
     (``[case, 64, 2 * chunks]``); every other lane random legal metadata."""
     cases = len(fields)
-    nibbles, pats = _nibbles(v)
-    # a random legal pattern in each of a word's 8 nibbles
-    drawn = nibbles[rng.integers(len(pats), size=(cases, sp.LANES, 8))]
-    words = drawn[..., 0].copy()
-    for j in range(1, 8):
-        words |= drawn[..., j] << np.uint32(4 * j)
-    spec_lanes, slots = _meta_slots(v, selector)
-    flat = fields.reshape(cases, -1)
-    held = np.zeros((cases, len(spec_lanes)), dtype=np.uint32)  # the spec's lanes, their fields ORed in
-    for at, where, shift in slots:
-        got = flat.take(where, axis=1).astype(np.uint32) << shift
-        if at is None:
-            held |= got
-        else:
-            held[:, at] |= got
-    words[:, spec_lanes] = held
+    byte, npat = _meta_bytes(sp.sparsity(v))
+    # a random legal pattern in each of a word's 8 nibbles (low first), two nibbles to a byte, 4 bytes to a word
+    drawn = rng.integers(npat, size=(cases, sp.LANES, 8), dtype=np.int32)
+    words = np.take(byte, drawn[..., 0::2] * npat + drawn[..., 1::2], mode="clip").view("<u4")[..., 0]
+    spec_lanes, where, keep, shift = _meta_slots(v, selector)
+    # the spec's lanes: each slot's field (0 where the lane holds none) at its bits, the disjoint slots summed
+    got = (fields.reshape(cases, -1).take(where, axis=1) & keep) << shift
+    words[:, spec_lanes] = got.sum(axis=-1, dtype=np.uint32)
     return words
 
 
-def _nibbles(v: WgmmaSpVariant) -> tuple[np.ndarray, tuple]:
-    """(the sp-meta nibble of each legal pattern ``uint32[pattern]``, the patterns), once per chunk geometry."""
-    return _nibbles_of(sp.sparsity(v))
-
-
 @cache
-def _nibbles_of(spx) -> tuple[np.ndarray, tuple]:
+def _meta_bytes(spx) -> tuple[np.ndarray, int]:
+    """(the sp-meta byte of each pair of legal patterns ``uint8[first * P + second]`` (first in the low nibble),
+    P), once per chunk geometry."""
     pats = np.array(spx.patterns, dtype=np.uint32)
-    return pats[:, 0] | pats[:, 1] << 2, spx.patterns
+    nib = pats[:, 0] | pats[:, 1] << 2
+    return (nib[:, None] | nib[None, :] << 4).astype(np.uint8).ravel(), len(pats)
 
 
 def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     """Where the spec's metadata lanes for ``selector`` take each field, from the layout once per form and
-    selector: (the lanes that hold any, and per slot of a lane's register: (which of those lanes hold it, None
-    for all, the flat (row, field col) each takes, the slot's bit shift))."""
+    selector: (the lanes that hold any ``[L]``; per lane and slot of its register ``[L, slots]``: the flat (row,
+    field col) each takes, 3 where it holds one and 0 where not, the slot's bit shift)."""
     key = (v.id, selector)
     hit = _META_SLOTS.get(key)
     if hit is not None and hit[0] is v:
@@ -99,14 +89,11 @@ def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     lay = v.operands["metadata"].layout
     m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
     spec_lanes = np.flatnonzero(held.any(1))
-    slots = []
-    for e in range(held.shape[1]):
-        at = np.flatnonzero(held[spec_lanes, e])
-        if len(at):
-            lanes = spec_lanes[at]
-            slots.append((None if len(at) == len(spec_lanes) else at, m[lanes, e, 1] * lay.cols + m[lanes, e, 2],
-                          np.uint32(2 * e)))
-    got = (spec_lanes, slots)
+    h = held[spec_lanes]
+    where = np.where(h, m[spec_lanes, :, 1] * lay.cols + m[spec_lanes, :, 2], 0)
+    keep = np.where(h, 3, 0).astype(np.int64)
+    shift = (2 * np.arange(h.shape[1])).astype(np.int64)
+    got = (spec_lanes, where, keep, shift)
     if len(_META_SLOTS) > 4096:
         _META_SLOTS.clear()
     _META_SLOTS[key] = (v, got)
@@ -118,8 +105,15 @@ _META_SLOTS: dict[tuple, tuple] = {}
 
 def random_patterns(v: WgmmaSpVariant, rng, cases: int) -> np.ndarray:
     """``int64[case, 64, 2 * chunks]`` index fields, a random legal pattern per chunk."""
-    pats = np.array(sp.sparsity(v).patterns, dtype=np.int64)
-    return pats[rng.integers(len(pats), size=(cases, 64, v.chunks))].reshape(cases, 64, 2 * v.chunks)
+    pats = _patterns(sp.sparsity(v))
+    drawn = rng.integers(len(pats), size=(cases, 64, v.chunks), dtype=np.int32)
+    return np.take(pats, drawn, axis=0, mode="clip").reshape(cases, 64, 2 * v.chunks)
+
+
+@cache
+def _patterns(spx) -> np.ndarray:
+    """The legal patterns ``int64[P, 2]`` of a chunk geometry."""
+    return np.array(spx.patterns, dtype=np.int64)
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -150,116 +144,145 @@ def _fits(v: WgmmaSpVariant, operand: str, trans: int, sw: str, model: wg.Model)
     return model.smem.major_of(trans) != "K" or k_major_fits(v.doc, sw, kbytes)
 
 
-def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, dict]:
-    """(compressed A, fields, B), each stacked over the cases, and the meta of a tagged check.  Where a case
-    draws its own patterns the draws are one call per check (the same range from the same stream)."""
+def _tagged_plans(v: WgmmaSpVariant, rng, check: str, sel: int) -> tuple[tuple, dict, tuple]:
+    """(compressed A, fields, B), each stacked over the cases, the meta of a tagged check, and (A's, B's) values
+    and bound where they are built from a form's kept matrices (None where drawn).  Where a case draws its own
+    patterns the draws are one call per check (the same range from the same stream)."""
     shifts_a = -(-v.K // v.N)
+    at, bt = TYPES[v.atype], TYPES[v.btype]
     if check == "map.A":
         db = wgc.DIGIT_BITS[v.atype]
         comps, digits = _a_tags(v)
         fields = random_patterns(v, rng, digits)  # one pattern set per digit
-        plans = (np.repeat(comps, shifts_a, axis=0), np.repeat(fields, shifts_a, axis=0),
-                 np.tile(_selections_b(v), (digits, 1, 1)))
-        return plans, {"digits": digits, "digit_bits": db, "target": "A", "shifts": shifts_a}
+        (comp, comp_vals), (B, b_vals) = _stacked(at, comps, shifts_a, True), _stacked(bt, _selections_b(v), digits)
+        return ((comp, _repeat(fields, shifts_a), B), {"digits": digits, "digit_bits": db, "target": "A",
+                                                       "shifts": shifts_a}, (comp_vals, b_vals))
     if check == "map.B":
         db = wgc.DIGIT_BITS[v.btype]
         tagged, digits = _b_tags(v)
         shifts = -(-v.K // 64)
-        comp = np.empty((digits * shifts, 64, v.kc), dtype=np.uint64)
-        fields = np.empty((digits * shifts, 64, 2 * v.chunks), dtype=np.int64)
-        for d in range(digits):
-            for s in range(shifts):
-                comp[d * shifts + s], fields[d * shifts + s] = _selection_a(v, rng, s)
-        return (comp, fields, np.repeat(tagged, shifts, axis=0)), {"digits": digits, "digit_bits": db, "target": "B",
-                                                                   "shifts": shifts}
+        comp, fields = _selections_a(v, rng, list(range(shifts)) * digits)
+        B, b_vals = _stacked(bt, tagged, shifts, True)
+        return (comp, fields, B), {"digits": digits, "digit_bits": db, "target": "B", "shifts": shifts}, (None, b_vals)
     # map.metadata: slot s stores s + 1; every chunk's pattern changes from rep to rep
-    slot = np.tile(np.arange(v.nz, dtype=np.int64) + 1, v.kc // v.nz)
-    comp = np.broadcast_to(_digit(v.atype, slot), (META_REPS * shifts_a, 64, v.kc))
+    slot = _slot_digits(v.atype, v.nz, v.kc)
+    comp, comp_vals = _stacked(at, slot[None, None], (META_REPS * shifts_a, 64, 1))
     fields = random_patterns(v, rng, META_REPS)
-    plans = (comp, np.repeat(fields, shifts_a, axis=0), np.tile(_selections_b(v), (META_REPS, 1, 1)))
-    return plans, {"target": "metadata", "reps": META_REPS, "shifts": shifts_a}
+    B, b_vals = _stacked(bt, _selections_b(v), META_REPS)
+    return ((comp, _repeat(fields, shifts_a), B), {"target": "metadata", "reps": META_REPS, "shifts": shifts_a},
+            (comp_vals, b_vals))
+
+
+def _stacked(t, kept: np.ndarray, reps, each: bool = False) -> tuple[np.ndarray, tuple | None]:
+    """A form's kept matrices stacked over the cases (``np.tile`` by ``reps``, or ``each`` one ``reps`` times over)
+    and their values and bound (:func:`~ptxconf.families.wgmma.probe.values_bound`, kept), stacked alike: no
+    lookup of the stack's bits."""
+    def stack(x: np.ndarray) -> np.ndarray:
+        return _repeat(x, reps) if each else np.tile(x, reps if isinstance(reps, tuple) else (reps, 1, 1))
+    vals = wg.values_bound(t, kept)
+    return stack(kept), None if vals is None else (stack(vals[0]), vals[1])
+
+
+@lru_cache(maxsize=16)
+def _slot_digits(atype: str, nz: int, kc: int) -> np.ndarray:
+    """map.metadata's stored A of a row ``[K/2]``: slot s of every chunk stores s + 1 (read-only)."""
+    got = _digit(atype, np.tile(np.arange(nz, dtype=np.int64) + 1, kc // nz))
+    got.setflags(write=False)
+    return got
+
+
+def _repeat(x: np.ndarray, k: int) -> np.ndarray:
+    """Each case ``k`` times over (``x`` itself, uncopied, for once)."""
+    return x if k == 1 else np.repeat(x, k, axis=0)
 
 
 def _a_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
     """map.A's compressed A of each digit ``[digit, 64, K/2]`` (stored element c of row m tagged m * K/2 + c + 1)
-    and the digits, once per form."""
-    key = ("tags", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = wgc.DIGIT_BITS[v.atype]
-    tags = np.arange(64 * v.kc, dtype=np.int64).reshape(64, v.kc) + 1
+    and the digits, once per process and A type and K (the forms of every N share them)."""
+    return _a_tags_of(v.atype, v.kc)
+
+
+@lru_cache(maxsize=16)
+def _a_tags_of(atype: str, kc: int) -> tuple[np.ndarray, int]:
+    db = wgc.DIGIT_BITS[atype]
+    tags = np.arange(64 * kc, dtype=np.int64).reshape(64, kc) + 1
     digits = max(1, -(-int(tags.max()).bit_length() // db))
-    got = (np.stack([_digit(v.atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (np.stack([_digit(atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
     got[0].setflags(write=False)
-    _FIXED[key] = (v, got)
     return got
 
 
 def _b_tags(v: WgmmaSpVariant) -> tuple[np.ndarray, int]:
-    """map.B's B of each digit ``[digit, K, N]`` (element (k, n) tagged k * N + n) and the digits, once per form."""
-    key = ("b tags", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    db = wgc.DIGIT_BITS[v.btype]
-    tags = np.arange(v.K * v.N, dtype=np.int64).reshape(v.K, v.N)
+    """map.B's B of each digit ``[digit, K, N]`` (element (k, n) tagged k * N + n) and the digits, once per process
+    and B type and shape."""
+    return _b_tags_of(v.btype, v.K, v.N)
+
+
+@lru_cache(maxsize=16)
+def _b_tags_of(btype: str, K: int, N: int) -> tuple[np.ndarray, int]:
+    db = wgc.DIGIT_BITS[btype]
+    tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
     digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
-    got = (np.stack([_digit(v.btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (np.stack([_digit(btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
     got[0].setflags(write=False)
-    _FIXED[key] = (v, got)
     return got
 
 
 def _selections_b(v: WgmmaSpVariant) -> np.ndarray:
-    """:func:`_selection_b` of every shift ``[shift, K, N]``, once per form."""
-    key = ("selections", v.id)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
-    got = np.stack([_selection_b(v, s) for s in range(-(-v.K // v.N))])
+    """:func:`_selection_b` of every shift ``[shift, K, N]``, once per process and B type and shape."""
+    return _selections_b_of(v.btype, v.K, v.N)
+
+
+@lru_cache(maxsize=16)
+def _selections_b_of(btype: str, K: int, N: int) -> np.ndarray:
+    got = np.stack([_selection_b_of(btype, K, N, s) for s in range(-(-K // N))])
     got.setflags(write=False)
-    if len(_FIXED) > 1024:
-        _FIXED.clear()
-    _FIXED[key] = (v, got)
     return got
 
 
-_FIXED: dict[tuple, tuple] = {}
 
 
 def _selection_b(v: WgmmaSpVariant, s: int) -> np.ndarray:
     """B picking dense column k = n + s * N of A into column n of D."""
-    B = np.zeros((v.K, v.N), dtype=np.uint64)
-    n = np.arange(v.N)
-    k = n + s * v.N
-    ok = k < v.K
-    B[k[ok], n[ok]] = _one(v.btype)
+    return _selection_b_of(v.btype, v.K, v.N, s)
+
+
+def _selection_b_of(btype: str, K: int, N: int, s: int) -> np.ndarray:
+    B = np.zeros((K, N), dtype=np.uint64)
+    n = np.arange(N)
+    k = n + s * N
+    ok = k < K
+    B[k[ok], n[ok]] = _one(btype)
     return B
 
 
-def _selection_a(v: WgmmaSpVariant, rng, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """A (compressed, fields) with one 1 per row m, at dense column m + 64 s, stored in a random
-    legal pattern that holds it."""
-    pats, holding, slot = _holding(v)
-    fields = random_patterns(v, rng, 1)[0].reshape(64, v.chunks, 2)
-    comp = np.zeros((64, v.chunks, v.nz), dtype=np.uint64)
-    m = np.arange(64)
-    k = m + 64 * s
-    m, k = m[k < v.K], k[k < v.K]
-    ch, p = np.divmod(k, v.width)
-    if isinstance(holding, np.ndarray):  # as many patterns hold each position: draws of one range, in one call
-        pick = holding[p, rng.integers(0, holding.shape[1], size=len(m))]
-    else:
-        pick = np.array([holding[int(q)][rng.integers(0, len(holding[int(q)]))] for q in p], dtype=np.int64)
-    fields[m, ch] = pats[pick]
-    comp[m, ch, slot[pick, p]] = _one(v.atype)
-    return comp.reshape(64, v.kc), fields.reshape(64, 2 * v.chunks)
+def _selections_a(v: WgmmaSpVariant, rng, shifts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """A (compressed ``[case, 64, K/2]``, fields ``[case, 64, 2 * chunks]``) of each shift s in turn: one 1 per row
+    m, at dense column m + 64 s, stored in a random legal pattern that holds it, every other chunk a random legal
+    pattern.  Each case draws its chunks' patterns, then for each 1 which of the patterns that hold it; every
+    draw of every case in one :func:`bounded_draws`."""
+    pats, holding, counts, slot = _holding(v)
+    per = 64 * v.chunks
+    rows = [np.flatnonzero(np.arange(64) + 64 * s < v.K) for s in shifts]
+    spans = np.concatenate([np.concatenate([np.full(per, len(pats)), counts[(m + 64 * s) % v.width]])
+                            for m, s in zip(rows, shifts)])
+    drawn = wgc.bounded_draws(rng, spans)
+    comp = np.zeros((len(shifts), 64, v.chunks, v.nz), dtype=np.uint64)
+    fields = np.empty((len(shifts), 64, v.chunks, 2), dtype=np.int64)
+    at = 0
+    for c, (m, s) in enumerate(zip(rows, shifts)):
+        fields[c] = pats[drawn[at : at + per]].reshape(64, v.chunks, 2)
+        ch, p = np.divmod(m + 64 * s, v.width)
+        pick = holding[p, drawn[at + per : at + per + len(m)]]
+        at += per + len(m)
+        fields[c, m, ch] = pats[pick]
+        comp[c, m, ch, slot[pick, p]] = _one(v.atype)
+    return comp.reshape(len(shifts), 64, v.kc), fields.reshape(len(shifts), 64, 2 * v.chunks)
 
 
 def _holding(v: WgmmaSpVariant) -> tuple:
-    """(legal patterns ``[P, 2]``, the patterns that store each dense position of a chunk (``[position, n]``
-    where every position has n of them, else a list of arrays), the slot of each (pattern, position)),
+    """(legal patterns ``[P, 2]``, the patterns that store each dense position of a chunk (``[position, i]``, the
+    first ``counts[position]`` of each row), ``counts``, the slot of each (pattern, position)),
     once per chunk geometry."""
     return _holding_of(sp.sparsity(v))
 
@@ -269,10 +292,12 @@ def _holding_of(spx) -> tuple:
     pats = np.array(spx.patterns, dtype=np.int64)
     pos = sp.positions(spx, pats)  # [P, nz] dense positions in the chunk
     holding = [np.nonzero((pos == p).any(1))[0] for p in range(spx.width)]  # patterns that store position p
-    if len({len(h) for h in holding}) == 1:
-        holding = np.stack(holding)
+    counts = np.array([len(h) for h in holding], dtype=np.int64)
+    padded = np.zeros((spx.width, int(counts.max())), dtype=np.int64)
+    for p, h in enumerate(holding):
+        padded[p, : len(h)] = h
     slot = np.argmax(pos[:, None, :] == np.arange(spx.width)[None, :, None], axis=-1)  # [pattern, position] -> slot
-    return pats, holding, slot
+    return pats, padded, counts, slot
 
 
 def _undefined_plans(v: WgmmaSpVariant, rng, check: str) -> tuple[list, dict]:
@@ -323,9 +348,10 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
     out = []
     parts: list[tuple] = []  # per predicted case set: (dense A, B, C, scale-d, scales) as placed
     predicted: list[CaseSet] = []
-    size, iw, shared_a = sp.image_bytes(v), sp.in_words(v), v.a_src == "shared"
+    size, iw, io, shared_a = sp.image_bytes(v), sp.in_words(v), sp.img_off(v), v.a_src == "shared"
     room_b = size - sp.b_base(v)
     widest = max(sw_modes, key=smem.width)
+    fits_b = cache(lambda tb, sw: _fits(v, "B", tb, sw, model))
     for si, imm, jobs in work:
         map_sw = swz[(si * (len(swz) - 1)) % len(swz)]  # none on the first set, swizzled on the last
         ta, tb = imm.get("trans_a", 0), imm.get("trans_b", 0)
@@ -334,21 +360,21 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 n_on = max(value_cases, len(swz)) if si == 0 else len(swz)
                 n = n_on + (len(sw_modes) if si == 0 else 0)
                 fields = random_patterns(v, rng, n)
-                comp, B = wgc.value_pairs(rng, v.atype, (64, v.kc), v.btype, (v.K, v.N), n)
+                (comp, comp_vals), (B, b_vals) = wgc.drawn_pairs(rng, v.atype, (64, v.kc), v.btype, (v.K, v.N), n)
                 meta: dict = {}
             elif check.startswith("undefined."):
                 plans, meta = _undefined_plans(v, rng, check)
                 comp, fields, B = (np.stack([pl[j] for pl in plans]) for j in range(3))
+                comp_vals = b_vals = None  # (not predicted)
             else:
-                (comp, fields, B), meta = _tagged_plans(v, rng, check, imm["sel"])
+                (comp, fields, B), meta, (comp_vals, b_vals) = _tagged_plans(v, rng, check, imm["sel"])
             n = len(comp)
-            words = np.zeros((n, sp.LANES, iw), dtype=np.uint32)
-            img = wgc.blank_images(size, n)
-            C = wgc._c_values(rng, v, n, zero=check != "value")
+            words = np.empty((n, sp.LANES, iw), dtype=np.uint32)
+            words[:, :, :io] = 0  # (the image's words: the filler, below)
+            words[:, :, io:] = wgc.image_words(size)
+            C, c_vals = wgc.c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
-            cfgs: list[dict] = []
-            b_descs: list[Desc] = []
-            a_descs: list[Desc] = []
+            b_asks, a_asks = [], []
             for i in range(n):
                 if check == "value" and i < n_on:
                     sw_a, sw_b, off = swz[i % len(swz)], swz[(i + 1 + i // len(swz)) % len(swz)], False
@@ -358,24 +384,18 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
                 else:
                     sw_a = sw_b = map_sw
                     off = False
-                if not _fits(v, "B", tb, sw_b, model):  # K-major B wider than the swizzle row: the widest mode
+                if not fits_b(tb, sw_b):  # K-major B wider than the swizzle row: the widest mode
                     sw_b = widest
-                db_, pb = layout_choice(v, rng, "B", tb, sw_b, model, sp.b_base(v), room_b, off)
-                head[i, 2], head[i, 3] = wg._words(model, db_)
-                b_descs.append(db_)
-                cfg = {"B": [sw_b, db_.start, db_.lbo, db_.sbo, pb, db_.base_offset]}
+                b_asks.append((tb, sw_b, v.bits, v.N, v.K, sp.b_base(v), room_b, off))
                 if shared_a:
-                    da, pa = layout_choice(v, rng, "A", ta, sw_a, model, 0, sp.A_REGION, off)
-                    head[i, 0], head[i, 1] = wg._words(model, da)
-                    a_descs.append(da)
-                    cfg["A"] = [sw_a, da.start, da.lbo, da.sbo, pa, da.base_offset]
-                cfgs.append(cfg)
+                    a_asks.append((ta, sw_a, v.bits, 64, v.a_view.K, 0, sp.A_REGION, off))
+            cfgs, b_placed, a_placed = wgc.case_layouts(rng, model, b_asks, a_asks, head, size)
             head[:, 4] = 1 if check != "value" else np.arange(n) % 3 != 2  # scale-d
             words[:, :, :5] = head[:, None, :]
             # every case's matrices into its image (B first, then A, as the layouts were drawn) or registers
-            wg.fill_cases(v, img, b_descs, "B", tb, B, smem)
+            wg.fill_placed(v, words, b_placed, "B", B, io)
             if shared_a:
-                wg.fill_cases(v.a_view, img, a_descs, "A", ta, comp, smem)
+                wg.fill_placed(v.a_view, words, a_placed, "A", comp, io)
             else:
                 aop = v.operands["A"]
                 words[:, :, sp.a_off(v) : sp.a_off(v) + aop.words] = pack(aop, comp[:, None])
@@ -383,12 +403,18 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             dop = v.operands["D"]
             if check == "value":  # (a C of zeros is words of zeros)
                 words[:, :, sp.c_off(v) : sp.c_off(v) + dop.words] = pack(dop, C[:, None])
-            sp.put_image(v, words, img)
             out.append(CaseSet(f"{check}[{imm_tag(imm)}]", words, {"imm": imm}, {**meta, "layouts": cfgs}))
             if not check.startswith("undefined."):  # what the GPU does with those is an observation, not predicted
-                dense = sp.densify(v, comp, fields)
+                # A's values densified (the product's own input, without its bits densified and decoded)
+                if comp_vals is None:
+                    comp_vals = wg.values_bound(TYPES[v.atype], comp)
+                if b_vals is None:
+                    b_vals = wg.values_bound(TYPES[v.btype], B)
+                dense = sp.densify(v, comp, fields) if comp_vals is None else \
+                    (sp.densify(v, comp_vals[0], fields), comp_vals[1])
                 scale = {k: val for k, val in imm.items() if k != "sel"}
-                parts.append((dense, B, C, head[:, 4] != 0, scale))
+                parts.append((dense, B if b_vals is None else (*b_vals, B), C if c_vals is None else (*c_vals, C),
+                              head[:, 4] != 0, scale))
                 predicted.append(out[-1])
     # every descriptor drawn here carries the base offset the spec's rule gives its pattern start
     # (descriptor_choice): every case set of defined inputs is predicted

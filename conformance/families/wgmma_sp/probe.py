@@ -112,8 +112,10 @@ def fields_of(v: WgmmaSpVariant, meta_words: np.ndarray, selector: int, model: S
 def densify(v: WgmmaSpVariant, comp: np.ndarray, fields: np.ndarray) -> np.ndarray:
     """Compressed A bits ``[case, 64, K/2]`` + fields ``[case, 64, 2 * chunks]`` -> dense A ``[case, 64, K]``.
 
-    A chunk whose fields no lane supplies reads as zeros (the comparator then names the lanes)."""
+    A chunk whose fields no lane supplies reads as zeros (the comparator then names the lanes).  Float values
+    (float32) densify alike, into float32."""
     sp = sparsity(v)
+    kind = np.float32 if np.asarray(comp).dtype == np.float32 else np.uint64
     cases = len(comp)
     idx = fields.reshape(cases, 64, sp.chunks, 2)
     if sp.nz <= 2 and cases and idx.min() >= 0:
@@ -122,14 +124,14 @@ def densify(v: WgmmaSpVariant, comp: np.ndarray, fields: np.ndarray) -> np.ndarr
             # every chunk's slots at distinct positions: one scatter of every slot (a zero onto a zero changes
             # nothing)
             at = (np.arange(cases * 64 * sp.chunks) * sp.width).reshape(cases, 64, sp.chunks, 1) + pos
-            dense = np.zeros(cases * 64 * v.K, dtype=np.uint64)
-            dense[at.ravel()] = np.asarray(comp, dtype=np.uint64).ravel()
+            dense = np.zeros(cases * 64 * v.K, dtype=kind)
+            dense[at.ravel()] = np.asarray(comp, dtype=kind).ravel()
             return dense.reshape(cases, 64, v.K)
     missing = (idx < 0).any(-1)
     pos = positions(sp, np.where(idx < 0, 0, idx)) + (np.arange(sp.chunks) * sp.width)[:, None]
-    dense = np.zeros(cases * 64 * v.K, dtype=np.uint64)
+    dense = np.zeros(cases * 64 * v.K, dtype=kind)
     at = (np.arange(cases * 64).reshape(cases, 64, 1, 1) * v.K + pos).astype(np.int64)  # flat index of each slot
-    vals = np.where(missing[..., None], np.uint64(0), comp.reshape(cases, 64, sp.chunks, sp.nz).astype(np.uint64))
+    vals = np.where(missing[..., None], kind(0), comp.reshape(cases, 64, sp.chunks, sp.nz).astype(kind))
     for s in range(sp.nz):  # slot by slot: where two slots of a chunk name one position, the later one's value stays
         hit = vals[..., s] != 0
         dense[at[..., s][hit]] = vals[..., s][hit]
