@@ -185,16 +185,6 @@ def _bits_of(typingctx, x):
 
 
 @intrinsic
-def _bits_of32(typingctx, x):
-    """The bits of a float32 as a non-negative int64 (a bitcast, then zero-extended)."""
-    def codegen(context, builder, signature, args):
-        i32 = context.get_value_type(nbtypes.int32)
-        return builder.zext(builder.bitcast(args[0], i32), context.get_value_type(nbtypes.int64))
-
-    return nbtypes.int64(nbtypes.float32), codegen
-
-
-@intrinsic
 def _of_bits(typingctx, x):
     """The float64 of int64 bits (a bitcast)."""
     def codegen(context, builder, signature, args):
@@ -369,17 +359,15 @@ def _cls(tab, table, bits, plan, at, in_flush):
 def _fin_of(plan, nan_bits):
     """What ``_finish`` reads of a plan, as scalars."""
     dp = (plan[_D + _EB], plan[_D + _MB], plan[_D + _BIAS], plan[_D + _EMIN], plan[_D + _EMAX])
-    # D is .f32 rounded as float32 rounds (RNE, subnormals kept, overflow to Inf): a float64 converts in one step
-    as_f32 = (dp[0] == 8 and dp[1] == 23 and plan[_D + _P] == 24 and plan[_OUT_FLUSH] == 0 and plan[_OVF] != 1)
     return (plan[_TO_D], plan[_C_ENTRY] == 2, plan[_UF_POS], plan[_D + _P], dp, plan[_OUT_FLUSH], plan[_OVF],
-            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM], as_f32)
+            plan[_NEGZ], plan[_NANP], np.int64(nan_bits), plan[_C + _NSB], plan[_C + _NSM])
 
 
 @njit(cache=True, inline="always")
 def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
     """D's bits of a row whose blocks are done (``acc``: the last one's result): model._to_d, add_rne's final add of
     C, D's encoding, and the row's infinities and NaN (``found``: ``payload`` is the first NaN operand's)."""
-    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm, as_f32 = fin
+    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm = fin
     nan = nan or (pinf and ninf)
     if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
         acc = _uf(uf_pos, _round_n(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
@@ -396,17 +384,10 @@ def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
         if sd == 0.0:
             neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
             acc = (1 if neg0 else 0, 0, 0, 0)
-            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-        elif as_f32:  # the rounding and the encoding in one conversion; a zero rounded from a non-zero sum: +0
-            d = _bits_of32(np.float32(sd))
-            if uf_pos and (d & 0x7FFFFFFF) == 0:
-                d = 0
         else:
             sn, sm, se = _from_double(sd)
             acc = _uf(uf_pos, _round_n(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-            d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-    else:
-        d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+    d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
     dsign = 1 << (dp[0] + dp[1])
     dinf = ((1 << dp[0]) - 1) << dp[1]
     if pinf:
