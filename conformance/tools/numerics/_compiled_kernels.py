@@ -517,26 +517,7 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
     """float_rows of operands that are both 8-bit where each k_order half is one block (``_takes_ptab``), from the
     product table: a row read once from it (anchors, zero signs, non-finite products; its entries kept in block
     order), then each half's aligned sum from those entries.  A row whose D takes a NaN operand's payload is left
-    to float_rows: its index goes to ``pending``; returns how many.  One loop per way of taking the halves, each
-    literal in it (halves and their count tested per row cost e4m3 x e5m2 K = 32 rows 180 against 150 ns)."""
-    k = a.shape[1]
-    hs = np.zeros(k, np.int64)  # each column's k_order half (dense columns: one list for every row)
-    dense = lab.shape[0] == 1
-    for j in range(k if dense else 0):
-        hs[j] = (lab[0, j] >> 1) & 1
-    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
-    for j in range(k if quads else 0):
-        quads = quads and lab[0, j] == j
-    if plan[_PAIRS] == 0:
-        return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 1, 0)
-    if quads:
-        return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 2, 1)
-    return _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, 2, 2)
-
-
-@njit(cache=True, inline="always")
-def _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending, hs, nh, halves):
-    """ptab_rows' rows with ``nh`` k_order halves taken as ``halves`` says (both literal: see ``_ptab_sum``)."""
+    to float_rows: its index goes to ``pending``; returns how many."""
     k = a.shape[1]
     in_flush, nanp, c_entry = plan[_IN_FLUSH], plan[_NANP], plan[_C_ENTRY]
     frac, extra, align, plsb = plan[_FRAC], plan[_EXTRA], plan[_ALIGN], plan[_PLSB]
@@ -547,13 +528,26 @@ def _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending,
     c_p, c_emin0 = plan[_C + _P], plan[_C + _EMIN]
     late = c_entry == 2
     shift = frac + extra - plsb - 64  # a product's grid shift is its exponent key + shift - anchor
+    nh = 2 if plan[_PAIRS] else 1
+    dense = lab.shape[0] == 1
+    hs = np.zeros(k, np.int64)
     ent = np.empty(k, np.int64)  # a row's product-table entries in block order
+    for j in range(k if dense else 0):
+        hs[j] = (lab[0, j] >> 1) & 1
+    quads = dense and k % 4 == 0  # each half's columns computed (compiled.dot_bits' dense labels are 0..K-1)
+    for j in range(k if quads else 0):
+        quads = quads and lab[0, j] == j
     npend = 0
     for i in range(lo, hi):
-        if halves == 2 and lab.shape[0] != 1:
+        if not dense and nh == 2:
             for j in range(k):
                 hs[j] = (lab[i, j] >> 1) & 1
-        o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, halves, ent)
+        if nh == 1:  # one loop per literal: a loop-invariant test inside would leave it unvectorised
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 0, ent)
+        elif quads:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 1, ent)
+        else:
+            o, m0, n0, q0, m1, n1, q1 = _ptab_scan(ptab, a, b, i, hs, 2, ent)
         if nanp != 0 and (o >> _PNAN) & 1:
             pending[npend] = i
             npend += 1
@@ -580,7 +574,12 @@ def _ptab_loop(lo, hi, plan, nan_bits, ptab, a, b, c, lab, out, c_mask, pending,
                 anchor = max(anchor, exp_floor)
             if anchor == _LOWEXP:
                 anchor = 0
-            total = _ptab_sum(ent, hs, halves, h, shift - anchor, align)
+            if nh == 1:
+                total = _ptab_sum(ent, hs, 0, h, shift - anchor, align)
+            elif quads:
+                total = _ptab_sum(ent, hs, 1, h, shift - anchor, align)
+            else:
+                total = _ptab_sum(ent, hs, 2, h, shift - anchor, align)
             allneg = ((n0 if h == 0 else n1) >> _PNEG) & 1
             r0 = (1 if (negz and key == 0 and not cnz and allneg and cneg) else 0, 0, 0, 0)
             r = _fused_round(rp, r0, total, cneg, cmag, cexp, anchor, frac + extra, align)
