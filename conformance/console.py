@@ -18,18 +18,32 @@ __all__ = ["main"]
 _EARLY = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+_left: list[int] = []  # the exit status a signal asked for while the CLI was loading
+
+
 def _leave(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum if signum == signal.SIGINT else 128 + signal.SIGTERM)  # SIGHUP as SIGTERM
+    _left.append(128 + signum if signum == signal.SIGINT else 128 + signal.SIGTERM)  # SIGHUP as SIGTERM
+    raise SystemExit(_left[-1])
 
 
 def main() -> int:
     """``ptxconf`` from the shell: the CLI, loaded with the signals already taken."""
     previous = {s: signal.signal(s, _leave) for s in _EARLY if signal.getsignal(s) is not signal.SIG_IGN}
+    hook = sys.unraisablehook
+
+    def unraisable(what) -> None:  # our own exit, raised where it cannot propagate: no traceback for it
+        if not (_left and isinstance(what.exc_value, SystemExit)):
+            hook(what)
+
+    sys.unraisablehook = unraisable
     try:
         from ptxconf.cli.main import main as cli_main
     finally:
+        sys.unraisablehook = hook
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if _left:  # the SystemExit was raised inside a callback the import machinery runs (a module lock's), which
+        raise SystemExit(_left[0])  # swallows it: seen once in CI, the command then ran to the end and exited 0
     return cli_main()
 
 

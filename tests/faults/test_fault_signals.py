@@ -138,3 +138,28 @@ def test_a_signal_while_the_cli_is_still_importing_exits_cleanly(signum, tmp_pat
     assert "Traceback" not in err, err
     assert not out.exists() or not any(out.iterdir())
     tally.check(lost=0, false_passes=0, injected=1)
+
+
+def test_a_signal_whose_exit_the_import_machinery_swallows_still_ends_the_command():
+    """The early handler's SystemExit can land inside a callback the import machinery runs (a module lock's weakref
+    callback), which swallows it: the command must still exit 143 before running anything, with no traceback."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent('''
+        import builtins, signal, sys, weakref
+        from ptxconf import console
+
+        class Held: pass
+        real = builtins.__import__
+        def importing(name, *args, **kw):
+            if name == "ptxconf.cli.main":  # a callback of a dying object raises the handler's exit: swallowed
+                held = Held(); ref = weakref.ref(held, lambda _: console._leave(signal.SIGTERM, None)); del held
+            return real(name, *args, **kw)
+        builtins.__import__ = importing
+        sys.argv = ["ptxconf", "specs", "list"]
+        sys.exit(console.main())
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == "", "nothing ran, nothing said"
