@@ -25,7 +25,7 @@ def _run_backend(args, semantics, jobs: int):
     """The run's backend: one device, or with ``--devices`` one backend per GPU behind one interface (without it,
     a GPU on a host of :data:`LANES_FROM_CORES` cores or more runs as :data:`DEFAULT_LANES` lanes)."""
     from ptxconf.backends import get_backend
-    from ptxconf.backends.devices import DeviceSet
+    from ptxconf.backends.devices import DeviceSet, parse_devices
 
     kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
     if not getattr(args, "devices", None):
@@ -36,7 +36,6 @@ def _run_backend(args, semantics, jobs: int):
                                       for _ in range(DEFAULT_LANES - 1)])
     if args.backend == "emulator":
         raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
-    from ptxconf.backends.devices import parse_devices
     from ptxconf.backends.pycuda_backend import device_count
 
     try:

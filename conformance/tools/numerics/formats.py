@@ -46,7 +46,6 @@ def f64_rounding(p, rnd: str | None) -> str:
     return ROUNDING_MODIFIERS.get(rnd or "rn", "rne") if p.f64_rnd == "each_fma" else "rne"
 
 
-
 WORD = 64  # bits of a packed word
 
 
