@@ -13,39 +13,64 @@ from .specs import load, specs_arg
 __all__ = ["add_parser"]
 
 
-# Without --devices, a GPU on a host of LANES_FROM_CORES cores or more runs DEFAULT_LANES lanes (pipelines, each a
-# process of its own with its share of the variants and cores: ``--devices 0,0,0,0``).  The run's own process bounds
-# one lane.  One H200 with 16 cores, whole suite: warm 11.0-11.2 s with one lane, 9.4 s with two (one call); then
-# 9.3 / 10.2 s with two lanes, 8.9 / 9.2 with three, 8.8 / 8.2 with four, cold 16.5, 15.4 and 13.5 s (another call).
+# A GPU on a host of LANES_FROM_CORES cores or more for each GPU of the run is DEFAULT_LANES lanes (pipelines, each a
+# process of its own with its share of the variants and cores: ``--lanes 4``, or ``--devices 0,0,0,0``).  The run's
+# own process bounds one lane.  One H200 with 16 cores, whole suite: warm 11.0-11.2 s with one lane, 9.4 s with two
+# (one call); then 9.3 / 10.2 s with two lanes, 8.9 / 9.2 with three, 8.8 / 8.2 with four, cold 16.5, 15.4 and
+# 13.5 s (another call).  Several GPUs get as many lanes each: one lane per GPU would make ``--devices all`` slower
+# than one GPU alone.
 LANES_FROM_CORES = 16
 DEFAULT_LANES = 4
 
 
+def lanes_per_gpu(asked: int | None, gpus: int, jobs: int) -> int:
+    """``--lanes``, else :data:`DEFAULT_LANES` where the host has :data:`LANES_FROM_CORES` cores for each GPU and the
+    run has workers to share (``--jobs`` 2 or more), else one."""
+    if asked is not None:
+        return asked
+    return DEFAULT_LANES if jobs >= 2 and (os.cpu_count() or 1) >= LANES_FROM_CORES * gpus else 1
+
+
 def _run_backend(args, semantics, jobs: int):
-    """The run's backend: one device, or with ``--devices`` one backend per GPU behind one interface (without it,
-    a GPU on a host of :data:`LANES_FROM_CORES` cores or more runs as :data:`DEFAULT_LANES` lanes)."""
+    """The run's backend: one device, or several lanes (of one GPU or of several, ``--devices``, ``--lanes``) behind
+    one interface."""
     from ptxconf.backends import get_backend
     from ptxconf.backends.devices import DeviceSet, parse_devices
 
     kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
+    asked = getattr(args, "lanes", None)
+    if asked is not None and asked < 1:
+        raise SystemExit(f"ptxconf run: --lanes {asked}: give 1 or more")
     if not getattr(args, "devices", None):
-        backend = get_backend(args.backend, **kw)
-        if backend.name != "pycuda" or jobs < 2 or (os.cpu_count() or 1) < LANES_FROM_CORES:
-            return backend
-        return DeviceSet([backend] + [get_backend("pycuda", device=backend.device, builds_from=backend, **kw)
-                                      for _ in range(DEFAULT_LANES - 1)])
-    if args.backend == "emulator":
-        raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
-    from ptxconf.backends.pycuda_backend import device_count
+        first = get_backend(args.backend, **kw)
+        if first.name != "pycuda":
+            if asked is not None and asked > 1:
+                raise SystemExit("ptxconf run: --lanes runs pipelines per GPU; the emulator runs on this CPU")
+            return first
+        ids = [first.device]
+    else:
+        if args.backend == "emulator":
+            raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
+        from ptxconf.backends.pycuda_backend import device_count
 
-    try:
-        ids = parse_devices(args.devices, device_count())
-    except ValueError as exc:
-        raise SystemExit(f"ptxconf run: --devices {exc}") from None
-    first = get_backend("pycuda", device=ids[0], **kw)
-    if len(ids) == 1:
-        return first
-    return DeviceSet([first] + [get_backend("pycuda", device=i, builds_from=first, **kw) for i in ids[1:]])
+        try:
+            ids = parse_devices(args.devices, device_count())
+        except ValueError as exc:
+            raise SystemExit(f"ptxconf run: --devices {exc}") from None
+        first = get_backend("pycuda", device=ids[0], **kw)
+    if len(set(ids)) < len(ids):  # a GPU named more than once: the lanes as named
+        if asked is not None:
+            raise SystemExit("ptxconf run: --lanes and a GPU named more than once in --devices: give one or the other")
+        lanes = 1
+    else:
+        lanes = lanes_per_gpu(asked, len(ids), jobs)
+    members, first_of = [first], {ids[0]: first}
+    for k in range(1, lanes * len(ids)):  # lane by lane over the GPUs; a GPU's first backend answers for its lanes
+        d = ids[k % len(ids)]
+        member = get_backend("pycuda", device=d, builds_from=first_of.get(d, first), **kw)
+        first_of.setdefault(d, member)
+        members.append(member)
+    return first if len(members) == 1 else DeviceSet(members)
 
 
 def cmd_run(args) -> int:
@@ -210,11 +235,13 @@ def add_parser(commands) -> None:
                         "or a path (default: the one on PATH); summary.json names it")
     r.add_argument("--no-cache", action="store_true", help="GPU: neither read nor fill the compiled-module cache")
     r.add_argument("--devices", metavar="all|N|I,J",
-                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): a whole pipeline per "
+                   help="run on several GPUs at once (CUDA ordinals, the first N, or all): whole pipelines (lanes) per "
                         "device, each in a process of its own with its share of the variants and cores (with --jobs "
                         "1, one process: modules go to whichever device is free); the same verdicts as on one. "
-                        "A GPU may be named more than once (0,0: two lanes on GPU 0). Default: GPU 0, as "
-                        f"{DEFAULT_LANES} lanes on a host of {LANES_FROM_CORES} cores or more (--devices 0: one)")
+                        "A GPU named more than once is that many lanes (0,0: two lanes on GPU 0). Default: GPU 0")
+    r.add_argument("--lanes", type=int, default=None, metavar="N",
+                   help=f"lanes per GPU (default: {DEFAULT_LANES} on a host of {LANES_FROM_CORES} cores or more for "
+                        "each GPU, else 1)")
     r.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="processes that plan variants, and as many that compare them (default: one per core; 1: "
                         "everything in this process)")

@@ -167,6 +167,73 @@ def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypa
             "one GPU, builds shared"
 
 
+@pytest.mark.parametrize("cores, devices, lanes, members", [
+    (32, "all", None, [0, 1, 0, 1, 0, 1, 0, 1]),  # 16 cores per GPU: four lanes each
+    (16, "all", None, [0, 1]),  # fewer: one each
+    (16, "0", None, [0, 0, 0, 0]),
+    (8, "1", 3, [1, 1, 1]),  # --lanes asked
+    (64, "0,0", None, [0, 0]),  # a GPU named twice: the lanes as named
+    (16, None, 2, [0, 0]),
+])
+def test_every_gpu_of_a_run_gets_the_lanes_its_cores_allow(monkeypatch, cores, devices, lanes, members):
+    """Lanes per GPU, with or without --devices: one lane per GPU would make ``--devices all`` slower than one GPU
+    alone.  Each further lane of a GPU takes that GPU's first backend's answer and every lane shares the builds."""
+    import argparse
+
+    import ptxconf.backends as backends
+    import ptxconf.backends.pycuda_backend as pycuda_backend
+    from ptxconf.cli import run as cli_run
+
+    made = []
+
+    class _Gpu:
+        def __init__(self, name, device=0, builds_from=None, **kw):
+            self.name, self.device, self.builds_from = name, device, builds_from
+            made.append(self)
+
+    monkeypatch.setattr(backends, "get_backend", lambda name, **kw: _Gpu(name, **kw))
+    monkeypatch.setattr(pycuda_backend, "device_count", lambda: 2)
+    monkeypatch.setattr(cli_run.os, "cpu_count", lambda: cores)
+    args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=devices, backend="pycuda", lanes=lanes)
+    backend = cli_run._run_backend(args, mma, cores)
+    assert [m.device for m in made] == members
+    if len(members) == 1:
+        assert backend is made[0]
+        return
+    assert isinstance(backend, DeviceSet) and backend.members == made
+    first_of = {}
+    for m in made:
+        first_of.setdefault(m.device, m)
+    for m in made[1:]:
+        want = first_of[m.device] if m is not first_of[m.device] else made[0]
+        assert m.builds_from is want
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["--devices", "0,0", "--lanes", "2"], "--lanes and a GPU named more than once"),
+    (["--lanes", "0"], "--lanes 0"),
+])
+def test_lanes_that_cannot_be_given_are_usage_errors(monkeypatch, argv, why):
+    import argparse
+
+    import ptxconf.backends as backends
+    import ptxconf.backends.pycuda_backend as pycuda_backend
+    from ptxconf.cli import run as cli_run
+
+    monkeypatch.setattr(backends, "get_backend", lambda name, **kw: type("G", (), {"name": name, "device": 0})())
+    monkeypatch.setattr(pycuda_backend, "device_count", lambda: 1)
+    ns = argparse.Namespace(build="auto", no_cache=False, ptxas=None, backend="pycuda", devices=None, lanes=None)
+    for k, v in zip(argv[::2], argv[1::2]):
+        setattr(ns, k.lstrip("-"), int(v) if k == "--lanes" else v)
+    with pytest.raises(SystemExit, match=why):
+        cli_run._run_backend(ns, mma, 16)
+
+
+def test_lanes_with_the_emulator_is_a_usage_error(tmp_path, capsys):
+    rc = main(["run", "--backend", "emulator", "--lanes", "2", "--select", "mma.sync*", "--out", str(tmp_path / "r")])
+    assert rc == 2 and "--lanes" in capsys.readouterr().err
+
+
 def test_lanes_on_one_gpu_start_one_gpu_worker_to_ask_it_and_a_set_asks_its_devices_at_once(monkeypatch):
     """A backend made for a second lane on the same GPU takes the first one's answer (one GPU worker spawned and
     CUDA started before the run, not one per lane); other GPUs are asked for themselves, all at once."""
