@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from ptxconf import registry
-from ptxconf.core.plan import Kernel, Plan, RunVariant
+from ptxconf.core.plan import Kernel, Plan, RunVariant, pick_build, variant_rng
 from ptxconf.core.record import CheckRecord
 from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.isa.targets import PtxVersion, Target
@@ -58,6 +58,11 @@ class Family:
         return []
 
     # --- probes ----------------------------------------------------------------------------
+    def build(self, v: RunVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
+        """The ``.target`` and ``.version`` of ``v``'s plan at ``seed`` (its own stream, drawn first by ``plan``): a
+        module holds plans of one of each, so a run can say which variants share modules before planning them."""
+        return pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
+
     def plan(self, v: RunVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str],
              value_cases: int, cases_per_launch: int | None) -> Plan:
         """Everything random about ``v``'s probes at ``seed``: a function of (seed, variant) alone."""

@@ -4,7 +4,7 @@ process of its own.
 Why: on one device the run's own process is the serial part of the pipeline (it takes every plan, builds every
 module, hands out every comparison).  Two GPUs behind that one process ran the whole suite 1.2x as fast as one: the
 process, not the GPUs, set the pace.  With a lane per device, each lane's process does that work for its share of
-the variants (every n-th, so each family is split evenly), with its share of the cores.
+the variants (whole modules dealt in turn: the runner decides the shares), with its share of the cores.
 
 The run's process stays the one writer of the run directory: lanes send each outcome (the verdicts, never words)
 and each skip over a pipe, and the run records them as they come, then publishes the observation file the lane's
@@ -58,10 +58,11 @@ def lanes_of(backend: Any) -> list[Any] | None:
     return make()
 
 
-def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variants: list, request: Any,
-                 on_outcome: Callable[[LaneOutcome], None] | None, on_skip: Callable[[Any, str], None] | None,
-                 progress: Any, stop: Callable[[], bool] | None, stages: Stages) -> None:
-    """``run_variants`` (the runner's pipeline) of every n-th variant in lane n (a forked process per device); the
+def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variants: list, shares: list[list],
+                 request: Any, on_outcome: Callable[[LaneOutcome], None] | None,
+                 on_skip: Callable[[Any, str], None] | None, progress: Any, stop: Callable[[], bool] | None,
+                 stages: Stages) -> None:
+    """``run_variants`` (the runner's pipeline) of ``shares[n]`` in lane n (a forked process per device); the
     outcomes recorded here as they come.  Raises RuntimeError when a lane ended without finishing (its unreported
     variants are then not run: the run says so)."""
     ctx = mp.get_context("fork")
@@ -71,7 +72,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variant
     jobs = max(1, request.jobs // n)
     procs, conns = [], []
     for i, lane_backend in enumerate(lanes):
-        mine = variants[i::n]
+        mine = shares[i]
         if not mine:
             continue
         here, there = ctx.Pipe(duplex=False)

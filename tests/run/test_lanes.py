@@ -76,10 +76,31 @@ def test_a_lane_that_dies_is_named_and_what_it_sent_is_kept(tmp_path):
     with pytest.raises(RuntimeError, match="exit status 3"):
         runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
         try:
+            first = {v.id for v in runner.lane_shares(two, _variants(), 7, 2)[0]}
             runner.run_variants(two, _variants(), runner.RunRequest(7, value_cases=2, jobs=2),
                                 on_outcome=lambda o: seen.append(o.variant.id))
         finally:
             runner.MODULE_PLANS = saved
     assert set(seen[: len(seen)]) <= {v.id for v in _variants()}
-    assert len([v for v in seen if v in {x.id for x in _variants()[0::2]}]) == len(_variants()[0::2]), \
-        "the other lane finished its variants"
+    assert first and len([v for v in seen if v in first]) == len(first), "the other lane finished its variants"
+
+
+@pytest.mark.parametrize("lanes", [2, 3])
+def test_lanes_make_the_modules_one_pipeline_makes(monkeypatch, lanes):
+    """Whole modules are dealt to the lanes, so a module cache filled by one run serves another with any number of
+    lanes or GPUs (every n-th variant per lane made each number of lanes its own modules)."""
+    monkeypatch.setattr(runner, "MODULE_PLANS", 3)
+    picked = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix", "wmma", "wgmma")]
+    variants = picked[::max(1, len(picked) // 40)]
+    backend = EmulatorBackend(mma)
+    request = runner.RunRequest(5, value_cases=2)
+
+    def modules(vs):
+        return {tuple(p.variant.id for p in plans)
+                for plans in runner.iter_modules(backend, vs, request, max_plans=runner.MODULE_PLANS)}
+
+    one = modules(variants)
+    shares = runner.lane_shares(backend, variants, 5, lanes)
+    assert sorted(v.id for share in shares for v in share) == sorted(v.id for v in variants)
+    assert set().union(*(modules(share) for share in shares)) == one
+    assert len(one) > 2 * lanes and all(shares), "several modules, every lane some"

@@ -11,7 +11,6 @@ from ptxconf.core.plan import (
     Plan,
     expected_of,
     launches_by_probe,
-    pick_build,
     split_launches,
     stack_slices,
     variant_rng,
@@ -52,7 +51,7 @@ class MmaFamily(Family):
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         case_sets = make_checks(v, seed, self.checks_for(tuple(checks)), value_cases=value_cases)
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
+        target, version = self.build(v, seed, cc, max_ptx)
         surroundings = _surroundings(v, rng)
         probe = Probe(v, case_sets[0].params, surroundings)
         layout = buffer_layout(v)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, pick_build, split_launches, stack_slices, variant_rng
+from ptxconf.core.plan import Plan, split_launches, stack_slices, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
@@ -31,7 +31,7 @@ class MovementFamily(Family):
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
+        target, version = self.build(v, seed, cc, max_ptx)
         probe = mv.MoveProbe(v, mv.pick_space(v, rng, version))
         case_sets = make_cases(v, seed, tuple(checks), value_cases)
         in_words = np.concatenate([cs.words for cs in case_sets])

@@ -31,11 +31,14 @@ class Tcgen05Family(Family):
         doc = specs.documents.get(tc05.FAMILY)
         return tc05.run_variants(doc) if doc is not None else []
 
+    def build(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
+        return tc05.pick_build(v, variant_rng(v, seed, "build"), runnable_targets(v, cc), max_ptx, PTX_VERSIONS)
+
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         """Only the value check (tcgen05 operands have no lane map to tag); launches hold whole CTAs."""
         rng = variant_rng(v, seed)
-        target, version = tc05.pick_build(v, variant_rng(v, seed, "build"), runnable_targets(v, cc), max_ptx, PTX_VERSIONS)
+        target, version = self.build(v, seed, cc, max_ptx)
         in_words, metas = tc05.make_cases(v, seed, value_cases)
         rows = len(in_words)
         cs = TcCases("value", rows, {}, {"cases": metas})

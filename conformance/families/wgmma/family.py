@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 from ptxconf.core.family import Family
-from ptxconf.core.plan import Plan, expected_of, pick_build, plan_by_kernel, variant_rng
+from ptxconf.core.plan import Plan, expected_of, plan_by_kernel, variant_rng
 from ptxconf.isa.targets import PtxVersion, Target
 
 from . import bulk
@@ -26,7 +26,7 @@ class WgmmaFamily(Family):
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
-        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
+        target, version = self.build(v, seed, cc, max_ptx)
         case_sets = make_cases(v, seed, tuple(checks), min(value_cases, 4))
         plan = plan_by_kernel(v, seed, version, target, case_sets,
                               lambda cs: wg.WgProbe(v, tuple(sorted(cs.params["imm"].items()))), wg.out_words(v), rng,

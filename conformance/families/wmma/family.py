@@ -30,12 +30,18 @@ class WmmaFamily(Family):
     documents = {"wmma/1": "ptxconf.families.wmma.spec:load_document"}
     checks = CHECKS
 
+    def build(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
+        """A load or store is built with its mma form (the plan's first draw), whose targets and versions it takes."""
+        options = wm.companions(v)
+        mv = options[int(variant_rng(v, seed).integers(len(options)))]
+        return pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
+
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
         options = wm.companions(v)
         mv = options[int(rng.integers(len(options)))]
-        target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
+        target, version = self.build(v, seed, cc, max_ptx)
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= wm.SHARED_BUDGET]
         probe = wm.WmmaProbe(v, mv, wm.routes_for(v), spaces[int(rng.integers(len(spaces)))], size)
