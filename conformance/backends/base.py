@@ -89,6 +89,9 @@ class Backend(ABC):
         """How the backend spent its time (build paths, compile seconds) for the run summary."""
         return {}
 
+    def open(self) -> None:
+        """Start what runs the kernels now, so that it is ready when the first module is (default: nothing)."""
+
     def set_stop(self, stop) -> None:
         """The run's stop request (a callable), asked while a module waits for its build: a module not built when the
         run stops is not run (its launches come back ``abandoned``).  Default: never asked (nothing waits here)."""

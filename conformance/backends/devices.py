@@ -78,6 +78,10 @@ class DeviceSet(Backend):
     def prefetch(self, module: str) -> None:
         self.members[0].prefetch(module)  # the builds are shared
 
+    def open(self) -> None:
+        for m in self.members:
+            m.open()
+
     def set_stop(self, stop) -> None:
         for m in self.members:
             m.set_stop(stop)

@@ -143,6 +143,12 @@ class PyCudaBackend(Backend):
         self._proc.start()
         self._conn = parent
 
+    def open(self) -> None:
+        """The GPU worker spawned now: it starts CUDA (about a second) while the run plans its first module, instead of
+        at the first launch (each lane's own worker started there, on the lane's critical path)."""
+        if self._proc is None:
+            self._start()
+
     def _stop(self, kill: bool = False) -> None:
         if self._proc is None:
             return

@@ -549,6 +549,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
             for outcome in comparisons.ready():
                 emit(outcome)
 
+    backend.open()
     try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
         modules = iter_modules(backend, variants, request, on_skip=skipped, max_plans=MODULE_PLANS, stop=stop,
                                stages=stages, arrived=arrived)

@@ -253,3 +253,15 @@ def test_lanes_on_one_gpu_start_one_gpu_worker_to_ask_it_and_a_set_asks_its_devi
     info = DeviceSet(members).info()
     assert sorted(asked) == [0, 1], "GPU 0 asked once for its three lanes, GPU 1 for itself"
     assert [d["device"] for d in info["devices"]] == [0, 0, 1, 0]
+
+
+def test_a_gpu_backend_opened_spawns_its_worker_once_before_the_first_launch(monkeypatch):
+    """``open`` starts the GPU worker (it starts CUDA while the run plans), once; the first launch then finds it."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    started = []
+    backend = PyCudaBackend(build="jit")
+    monkeypatch.setattr(backend, "_start", lambda: (started.append(1), setattr(backend, "_proc", object())))
+    DeviceSet([backend]).open()
+    backend.open()
+    assert started == [1]
