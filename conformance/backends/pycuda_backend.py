@@ -144,8 +144,9 @@ class PyCudaBackend(Backend):
         self._conn = parent
 
     def open(self) -> None:
-        """The GPU worker spawned now: it starts CUDA (about a second) while the run plans its first module, instead of
-        at the first launch (each lane's own worker started there, on the lane's critical path)."""
+        """The GPU worker spawned now: it starts CUDA (a second or two of CPU) while the run plans its first module,
+        not at the first launch.  Four lanes on one H100 spent 8.0 s in launches (summed) against 9.4-10.7 s; the run's
+        wall stayed within its noise (8.9-9.4 s)."""
         if self._proc is None:
             self._start()
 
