@@ -179,19 +179,20 @@ def _pool(jobs: int, job: _Job) -> ProcessPoolExecutor:
 def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], variants: dict[str, Any],
                      items: Iterable[tuple[str, tuple[int, int]]],
                      on_seconds: Callable[[float, float], None] | None = None,
-                     arrived: PlanBytes | None = None, ahead: int = 0) -> Iterator[Any]:
+                     arrived: PlanBytes | None = None) -> Iterator[Any]:
     """``plan(variant, cc)`` of each of ``items`` ((variant id, compute capability)), in order, made by
     ``jobs`` forked workers (which inherit ``plan`` and the variants: nothing of them is pickled);
     ``on_seconds`` hears each plan's seconds in its worker (wall, then CPU).  The workers start now (raises
-    :class:`WorkersUnavailable`); the plans come as they are taken, at most ``ahead`` (at least ``8 * jobs``) made
-    before they are."""
+    :class:`WorkersUnavailable`); the plans come as they are taken."""
     codec = _Codec(variants, words_unmapped=True)
-    return _planned(_pool(jobs, (plan, codec)), codec, max(ahead, 8 * jobs), items, on_seconds, arrived)
+    return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds, arrived)
 
 
-def _planned(pool: ProcessPoolExecutor, codec: _Codec, window: int, items: Iterable[tuple[str, tuple[int, int]]],
+def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
              on_seconds: Callable[[float, float], None] | None, arrived: PlanBytes | None) -> Iterator[Any]:
-    # At most ``window`` plans ahead of the consumer: each holds its words until it is compared.
+    # At most ``window`` plans ahead of the consumer: an abandoned run (an interrupt) then leaves the workers only
+    # that much to finish before they exit.  (Workers ignore SIGTERM, so they are never killed mid-task.)
+    window = 8 * jobs
     pending: deque[Future] = deque()
     todo = iter(items)
     try:

@@ -365,13 +365,9 @@ def iter_modules(
         from .planpool import WorkersUnavailable, plan_in_parallel
 
         try:
-            # Plans made ahead: two modules' worth at least (a pipeline waiting on its launch takes none meanwhile; with
-            # eight plans per worker ahead, four lanes on one H100 waited 3.9 s each for plans in an 8.8 s run while
-            # their plan workers were busy about 40% of it).
             made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), {v.id: v for v in runnable},
                                     [(v.id, cc_for(v)) for v in runnable],
-                                    lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)), arrived,
-                                    ahead=2 * (max_plans or MODULE_PLANS))
+                                    lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)), arrived)
         except WorkersUnavailable as exc:
             _in_this_process(exc)
     if made is None:
