@@ -137,15 +137,10 @@ def test_devices_with_the_emulator_is_a_usage_error(tmp_path, capsys):
     assert rc == 2 and "--devices" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cores, jobs, name, lanes", [(16, 16, "pycuda", 4), (64, 8, "pycuda", 4), (15, 15, "pycuda", 1),
-                                                     (16, 1, "pycuda", 1), (16, 16, "emulator", 1)])
-def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypatch, cores, jobs, name, lanes):
-    """Without --devices, a GPU of a host with LANES_FROM_CORES cores or more is DEFAULT_LANES lanes on GPU 0 (the
-    run's own process bounds one lane); fewer cores, --jobs 1 or the emulator keep one backend."""
-    import argparse
-
+@pytest.fixture
+def fake_gpus(monkeypatch) -> list:
+    """``get_backend`` making stand-ins that remember their device and the backend they build from, in order."""
     import ptxconf.backends as backends
-    from ptxconf.cli import run as cli_run
 
     made = []
 
@@ -155,6 +150,20 @@ def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypa
             made.append(self)
 
     monkeypatch.setattr(backends, "get_backend", lambda name, **kw: _Gpu(name, **kw))
+    return made
+
+
+@pytest.mark.parametrize("cores, jobs, name, lanes", [(16, 16, "pycuda", 4), (64, 8, "pycuda", 4), (15, 15, "pycuda", 1),
+                                                     (16, 1, "pycuda", 1), (16, 16, "emulator", 1)])
+def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypatch, fake_gpus, cores, jobs, name,
+                                                                        lanes):
+    """Without --devices, a GPU of a host with LANES_FROM_CORES cores or more is DEFAULT_LANES lanes on GPU 0 (the
+    run's own process bounds one lane); fewer cores, --jobs 1 or the emulator keep one backend."""
+    import argparse
+
+    from ptxconf.cli import run as cli_run
+
+    made = fake_gpus
     monkeypatch.setattr(cli_run.os, "cpu_count", lambda: cores)
     args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=None, backend=name)
     backend = cli_run._run_backend(args, mma, jobs)
@@ -175,23 +184,15 @@ def test_a_gpu_without_devices_runs_lanes_on_a_host_with_cores_for_them(monkeypa
     (64, "0,0", None, [0, 0]),  # a GPU named twice: the lanes as named
     (16, None, 2, [0, 0]),
 ])
-def test_every_gpu_of_a_run_gets_the_lanes_its_cores_allow(monkeypatch, cores, devices, lanes, members):
+def test_every_gpu_of_a_run_gets_the_lanes_its_cores_allow(monkeypatch, fake_gpus, cores, devices, lanes, members):
     """Lanes per GPU, with or without --devices: one lane per GPU would make ``--devices all`` slower than one GPU
     alone.  Each further lane of a GPU takes that GPU's first backend's answer and every lane shares the builds."""
     import argparse
 
-    import ptxconf.backends as backends
     import ptxconf.backends.pycuda_backend as pycuda_backend
     from ptxconf.cli import run as cli_run
 
-    made = []
-
-    class _Gpu:
-        def __init__(self, name, device=0, builds_from=None, **kw):
-            self.name, self.device, self.builds_from = name, device, builds_from
-            made.append(self)
-
-    monkeypatch.setattr(backends, "get_backend", lambda name, **kw: _Gpu(name, **kw))
+    made = fake_gpus
     monkeypatch.setattr(pycuda_backend, "device_count", lambda: 2)
     monkeypatch.setattr(cli_run.os, "cpu_count", lambda: cores)
     args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=devices, backend="pycuda", lanes=lanes)
