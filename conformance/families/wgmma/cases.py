@@ -203,23 +203,26 @@ def skip_draws(rng, span: int, count: int) -> None:
         return
     bits = rng.bit_generator
     state = bits.state
-    if state["bit_generator"] != "PCG64" or span >= 2**32:
+    if state["bit_generator"] != "PCG64" or span >= 2**32 or count < _SKIP_FROM:
         rng.integers(0, span, size=count, dtype=np.int32)
         return
-    kept = [np.uint32(state["uinteger"])] if state["has_uint32"] else []
+    kept = [state["uinteger"]] if state["has_uint32"] else []
     need = count - len(kept)
     raw = bits.random_raw((need + 1) // 2)
-    outputs = np.concatenate([np.array(kept, dtype=np.uint32), raw.astype("<u8").view("<u4")[:need]])
+    high = int(raw[-1] >> np.uint64(32)) if len(raw) else state["uinteger"]  # the last output's high half
+    low = raw.view("<u4")  # each output's low half, then its high one (little-endian: as the generator gives them)
+    low *= np.uint32(span)  # the product's low half, in place (uint32 wraps)
     threshold = (2**32 - span) % span
-    if threshold and (outputs * np.uint32(span) < threshold).any():  # (the product's low half, as uint32 wraps)
+    if threshold and ((low[:need] < threshold).any() or any(k * span % 2**32 < threshold for k in kept)):
         bits.state = state
         rng.integers(0, span, size=count, dtype=np.int32)
         return
     moved = bits.state
-    moved["has_uint32"] = need % 2
-    if len(raw):  # the last output's high half: kept for the next draw, or taken by this one
-        moved["uinteger"] = int(raw[-1] >> np.uint64(32))
+    moved["has_uint32"], moved["uinteger"] = need % 2, high  # kept for the next draw, or taken by this one
     bits.state = moved
+
+
+_SKIP_FROM = 8192  # fewer draws than this are made: cheaper than the generator state's round trip
 
 
 def _lemire(rng, spans: list[int], outputs: list[int]) -> list[int]:
