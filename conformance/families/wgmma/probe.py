@@ -487,7 +487,9 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics,
         # looked up by value, its rounding as the conversion's)
         total = _add_where(acc, c[0], sd)  # (an .f32 D's: summed in place)
         if v.dtype == "f16" and bound <= _F16_SPAN:
-            np.take(_f16_of_integers(), total.astype(np.int32) + _F16_SPAN, out=out, mode="clip")
+            # (the index in one pass: an integer sum of at most _F16_SPAN plus _F16_SPAN is exact in float32)
+            at = np.add(total, _F16_SPAN, out=np.empty(total.shape, dtype=np.int32), casting="unsafe")
+            np.take(_f16_of_integers(), at, out=out, mode="clip")
         elif v.dtype == "f16":
             out.view(np.float16)[...] = total
         return
