@@ -170,8 +170,8 @@ def main(argv: list[str]) -> int:
         time_plans([(vid, 1, None) for vid, v in sorted(variants().items()) if supported(v)])
         return 0
     if what not in ("check", "record", "time") or any(n not in PINS for n in names):
-        print(f"usage: plan_pin.py check|record|time [{'|'.join(sorted({*PINS} - {'wgmma.sp', 'mma.sp'}))}] "
-              f"or time all (not {' '.join(argv)!r})", file=sys.stderr)
+        print(f"usage: plan_pin.py check|record|time [FAMILY...] (FAMILY: {', '.join(PINS)}; the forms sharing its "
+              f"pin file come too) or time all (not {' '.join(argv)!r})", file=sys.stderr)
         return 2
     files = sorted({PINS[n] for n in names or PINS})
     if what == "time":
