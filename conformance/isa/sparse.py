@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -129,21 +130,40 @@ def compress(
     sp = sparsity(v)
     dense = np.asarray(dense_bits, dtype=np.uint64)
     cases = dense.shape[0]
-    pats = np.array(sp.patterns, dtype=np.int64)  # [P, 2]
-    cover = np.zeros((len(pats), sp.width), dtype=bool)
-    for p, pat in enumerate(pats):
-        cover[p, positions(sp, pat[None, :])[0]] = True
-    nonzero = (dense != 0).reshape(cases, 1, sp.m, sp.chunks, sp.width)
-    ok = ~np.any(nonzero[..., None, :] & ~cover, axis=-1)  # [case, 1, M, chunk, P]
-    if not np.all(ok.any(-1)):
-        raise ValueError(f"{v.id}: a chunk of A has more non-zeros than the sparsity allows")
-    score = rng.random(ok.shape) + ok * 2.0
+    pats, cover = _covers(sp)
+    shape = (cases, 1, sp.m, sp.chunks, len(pats))
+    if dense.any():
+        # each chunk's non-zero positions as a bit mask, against each pattern's positions
+        held = np.packbits((dense != 0).reshape(*shape[:-1], sp.width), axis=-1, bitorder="little")[..., 0]
+        ok = (held[..., None] & ~cover) == 0  # [case, 1, M, chunk, P]
+        if not np.all(ok.any(-1)):
+            raise ValueError(f"{v.id}: a chunk of A has more non-zeros than the sparsity allows")
+        score = rng.random(shape) + ok * 2.0
+    else:  # every pattern covers an all-zero chunk: the same scores, no pass over the masks
+        score = rng.random(shape)
+        score += 2.0
+        ok = None
     if fixed is not None:
+        ok = np.ones(shape, dtype=bool) if ok is None else ok
         pin = (fixed[None, None, :, :, None] == np.arange(len(pats))) & (fixed[None, None, :, :, None] >= 0)
         score = score + pin * ok * 4.0
     choice = np.argmax(score, axis=-1)  # [case, 1, M, chunk]
     idx = pats[choice]  # [case, 1, M, chunk, 2]
-    pos = positions(sp, idx) + (np.arange(sp.chunks) * sp.width)[:, None]
-    flat = pos.reshape(cases, 1, sp.m, sp.chunks * sp.nz)
-    comp = np.take_along_axis(dense, flat, axis=-1)
+    if ok is None:
+        comp = np.zeros((cases, 1, sp.m, sp.chunks * sp.nz), dtype=np.uint64)
+    else:
+        pos = positions(sp, idx) + (np.arange(sp.chunks) * sp.width)[:, None]
+        comp = np.take_along_axis(dense, pos.reshape(cases, 1, sp.m, sp.chunks * sp.nz), axis=-1)
     return comp, idx.reshape(cases, 1, sp.m, sp.chunks * 2).astype(np.uint64)
+
+
+@cache
+def _covers(sp: Sparsity) -> tuple[np.ndarray, np.ndarray]:
+    """(the legal patterns ``int64[P, 2]``, the dense positions each covers as a bit mask ``uint8[P]``), once per
+    chunk geometry."""
+    pats = np.array(sp.patterns, dtype=np.int64)
+    cover = np.zeros(len(pats), dtype=np.uint8)
+    for p, pat in enumerate(pats):
+        for q in positions(sp, pat[None, :])[0].tolist():
+            cover[p] |= 1 << q
+    return pats, cover

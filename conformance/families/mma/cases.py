@@ -225,7 +225,13 @@ def alphabet(type_name: str, dtype_name: str) -> tuple[float, ...]:
 
 
 def _one(op: Operand) -> int:
-    return int(op.type.encode(np.array([1.0]))[0])
+    return _one_of(op.type)
+
+
+@cache
+def _one_of(t: PtxType) -> int:
+    """The container bits of 1 in ``t``, once per process and type."""
+    return int(t.encode(np.array([1.0]))[0])
 
 
 def _zero_bits(op: Operand, cases: int) -> np.ndarray:
@@ -259,22 +265,21 @@ def _map_case_bits(v: Variant, target: str) -> tuple[dict[str, np.ndarray], dict
     tag_bits = tagged.type.encode(tag_vals)  # [digit, matrix, row, col]
     other = {"A": "B", "B": "A"}.get(target)
     sparse = is_sparse(v)
-    if sparse:  # A is built dense (K columns) here and compressed below, or tagged compressed
-        dense_a = np.zeros((cases, 1, m, k), dtype=np.uint64)
-        if target != "A":
-            bits["A"] = dense_a
-    for s in range(blocks):
-        for d in range(digits):
-            case = s * digits + d
-            bits[target][case] = tag_bits[d]
+    if sparse and target != "A":  # A is built dense (K columns) here and compressed below, or tagged compressed
+        bits["A"] = np.zeros((cases, 1, m, k), dtype=np.uint64)
+    bits[target][...] = np.tile(tag_bits, (blocks, 1, 1, 1))  # case s * digits + d: digit d in block s
+    if other is not None:
+        # block s selects with ones at k == i + span * s (i < span: N for B, M for A), the same in each of its digits
+        span = n if other == "B" else m
+        sel = np.zeros((blocks, *bits[other].shape[1:]), dtype=np.uint64)
+        for s in range(blocks):
+            kk = np.arange(span) + span * s
+            ok = kk < k
             if other == "B":  # B[k, n] = 1 where k == n + N*s: D[m, n] = A[m, n + N*s]
-                kk = np.arange(n) + n * s
-                ok = kk < k
-                bits["B"][case][:, kk[ok], np.arange(n)[ok]] = _one(ops["B"])
-            elif other == "A":  # A[m, k] = 1 where k == m + M*s: D[m, n] = B[m + M*s, n]
-                kk = np.arange(m) + m * s
-                ok = kk < k
-                bits["A"][case][:, np.arange(m)[ok], kk[ok]] = _one(ops["A"])
+                sel[s][:, kk[ok], np.arange(span)[ok]] = _one(ops["B"])
+            else:  # A[m, k] = 1 where k == m + M*s: D[m, n] = B[m + M*s, n]
+                sel[s][:, np.arange(span)[ok], kk[ok]] = _one(ops["A"])
+        bits[other][...] = np.repeat(sel, digits, axis=0)
     bits.update(_unit_scales(v, cases))
     meta = {"target": target, "radix": radix, "digits": digits, "blocks": blocks, "alphabet": list(alpha)}
     if sparse:

@@ -69,18 +69,21 @@ class MmaFamily(Family):
         expected = _expected(v, case_sets, surroundings)
         # A kernel with an out-of-range selector stays a kernel of its own: ``settle`` asks ptxas whether it runs.
         selector = any(cs.check.startswith("undefined.selector") for cs in case_sets)
-        if len({k.name for k in kernels}) == 1 and not selector:
+        names = [k.name for k in kernels]  # (each a hash of the kernel's key: taken once)
+        if len(set(names)) == 1 and not selector:
             launches = [order[i : i + per_launch] for i in range(0, pos, per_launch)]
             return Plan(v, seed, version, target, probe, case_sets, in_words, slices, launches, wpb, layout.out_words,
                         expected=expected)
         # Selector immediates differ between checks (or inputs are undefined): one kernel each, launches never mix them.
         probes: list[Probe] = []
+        index: dict[str, int] = {}  # kernel name -> its place in probes
         of_case = np.full(pos, -1, dtype=np.int64)
-        for cs, kernel in zip(case_sets, kernels):
-            if kernel.name not in [p.name for p in probes]:
+        for cs, kernel, name in zip(case_sets, kernels, names):
+            if name not in index:
+                index[name] = len(probes)
                 probes.append(kernel)
             a, b = slices[cs.check]
-            of_case[a:b] = [p.name for p in probes].index(kernel.name)
+            of_case[a:b] = index[name]
         launches, launch_probe = launches_by_probe(order, of_case, len(probes), per_launch)
         return Plan(v, seed, version, target, probes[0], case_sets, in_words, slices, launches, wpb, layout.out_words,
                     probes, launch_probe, expected)

@@ -192,6 +192,39 @@ def bounded_draws(rng, spans) -> np.ndarray:
     return out
 
 
+def skip_draws(rng, span: int, count: int) -> None:
+    """Move ``rng`` on as ``rng.integers(0, span, size=count, dtype=np.int32)`` does, without building the draws (a
+    tagged check's C of zeros draws them only to keep the stream where it was).  Each bounded draw takes one
+    32-bit output (Lemire's method, as :func:`bounded_draws` says) unless the output times the span falls in the
+    rejected sliver; a PCG64 generator gives its 32-bit outputs as the halves of its 64-bit ones (low first, the
+    high one kept for the next), so the raw outputs are taken at once and only checked for a rejection: where one
+    is (about one draw in 2**28 for these spans), or the generator is another, the draws are made after all."""
+    if span <= 1 or count <= 0:  # (a span of one takes no output)
+        return
+    bits = rng.bit_generator
+    state = bits.state
+    if state["bit_generator"] != "PCG64" or span >= 2**32 or count < _SKIP_FROM:
+        rng.integers(0, span, size=count, dtype=np.int32)
+        return
+    kept = [state["uinteger"]] if state["has_uint32"] else []
+    need = count - len(kept)
+    raw = bits.random_raw((need + 1) // 2)
+    high = int(raw[-1] >> np.uint64(32)) if len(raw) else state["uinteger"]  # the last output's high half
+    low = raw.view("<u4")  # each output's low half, then its high one (little-endian: as the generator gives them)
+    low *= np.uint32(span)  # the product's low half, in place (uint32 wraps)
+    threshold = (2**32 - span) % span
+    if threshold and ((low[:need] < threshold).any() or any(k * span % 2**32 < threshold for k in kept)):
+        bits.state = state
+        rng.integers(0, span, size=count, dtype=np.int32)
+        return
+    moved = bits.state
+    moved["has_uint32"], moved["uinteger"] = need % 2, high  # kept for the next draw, or taken by this one
+    bits.state = moved
+
+
+_SKIP_FROM = 8192  # fewer draws than this are made: cheaper than the generator state's round trip
+
+
 def _lemire(rng, spans: list[int], outputs: list[int]) -> list[int]:
     """NumPy's bounded draws of ``spans`` from the generator's 32-bit ``outputs`` (taken already), one by one, a
     rejected output followed by the next (and, past the given ones, more from the generator)."""
@@ -280,10 +313,11 @@ def c_draws(rng, v: WgmmaVariant, cases: int, zero: bool = False) -> tuple[np.nd
     if dt.is_float:  # -64..64: exact in .f16 and .f32
         # drawn as 0 .. 128, the same numbers from the same stream less -64 (a bounded draw scales one output by the
         # span and adds the low end), looked up by a clipped take (several times faster than negative indices)
-        d = rng.integers(0, 129, size=shape, dtype=np.int32)
         if zero:
+            skip_draws(rng, 129, int(np.prod(shape)))
             bits = np.zeros(shape, dtype=np.uint32)
             return bits, (bits.view(np.float32), 0.0)
+        d = rng.integers(0, 129, size=shape, dtype=np.int32)
         bits = np.take(_narrow(v.dtype, -64, 64), d, mode="clip")
         if bits.dtype == np.uint32 and v.dtype == "f32":
             return bits, (bits.view(np.float32), 64.0)
@@ -295,9 +329,9 @@ def _c_ints(rng, v: WgmmaVariant, shape: tuple, zero: bool) -> np.ndarray:
     """An integer D's C bits (:func:`_c_values`)."""
     dt = TYPES[v.dtype]
     # integers: 0 or, half the time, near either end of the range (+-(2**31 - 50)), then -40..40 added
-    if zero:
-        for lo, hi in ((0, 2), (0, 2), (-40, 41)):
-            rng.integers(lo, hi, size=shape, dtype=np.int32)
+    if zero:  # the draws below, skipped
+        for span in (2, 2, 81):
+            skip_draws(rng, span, int(np.prod(shape)))
         return np.zeros(shape, dtype=np.uint32)
     near = rng.integers(0, 2, size=shape, dtype=np.int32)
     end = rng.integers(0, 2, size=shape, dtype=np.int32)  # which end

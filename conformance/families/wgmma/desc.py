@@ -43,7 +43,6 @@ def encode(spec: DescSpec, smem: SmemSpec, start: int, lbo: int, sbo: int, swizz
     """Fields -> 64-bit descriptor; DescriptorError naming the rule for anything the ISA forbids."""
     if swizzle not in smem.swizzles:
         raise DescriptorError(f"unknown swizzle mode {swizzle!r}; modes: {', '.join(smem.swizzles)}")
-    s = shift_of(spec)
     for name, val in (("matrix start address", start), ("leading dimension byte offset", lbo), ("stride dimension byte offset", sbo)):
         if val < 0:
             raise DescriptorError(f"{name} {val} is negative")
@@ -57,18 +56,31 @@ def encode(spec: DescSpec, smem: SmemSpec, start: int, lbo: int, sbo: int, swizz
     if base_offset and swizzle == "none":
         raise DescriptorError("base offset is valid for every swizzling mode except no-swizzle (§9.7.15.5.1.2.2)")
     vals = {
-        "start_address": spec.encode_value(start),
-        "leading_byte_offset": spec.encode_value(lbo),
-        "stride_byte_offset": spec.encode_value(sbo),
+        "start_address": _encoded_value(spec, start),
+        "leading_byte_offset": _encoded_value(spec, lbo),
+        "stride_byte_offset": _encoded_value(spec, sbo),
         "base_offset": base_offset,
         "swizzle": smem.code_of(swizzle),
     }
-    del s
     out = 0
     for name, val in vals.items():
         f = spec.fields[name]
         out |= (int(val) & f.mask) << f.lo
     return out
+
+
+def _encoded_value(spec: DescSpec, x: int) -> int:
+    """``spec.encode_value(x)`` (the spec's formula, evaluated), once per process and spec and byte value."""
+    key = (id(spec), x)
+    hit = _VALUES.get(key)
+    if hit is None or hit[0] is not spec:
+        if len(_VALUES) > 65536:
+            _VALUES.clear()
+        hit = _VALUES[key] = (spec, spec.encode_value(x))  # the spec kept alive, so its id stays its own
+    return hit[1]
+
+
+_VALUES: dict[tuple, tuple] = {}
 
 
 def field_values(spec: DescSpec, value: int) -> dict[str, int]:

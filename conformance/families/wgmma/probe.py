@@ -477,17 +477,20 @@ def _product(v: WgmmaVariant, A, B, C, sd: np.ndarray, imm: dict, spec_numerics,
         out[...] = spec_numerics(v, A, B, C if sd.all() else np.where(sd[:, None, None], C, C.dtype.type(nothing)),
                                  True, imm)
         return
-    acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)))
     bound = v.K * a[1] * b[1] + (c[1] if c is not None else np.inf)
-    if dt.is_float and bound < 2**24 and v.dtype in _D_BITS:
+    exact = dt.is_float and bound < 2**24 and v.dtype in _D_BITS
+    # an exact .f32 D: the product straight into D's bits, C added there (no copy of the sums)
+    into = out.view(np.float32) if exact and v.dtype == "f32" else None
+    acc = np.matmul(_scaled(a[0], imm.get("scale_a", 1)), _scaled(b[0], imm.get("scale_b", 1)), out=into)
+    if exact:
         # C's values given, integers too: every sum exact in float32, D's bits straight from it (an .f16 D's
         # looked up by value, its rounding as the conversion's)
-        total = _add_where(acc, c[0], sd)
-        if v.dtype == "f32":
-            out.view(np.float32)[...] = total
-        elif bound <= _F16_SPAN:
-            np.take(_f16_of_integers(), total.astype(np.int32) + _F16_SPAN, out=out, mode="clip")
-        else:
+        total = _add_where(acc, c[0], sd)  # (an .f32 D's: summed in place)
+        if v.dtype == "f16" and bound <= _F16_SPAN:
+            # (the index in one pass: an integer sum of at most _F16_SPAN plus _F16_SPAN is exact in float32)
+            at = np.add(total, _F16_SPAN, out=np.empty(total.shape, dtype=np.int32), casting="unsafe")
+            np.take(_f16_of_integers(), at, out=out, mode="clip")
+        elif v.dtype == "f16":
             out.view(np.float16)[...] = total
         return
     if dt.is_float:  # C added in float64, as spec_numerics adds it; then rounded to D's type as dt.encode does

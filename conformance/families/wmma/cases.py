@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 from ptxconf.core.plan import CaseSet
+from ptxconf.families.wgmma.cases import bounded_draws
 from ptxconf.isa.ptxtypes import TYPES
 
-from .memory import HEADER_WORDS, SLACK, as_words, max_stride, scatter_matrices
+from .memory import HEADER_WORDS, SLACK, as_words, scatter_matrices
 from .probe import WmmaProbe
-from .spec import WmmaSpec
+from .spec import WmmaSpec, WmmaVariant
 
 __all__ = ["CHECKS", "make_cases", "case_words"]
 
@@ -31,35 +32,47 @@ def make_cases(probe: WmmaProbe, seed: int, checks, value_cases: int, rng: np.ra
 
 
 def case_words(p: WmmaProbe, bits: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    """``uint32[case, lane, in_words]``: random bytes, the header, and A, B, C at random strides and offsets."""
-    spec: WmmaSpec = p.mma.doc  # type: ignore[assignment]
-    mv, shape = p.mma, p.mma.shape_name
+    """``uint32[case, lane, in_words]``: random bytes, the header, and A, B, C at random strides and offsets.
+
+    Each case draws its route, then a padding of each stride (A, B, C, D), then an offset of each base: every
+    case's integers in one :func:`~ptxconf.families.wgmma.cases.bounded_draws`, the numbers drawn one by one."""
+    mv = p.mma
     cases = len(bits["A"])
     img = rng.integers(0, 256, size=(cases, 128 * p.size.in_words), dtype=np.uint8)
-    where: dict[str, list] = {m: [] for m in "abc"}  # per matrix: each case's (layout, stride, offset)
-    for case in range(cases):
-        route = int(rng.integers(len(p.routes)))
-        lay = {"a": mv.layout_of("a"), "b": mv.layout_of("b"), "c": p.routes[route][0], "d": p.routes[route][1]}
-        hdr = [route]
-        for m in "abcd":
-            t = mv.type_of(m)
-            unit = spec.stride_unit(m, t, shape, lay[m])
-            ld = spec.min_stride(m, t, shape, lay[m]) + int(rng.integers(SLACK + 1)) * unit
-            assert ld <= max_stride(spec, mv, m, lay[m])
-            hdr.append(ld)
-        offs = []
-        for k, m in enumerate("abcd"):
-            align = spec.base_alignment(m, mv.type_of(m), shape)
-            start = p.size.slots[k] if m != "d" else 0
-            offs.append(start + int(rng.integers(SLACK + 1)) * align)
-        hdr += offs
-        img[case, : 4 * HEADER_WORDS] = np.array(hdr, dtype="<u4").view(np.uint8)
-        for k, m in enumerate("abc"):
-            where[m].append((lay[m], hdr[1 + k], offs[k]))
-    for m in "abc":  # every case's matrix in one scatter, A then B then C as a case writes them
-        if not cases:
-            break
-        lays, lds, offs = zip(*where[m])
-        layout = lays[0] if len(set(lays)) == 1 else np.array([x == "col" for x in lays])
-        scatter_matrices(img, np.array(offs), bits[m.upper()][:, 0], layout, np.array(lds), TYPES[mv.type_of(m)].bits)
+    if not cases:
+        return as_words(img, p.size.in_words)
+    lays, least, unit, align = _strides(mv, p.routes)
+    start = np.array([*p.size.slots, 0])
+    drawn = bounded_draws(rng, np.tile([len(p.routes)] + [SLACK + 1] * 8, cases)).reshape(cases, 9)
+    route = drawn[:, 0]
+    lds = least[route] + drawn[:, 1:5] * unit[route]
+    offs = start + drawn[:, 5:] * align
+    hdr = np.concatenate([route[:, None], lds, offs], axis=1)
+    img[:, : 4 * HEADER_WORDS] = hdr.astype("<u4").view(np.uint8)
+    for k, m in enumerate("abc"):  # every case's matrix in one scatter, A then B then C as a case writes them
+        col = np.array([ls[k] == "col" for ls in lays])[route]
+        layout = ("col" if col[0] else "row") if (col == col[0]).all() else col
+        scatter_matrices(img, offs[:, k], bits[m.upper()][:, 0], layout, lds[:, k], TYPES[mv.type_of(m)].bits)
     return as_words(img, p.size.in_words)
+
+
+def _strides(mv: WmmaVariant, routes: tuple) -> tuple:
+    """(each route's layouts of A, B, C, D; per route and matrix the least stride and the stride unit (elements);
+    per matrix the base alignment (bytes)), once per process and mma form and routes."""
+    key = (mv.id, routes)
+    hit = _STRIDES.get(key)
+    if hit is not None and hit[0] is mv:
+        return hit[1]
+    spec: WmmaSpec = mv.doc  # type: ignore[assignment]
+    shape = mv.shape_name
+    lays = [(mv.layout_of("a"), mv.layout_of("b"), c, d) for c, d in routes]
+    least = np.array([[spec.min_stride(m, mv.type_of(m), shape, lay) for m, lay in zip("abcd", ls)] for ls in lays])
+    unit = np.array([[spec.stride_unit(m, mv.type_of(m), shape, lay) for m, lay in zip("abcd", ls)] for ls in lays])
+    align = np.array([spec.base_alignment(m, mv.type_of(m), shape) for m in "abcd"])
+    if len(_STRIDES) > 4096:
+        _STRIDES.clear()
+    _STRIDES[key] = (mv, (lays, least, unit, align))  # the form kept alive: an entry is its own
+    return lays, least, unit, align
+
+
+_STRIDES: dict[tuple, tuple] = {}

@@ -10,7 +10,7 @@ import pytest
 from ptxconf.backends.emulator import EmulatorBackend
 from ptxconf.families.mma.cases import make_checks
 from ptxconf.isa.loader import load_specs
-from ptxconf.isa.sparse import compress, densify, sparsity
+from ptxconf.isa.sparse import compress, densify, positions, sparsity
 from ptxconf.isa.targets import PtxVersion
 from ptxconf.oracle import mma
 from ptxconf.run.replay import replay_dir
@@ -155,6 +155,38 @@ def test_compress_roundtrip_and_ordered_rule(vid):
     assert np.all(pairs[..., 0] != pairs[..., 1])
     if v.instruction.sparse == "ordered":
         assert np.all(pairs[..., 0] < pairs[..., 1])
+
+
+@pytest.mark.parametrize("vid", [F16K16, BF16K32, TF32K16, U4K128])
+def test_compress_picks_by_the_drawn_scores(vid):
+    """compress's choice, chunk by chunk, as its rule says: of the patterns whose positions cover the chunk's
+    non-zeros, the one with the highest drawn score (a pinned one first where it covers); one score per (case,
+    chunk, pattern) from one draw, the generator left where that draw leaves it (seeds keep naming their cases)."""
+    v = SPECS.get(vid)
+    sp = sparsity(v)
+    pats = [tuple(p) for p in sp.patterns]
+    covers = [set(positions(sp, np.array([p]))[0].tolist()) for p in pats]
+    draw = np.random.default_rng(5)
+    fixed = draw.integers(-1, len(pats), size=(sp.m, sp.chunks))
+    for cases, pin in ((0, None), (2, None), (3, fixed)):
+        for zero in (True, False):
+            dense = np.zeros((cases, 1, sp.m, sp.k), dtype=np.uint64)
+            if not zero:  # at most one non-zero per chunk (any one position some pattern covers)
+                at = draw.integers(0, sp.width, size=(cases, 1, sp.m, sp.chunks))
+                cols = at + np.arange(sp.chunks) * sp.width
+                np.put_along_axis(dense, cols, draw.integers(1, 4, size=cols.shape).astype(np.uint64), axis=-1)
+            rng, ref = np.random.default_rng(cases), np.random.default_rng(cases)
+            comp, fields = compress(v, dense, rng, pin)
+            score = ref.random((cases, 1, sp.m, sp.chunks, len(pats)))
+            for c, r, ch in np.ndindex(cases, sp.m, sp.chunks):
+                held = {q for q in range(sp.width) if dense[c, 0, r, ch * sp.width + q]}
+                ok = [held <= cov for cov in covers]
+                want = [score[c, 0, r, ch, i] + 2.0 * ok[i] + (4.0 if pin is not None and pin[r, ch] == i and ok[i] else 0)
+                        for i in range(len(pats))]
+                got = tuple(fields[c, 0, r, 2 * ch : 2 * ch + 2].tolist())
+                assert got == pats[int(np.argmax(want))]
+            assert np.array_equal(densify(v, comp, fields), dense)
+            assert rng.random() == ref.random()
 
 
 def test_runner_covers_every_selector_value():

@@ -31,6 +31,19 @@ def test_bounded_draws_are_the_one_by_one_draws(high):
         assert (rng.integers(0, 1000, size=4) == ref.integers(0, 1000, size=4)).all()
 
 
+@pytest.mark.parametrize("span", [2, 81, 129, 3 * 2**29])  # C's spans; a huge one, rejected one time in four
+def test_skipped_draws_leave_the_generator_as_the_draws(span):
+    for seed in range(30):
+        for count in (0, 1, 2, 3, 1000 + seed, wgc._SKIP_FROM + seed):  # (made below _SKIP_FROM, skipped from it)
+            rng, ref = np.random.default_rng(seed), np.random.default_rng(seed)
+            for g in (rng, ref):
+                g.integers(0, 7, size=seed % 3, dtype=np.int32)  # half of a 64-bit output left over, or not
+            wgc.skip_draws(rng, span, count)
+            ref.integers(0, span, size=count, dtype=np.int32)
+            assert rng.bit_generator.state == ref.bit_generator.state
+            assert (rng.integers(0, 1000, size=5, dtype=np.int32) == ref.integers(0, 1000, size=5, dtype=np.int32)).all()
+
+
 def test_case_layouts_draw_as_each_choice_alone():
     v = load_specs().get("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16/ss")
     model = wg.model_of(v)
