@@ -367,7 +367,7 @@ def _fin_of(plan, nan_bits):
 def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
     """D's bits of a row whose blocks are done (``acc``: the last one's result): model._to_d, add_rne's final add of
     C, D's encoding, and the row's infinities and NaN (``found``: ``payload`` is the first NaN operand's)."""
-    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz, nanp, nb, c_nsb, c_nsm = fin
+    to_d, late, uf_pos, d_p, dp, out_flush, ovf, negz = fin[0], fin[1], fin[2], fin[3], fin[4], fin[5], fin[6], fin[7]
     nan = nan or (pinf and ninf)
     if to_d and acc[2] != 0:  # model._to_d: the last block's result to D by RNE
         acc = _uf(uf_pos, _round_n(acc[0], acc[2], acc[3], d_p, dp[3], dp[4], 1, out_flush, ovf))
@@ -381,27 +381,43 @@ def _finish(fin, acc, pinf, ninf, nan, found, payload, cc, cn, c0, cbits):
         ninf = ninf or (cc == 2 and cn == 1)
         nan = nan or (pinf and ninf)
         sd = _to_double(acc[0], acc[2], acc[3]) + _to_double(c0[0], c0[2], c0[3])
+        sb = _bits_of(sd)
+        if dp[3] <= ((sb >> 52) & 0x7FF) - 1023 < dp[4] and not (pinf or ninf or nan):
+            return _d_of_double(dp, d_p, sb)
         if sd == 0.0:
             neg0 = negz and acc[0] == 1 and c0[0] == 1 and not uf_pos
             acc = (1 if neg0 else 0, 0, 0, 0)
         else:
             sn, sm, se = _from_double(sd)
             acc = _uf(uf_pos, _round_n(sn, sm, se, d_p, dp[3], dp[4], 1, out_flush, ovf))
-    d = _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
-    dsign = 1 << (dp[0] + dp[1])
-    dinf = ((1 << dp[0]) - 1) << dp[1]
-    if pinf:
-        d = dinf
-    if ninf:
-        d = dsign | dinf
+    if pinf or ninf or nan:
+        return _special_d(fin, ninf, nan, found, payload, cc, cbits)
+    return _encode_d(dp, acc[0], acc[1], acc[2], acc[3])
+
+
+@njit(cache=True, inline="always")
+def _d_of_double(dp, d_p, bits):
+    """D's container bits of a float64 (``bits``) whose value lies in D's normal range, at least one binade short of
+    D's overflow: its bits rounded to nearest even at D's precision (a carry moves into the exponent), then D's
+    exponent bias; the same as ``_from_double``, ``_round_n`` and ``_encode_d``, in a few integer operations."""
+    drop = 53 - d_p
+    m = bits & _ABS
+    m = (m + ((1 << (drop - 1)) - 1) + ((m >> drop) & 1)) >> drop
+    return (m - ((1023 - dp[2]) << dp[1])) | (((bits >> 63) & 1) << (dp[0] + dp[1]))
+
+
+@njit(cache=True)
+def _special_d(fin, ninf, nan, found, payload, cc, cbits):
+    """D's bits of a row that gives a NaN (``nan``) or else an infinity (``ninf``: -Inf), as _finish reads them:
+    called, not inlined (a row's rare end)."""
+    dp, nanp, nb, c_nsb, c_nsm = fin[4], fin[8], fin[9], fin[10], fin[11]
     if nan:
         if nanp == 0:
-            d = nb
-        elif nanp == 1:
-            d = _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
-        else:
-            d = payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
-    return d
+            return nb
+        if nanp == 1:
+            return _nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else (payload if found else nb)
+        return payload if found else (_nan_conv(c_nsb, c_nsm, dp[0], dp[1], cbits) if cc == 3 else nb)
+    return (((1 << dp[0]) - 1) << dp[1]) | (np.int64(ninf) << (dp[0] + dp[1]))
 
 
 @njit(cache=True, inline="always")
@@ -532,6 +548,8 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
             q = q0 if h == 0 else q1  # the half's infinite products (model._carry_inf)
             pinf = pinf or (q >> _PPINF) & 1 == 1
             ninf = ninf or (q >> _PNINF) & 1 == 1
+            if pinf or ninf or nan:  # D is an infinity or a NaN whatever the sums (model._carry_inf): none taken
+                continue
             cneg, cmag, cexp = acc[0], acc[2], acc[3]
             key = m0 if h == 0 else m1
             anchor = key - 64 if key != 0 else _LOWEXP
