@@ -526,7 +526,7 @@ def ptab_rows(lo, hi, plan, blocks, nan_bits, ptab, a, b, c, lab, out, c_mask, p
     h0 = _halves(lab, 0, k, nh, order)
     npend = 0
     for i in range(lo, hi):
-        if not dense:
+        if not dense and nh == 2:  # one half: block order is column order, listed once
             h0 = _halves(lab, i, k, nh, order)
         _ptab_scan(ptab, a, b, i, order, ent)
         m0, n0, q0 = _ptab_half(ent, 0, h0)
