@@ -239,3 +239,55 @@ def test_a_single_sparse_fp8_row_is_its_row_of_the_batch():
         one = dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1], compiled=True)
         assert one[0] == batch_d[j] == dot_bits(p, t, a[j:j + 1], b[j:j + 1], c[j:j + 1], sparse_pos=pos[j:j + 1],
                                                  compiled=False)[0], f"row {j}"
+
+
+@pytest.mark.parametrize("d, dtype", [("f16", np.float16), ("f32", np.float32)])
+def test_a_float64_in_the_normal_range_of_d_is_rounded_as_numpy_converts_it(d, dtype):
+    """``_d_of_double`` (a late D in D's normal range, one binade short of overflow): rounding the float64's bits to
+    nearest even is NumPy's conversion; ties and carries into the exponent drawn on purpose."""
+    from ptxconf.tools.numerics.formats import FORMATS
+
+    f, width = FORMATS[d], np.dtype(dtype).itemsize * 8
+    mb = f.p - 1
+    dp = (width - 1 - mb, mb, 1 - f.emin, f.emin, f.emax)
+    rng = np.random.default_rng(5)
+    n, drop = 3000, 53 - f.p
+    frac = rng.integers(0, 1 << 52, n, dtype=np.uint64)
+    kind = rng.integers(0, 3, n)  # 0 any bits, 1 a tie at D's precision, 2 D's significand all ones (a carry)
+    low = np.uint64((1 << drop) - 1)
+    frac = np.where(kind == 1, (frac & ~low) | np.uint64(1 << (drop - 1)), frac)
+    frac = np.where(kind == 2, frac | np.uint64(((1 << 52) - 1) & ~((1 << drop) - 1)), frac)
+    exp = rng.integers(f.emin, f.emax, n).astype(np.uint64) + np.uint64(1023)
+    x = (rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)) | (exp << np.uint64(52)) | frac
+    kern = compiled._kernels()
+    got = np.array([kern._d_of_double(dp, f.p, v) for v in x.view(np.int64)], dtype=np.uint64)
+    want = x.view(np.float64).astype(dtype).view(f"u{width // 8}").astype(np.uint64)
+    assert np.array_equal(got, want), f"{int((got != want).sum())} of {n} differ"
+
+
+@pytest.mark.parametrize("path", ["fp8.f32", "fp8.f16"])
+@pytest.mark.parametrize("overflow", ["inf", "saturate"])
+def test_a_d_that_c_meets_last_is_the_model_at_the_edges_of_d(path, overflow):
+    """add_rne rows (the product table's rows): one or two products a row beside a C at the edges of D's range
+    (its largest values, the top of its subnormals, the smallest normals) and C with all-ones significands (the
+    sum rounds up into the next binade): through the normal range's rounding and around it, as model.py; and
+    with ``overflow: saturate`` (a sum past D's largest value is that value)."""
+    v = _fp8("mma.sync", path, 32)
+    p, t = dataclasses.replace(path_of(SPEC, v), overflow=overflow), Types.of(v)
+    rng = np.random.default_rng(13)
+    n = 2048
+    a = np.where(rng.random((n, 32)) < 2 / 32, rng.integers(0, 256, (n, 32)), 0).astype(np.uint64)
+    b = rng.integers(0, 256, (n, 32)).astype(np.uint64)
+    eb, mb = (5, 10) if t.d == "f16" else (8, 23)
+    top, ones = (1 << eb) - 2, (1 << mb) - 1
+    edges = np.array([top << mb | ones, top << mb, (top - 1) << mb | ones, 1 << mb, ones, 1 << mb | 1, 2 << mb,
+                      2 << mb | ones], dtype=np.uint64)
+    carry = (rng.integers(1, top + 1, n).astype(np.uint64) << np.uint64(mb)) | np.uint64(ones) - rng.integers(0, 4, n).astype(np.uint64)
+    c = np.where(rng.random(n) < 0.5, edges[rng.integers(0, len(edges), n)], carry)
+    c |= rng.integers(0, 2, n).astype(np.uint64) << np.uint64(eb + mb)
+    want = dot_bits(p, t, a, b, c, compiled=False)
+    got = dot_bits(p, t, a, b, c, compiled=True)
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), f"{len(bad)} of {n} rows differ; first c={c[bad[0]]:#x}: {got[bad[0]]:#x} against {want[bad[0]]:#x}"
+    exp = (want >> np.uint64(mb)) & np.uint64(top + 1)
+    assert (exp == 0).any() and (exp == top).any(), "the rows reach D's subnormals and its top binade"

@@ -9,8 +9,8 @@ here too, with the same IEEE rounding; f64 paths are IEEE fused multiply-adds (L
 decided by the exact sign of the FMA's error, in a scaled copy where the operands sit near the ends of the range
 (every row is computed here; none comes back to model.py), two rows' chains interleaved (each step waits on the
 last).  Where both operands are 8-bit (fp8), every product of two elements is one entry of a 256 KB table
-(``_product_table``): a row is read from it once (its anchors; its entries kept in block order), then each
-half's aligned sum from those entries.  Operands may come packed into 64-bit words (formats.pack_words,
+(``_product_table``): a row is read from it once into block order, then each half's anchor and aligned sum
+from its contiguous entries.  Operands may come packed into 64-bit words (formats.pack_words,
 ``packed_k``): a ``.b1`` row is the popcounts of its words' xor or and (a dot of K = 256 reads 64 bytes instead of
 4 KB of containers); other packed operands are unpacked first (fp8 read from words, 8 a word, was no quicker than
 from containers: the product table's rows are bound by their arithmetic, not by memory).
