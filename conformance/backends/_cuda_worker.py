@@ -11,12 +11,13 @@ import time
 
 
 def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: no cover - runs on GPU machines only
-    from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
+    from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 
     # The parent decides when this process ends, and it ends with the parent: Ctrl-C in a terminal reaches the
     # whole process group, and the parent finishes the module in flight before it stops.
     if parent is not None:
         die_with_parent(parent)
+    name_process("gpu")
     ignore_stop_signals()
 
     import numpy as np

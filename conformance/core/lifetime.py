@@ -8,6 +8,7 @@ through ``prctl``), and where that is not available a watchdog thread ends it on
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -15,9 +16,12 @@ import sys
 import threading
 import time
 
-__all__ = ["die_with_parent", "ignore_stop_signals", "WATCH_S"]
+__all__ = ["die_with_parent", "ignore_stop_signals", "name_process", "PROCESS_NAMES", "WATCH_S"]
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# What each kind of process of a run is called where the system shows names (``ps``, ``top``, ``/proc/PID/comm``; at
+# most 15 bytes there): the benchmark adds a run's CPU up by these.
+PROCESS_NAMES = {"plan": "ptxconf-plan", "compare": "ptxconf-compare", "lane": "ptxconf-lane", "gpu": "ptxconf-gpu"}
 WATCH_S = 0.5  # how often the watchdog (where there is no parent-death signal) looks at its parent
 
 
@@ -55,3 +59,11 @@ def ignore_stop_signals() -> None:
     group, and the run finishes the module in flight before its workers stop."""
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
+
+
+def name_process(role: str) -> None:
+    """This process's name in the system's lists, :data:`PROCESS_NAMES` of ``role`` (where the system lets a process
+    name itself: Linux; elsewhere nothing)."""
+    with contextlib.suppress(OSError):
+        with open("/proc/self/comm", "w") as fh:
+            fh.write(PROCESS_NAMES[role])

@@ -25,7 +25,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
+from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 from ptxconf.core.verdict import Verdict
 
 from .observations import publish_observation_of
@@ -148,6 +148,7 @@ def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: 
           run_variants: Callable) -> None:
     """One lane: the pipeline for its variants, each outcome sent as it is made; the run's process publishes."""
     die_with_parent(parent)
+    name_process("lane")
     ignore_stop_signals()
     stages = Stages()
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from ptxconf.core import shared
-from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals
+from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 from ptxconf.core.plan import slim
 from threadpoolctl import threadpool_limits
 
@@ -91,13 +91,14 @@ _Job = tuple[Callable[..., Any], _Codec]
 _this_worker: list[_Job] = []  # in a worker process only: its pool's callable and codec, set as it starts
 
 
-def _worker(parent: int, job: _Job) -> None:
+def _worker(parent: int, job: _Job, role: str) -> None:
     """A worker's set-up: ``job`` (the pool's callable and codec, inherited through the fork, never pickled).  It
     ends with the run's process (``parent``), and its signals are the parent's: a Ctrl-C reaches the whole process
     group, and the parent decides.  BLAS runs on one thread: the run already puts a worker on every core, and a BLAS
     thread pool in each of them only oversubscribes the cores (on the 16-core H100 host the warm suite took 18.2 s
     and 17.4 s with one BLAS thread per worker, 19.0 s and 18.2 s with the default pools)."""
     die_with_parent(parent)
+    name_process(role)
     ignore_stop_signals()
     threadpool_limits(1)
     _this_worker[:] = [job]
@@ -155,15 +156,16 @@ class WorkersUnavailable(RuntimeError):
     plans and compares in its own process instead."""
 
 
-def _pool(jobs: int, job: _Job) -> ProcessPoolExecutor:
-    """``jobs`` forked workers, all started now (before the run starts threads of its own).
+def _pool(jobs: int, job: _Job, role: str) -> ProcessPoolExecutor:
+    """``jobs`` forked workers (named after ``role``: ``plan``, ``compare``), all started now (before the run starts
+    threads of its own).
 
     Why not ``multiprocessing.Pool``: its worker-handler thread wakes whenever results wait in the pipe and
     polls every worker's exit status each time; under a run's result traffic that spun through about a
     million polls, holding this process's GIL for a fifth of the run (profiled on the H100)."""
     try:
         pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=_worker,
-                                   initargs=(os.getpid(), job))
+                                   initargs=(os.getpid(), job, role))
     except OSError as exc:  # the pool's semaphores live in /dev/shm
         raise WorkersUnavailable(f"no worker processes: multiprocessing cannot make its semaphores ({exc}); "
                                  "/dev/shm must be a writable directory with room") from None
@@ -185,7 +187,7 @@ def plan_in_parallel(jobs: int, plan: Callable[[Any, tuple[int, int]], Any], var
     ``on_seconds`` hears each plan's seconds in its worker (wall, then CPU).  The workers start now (raises
     :class:`WorkersUnavailable`); the plans come as they are taken."""
     codec = _Codec(variants, words_unmapped=True)
-    return _planned(_pool(jobs, (plan, codec)), codec, jobs, items, on_seconds, arrived)
+    return _planned(_pool(jobs, (plan, codec), "plan"), codec, jobs, items, on_seconds, arrived)
 
 
 def _planned(pool: ProcessPoolExecutor, codec: _Codec, jobs: int, items: Iterable[tuple[str, tuple[int, int]]],
@@ -242,7 +244,7 @@ class ComparePool:
     def __init__(self, jobs: int, compare: Callable[..., Any], variants: dict[str, Any],
                  arrived: PlanBytes | None = None):
         self._codec = _Codec(variants)
-        self._pool = _pool(jobs, (compare, self._codec))
+        self._pool = _pool(jobs, (compare, self._codec), "compare")
         self._arrived = arrived
 
     def submit(self, *args: Any) -> Future:

@@ -36,6 +36,8 @@ from ptxconf.run.files import atomic_write
 from ptxconf.run.runner import Plan, plan_groups, run_module
 from ptxconf.run.stages import Stages
 
+from .proccpu import run_sampled
+
 
 def _plans(backend: Backend, variants, seed: int, cases_per_launch: int | None) -> dict[tuple, list[Plan]]:
     """The run's own planning and grouping (every family), with an optional cases-per-launch override."""
@@ -111,7 +113,8 @@ def _bound(entry: dict) -> dict:
 def suite(backend_name: str, select: list[str] | None, seed: int, devices: str | None = None) -> dict:
     """``ptxconf run`` cold, then warm, then warm without observation files, each in a fresh process: what each
     summary.json says of its time, and the CPU seconds of the run's processes (``cores_busy``: CPU over wall; near
-    the machine's cores, the run is bound by the host's work, not the GPU's); ``host``: the CPU seconds of planning,
+    the machine's cores, the run is bound by the host's work, not the GPU's; ``cpu_by_process``: user and system
+    seconds by kind of process, read from ``/proc`` while it ran); ``host``: the CPU seconds of planning,
     comparing and saving, and their sum per case in ms.
 
     With *devices* (``--devices`` of ``ptxconf run``) the three runs use those GPUs, and the first of them alone is
@@ -132,18 +135,22 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
                    "--quiet", "--out", str(run_dir), *extra, *sel]
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: nobody reads it while the run runs
+                proc, by_kind = run_sampled(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+                err.seek(0)
+                stderr = err.read()
             wall = time.perf_counter() - t0
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
             summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
             out[label] = {"exit": proc.returncode, "process_wall_s": round(wall, 3), "run_wall_s": summary.get("wall_s"),
                           "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 1), "cores": os.cpu_count(),
+                          "cpu_by_process": by_kind,
                           "counts": summary.get("counts"), "cases": summary.get("cases"),
                           "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats"),
                           "host": host_cpu(summary.get("stages_s"), summary.get("cases"))}
             if proc.returncode not in (0, 1):
-                out[label]["stderr_tail"] = proc.stderr[-2000:]
+                out[label]["stderr_tail"] = stderr[-2000:]
             print(f"ptxconf bench: suite {label}: {wall:.1f} s, exit {proc.returncode}", file=sys.stderr, flush=True)
     cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
     out["command"] = ("ptxconf run --backend " + backend_name + (f" --devices {devices}" if devices else "")
