@@ -58,7 +58,7 @@ def lanes_of(backend: Any) -> list[Any] | None:
     return make()
 
 
-def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variants: list, shares: list[list],
+def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares: list[list],
                  request: Any, on_outcome: Callable[[LaneOutcome], None] | None,
                  on_skip: Callable[[Any, str], None] | None, progress: Any, stop: Callable[[], bool] | None,
                  stages: Stages) -> None:
@@ -67,7 +67,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variant
     variants are then not run: the run says so)."""
     ctx = mp.get_context("fork")
     stopping = ctx.Event()
-    by_id = {v.id: v for v in variants}
+    by_id = {v.id: v for share in shares for v in share}
     n = len(lanes)
     jobs = max(1, request.jobs // n)
     procs, conns = [], []

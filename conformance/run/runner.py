@@ -463,8 +463,8 @@ def run_variants(
 
         lanes = lanes_of(backend)
         if lanes:
-            run_in_lanes(run_variants, backend, lanes, variants, lane_shares(backend, variants, request.seed, len(lanes)),
-                         request, on_outcome, on_skip, progress, stop, stages or Stages())
+            run_in_lanes(run_variants, backend, lanes, lane_shares(backend, variants, request.seed, len(lanes)), request,
+                         on_outcome, on_skip, progress, stop, stages or Stages())
             return
     publish_to = request.observations if publish else None  # where this process publishes what was saved
 

@@ -32,15 +32,12 @@ class WmmaFamily(Family):
 
     def build(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> tuple[Target, PtxVersion]:
         """A load or store is built with its mma form (the plan's first draw), whose targets and versions it takes."""
-        options = wm.companions(v)
-        mv = options[int(variant_rng(v, seed).integers(len(options)))]
-        return pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, mv)
+        return pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx, _companion(v, variant_rng(v, seed)))
 
     def plan(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, checks: Iterable[str] = (),
              value_cases: int = 8, cases_per_launch: int | None = None) -> Plan:
         rng = variant_rng(v, seed)
-        options = wm.companions(v)
-        mv = options[int(rng.integers(len(options)))]
+        mv = _companion(v, rng)
         target, version = self.build(v, seed, cc, max_ptx)
         size = sizes(v.doc, mv)
         spaces = [s for s in v.doc.spaces_for(version) if not s.startswith(".shared") or 128 * (size.in_words + size.out_words) <= wm.SHARED_BUDGET]
@@ -86,3 +83,9 @@ class WmmaFamily(Family):
 __all__ = ["FAMILY", "WmmaFamily", "companion_of"]
 
 FAMILY = WmmaFamily()
+
+
+def _companion(v, rng):
+    """The mma form a load or store is run with: the first draw of the plan's stream ``rng``."""
+    options = wm.companions(v)
+    return options[int(rng.integers(len(options)))]
