@@ -70,7 +70,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
     by_id = {v.id: v for share in shares for v in share}
     n = len(lanes)
     jobs = max(1, request.jobs // n)
-    procs, conns = [], []
+    procs, conns, names = [], [], {}
     for i, lane_backend in enumerate(lanes):
         mine = shares[i]
         if not mine:
@@ -82,11 +82,13 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
         there.close()
         procs.append(p)
         conns.append(here)
+        names[here] = f"lane{i}"
+    stages.mark("lanes_started")
     failures: list[str] = []
     live = dict(zip(conns, procs))
     lane_stats: list[dict] = []
     try:
-        _take(live, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages, lane_stats, failures)
+        _take(live, names, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages, lane_stats, failures)
     except BaseException:  # this process stops recording (a write refused, a crash): the lanes stop, unpublished
         stopping.set()
         for p in procs:
@@ -96,6 +98,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
         raise
     for p in procs:
         p.join()
+    stages.mark("lanes_ended")
     absorb = getattr(backend, "absorb_lane_stats", None)
     if absorb is not None:
         absorb(lane_stats)
@@ -103,7 +106,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
         raise RuntimeError("; ".join(failures))
 
 
-def _take(live: dict, stopping: Any, stop: Callable[[], bool] | None, by_id: dict, request: Any,
+def _take(live: dict, names: dict, stopping: Any, stop: Callable[[], bool] | None, by_id: dict, request: Any,
           on_outcome: Callable | None, on_skip: Callable | None, progress: Any, stages: Stages, lane_stats: list,
           failures: list) -> None:
     """What the lanes send, recorded as it comes, until every lane has ended; a stop request passed on to them."""
@@ -127,9 +130,11 @@ def _take(live: dict, stopping: Any, stop: Callable[[], bool] | None, by_id: dic
                 if progress:
                     progress.update(1)
             elif kind == "done":
-                lane_stages, stats = body
+                lane_stages, stats, marks = body
                 for name, seconds in lane_stages.items():
                     stages.add(name, seconds)
+                for name, at in marks.items():
+                    stages.mark(f"{names[conn]}.{name}", at)
                 lane_stats.append(stats)
             elif kind == "error":
                 failures.append(body[0])
@@ -160,7 +165,7 @@ def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: 
         run_variants(backend, variants, request, on_outcome=outcome,
                      on_skip=lambda v, why: conn.send(("skip", v.id, why)), stop=stopping.is_set, stages=stages,
                      publish=False)
-        conn.send(("done", stages.rounded(), backend.stats()))
+        conn.send(("done", stages.rounded(), backend.stats(), stages.marks()))
     except BaseException as exc:  # noqa: BLE001 - the run's process says it (and the variants not run)
         conn.send(("error", f"a device's pipeline failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"))
     finally:

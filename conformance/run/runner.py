@@ -463,8 +463,10 @@ def run_variants(
 
         lanes = lanes_of(backend)
         if lanes:
-            run_in_lanes(run_variants, backend, lanes, lane_shares(backend, variants, request.seed, len(lanes)), request,
-                         on_outcome, on_skip, progress, stop, stages or Stages())
+            stages = stages or Stages()
+            shares = lane_shares(backend, variants, request.seed, len(lanes))
+            stages.mark("shares_dealt")
+            run_in_lanes(run_variants, backend, lanes, shares, request, on_outcome, on_skip, progress, stop, stages)
             return
     publish_to = request.observations if publish else None  # where this process publishes what was saved
 
@@ -531,7 +533,10 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
 
     def launch(plans: list[Plan], source: str) -> tuple[list, float]:
         t0 = time.perf_counter()
+        stages.mark("first_launch")
         launched = launch_module(backend, plans, source, stages)
+        stages.mark("first_launched")
+        stages.mark_last("last_launched")
         return launched, (time.perf_counter() - t0) / max(1, len(plans))
 
     def finish(plans: list[Plan], launched: list | None, share: float) -> None:
@@ -549,6 +554,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
             for outcome in comparisons.ready():
                 emit(outcome)
 
+    stages.mark("pipeline")
     backend.open()
     try:  # module by module: build ahead, launch (on every device), compare; outcomes emitted in module order
         modules = iter_modules(backend, variants, request, on_skip=skipped, max_plans=MODULE_PLANS, stop=stop,
@@ -562,6 +568,7 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 inflight.append((plans, launcher.submit(launch, plans, source)))
             # While they run: the next modules planned and handed to the builders (ptxas pool).
             while len(ahead) < depth + slots and (plans := next(modules, None)) is not None:
+                stages.mark("first_module")
                 with stages("module"):
                     source = module_of(plans)
                     backend.prefetch(source)
@@ -572,9 +579,11 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 break
             plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
             finish(plans, *running.result())
+        stages.mark("launches_done")
         if comparisons is not None:  # every launched module's verdicts, also when stopping early
             for outcome in comparisons.ready(wait=True):
                 emit(outcome)
+        stages.mark("compared")
     except BaseException:
         # Killed from inside (an interrupt, a crash outside recording): the comparisons already running finish
         # (seconds at most) and their verdicts are recorded before the run stops; the first error is the one that

@@ -181,6 +181,9 @@ class RunSession:
         if self.backend_stats:
             extra["backend_stats"] = self.backend_stats
         extra["stages_s"] = self.stages.rounded()
+        marks = self.stages.marks()
+        if "start" in marks:
+            extra["timeline_s"] = self.stages.timeline(marks["start"])
         self.log.write_summary(status, extra)
 
     def run(self, backend) -> int:
@@ -203,6 +206,7 @@ class RunSession:
         assert self.signals is not None
         self.signals.writing()  # the directory is the run's now: a signal is a request it finishes cleanly
         self.stages = Stages()
+        self.stages.mark("start")
         self._write_summary("running")
         self.signals.on_second(lambda: self._write_summary("interrupted"))
         if self.signals.requested:  # a signal during start-up: nothing runs, the summary says so
@@ -254,6 +258,7 @@ class RunSession:
             raise
         finally:
             progress.close()
+        self.stages.mark("ran")
         self.backend_stats = backend.stats()
         everything = len(self.variants_done) == len(self.variants)
         self._finish("complete" if everything or not self.signals.requested else "interrupted")
@@ -263,6 +268,7 @@ class RunSession:
         """JUnit and observed maps, then the summary last: ``complete`` only once everything is written."""
         self.log.write_junit()
         self.log.write_observed()
+        self.stages.mark("reported")
         self._write_summary(status)
 
     def _all_done(self, v) -> bool:

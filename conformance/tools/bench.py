@@ -147,7 +147,8 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
                           "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 1), "cores": os.cpu_count(),
                           "cpu_by_process": by_kind,
                           "counts": summary.get("counts"), "cases": summary.get("cases"),
-                          "stages_s": summary.get("stages_s"), "backend_stats": summary.get("backend_stats"),
+                          "stages_s": summary.get("stages_s"), "timeline_s": summary.get("timeline_s"),
+                          "backend_stats": summary.get("backend_stats"),
                           "host": host_cpu(summary.get("stages_s"), summary.get("cases"))}
             if proc.returncode not in (0, 1):
                 out[label]["stderr_tail"] = stderr[-2000:]

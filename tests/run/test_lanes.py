@@ -35,7 +35,7 @@ class _Dies(EmulatorBackend):
         return super().run(module, launches)
 
 
-def _run(backend, tmp_path, stop=None):
+def _run(backend, tmp_path, stop=None, stages=None):
     seen = []
 
     def on_outcome(o):  # recorded here first: its observation is still pending, published only after
@@ -46,7 +46,7 @@ def _run(backend, tmp_path, stop=None):
     runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
     try:
         runner.run_variants(backend, _variants(), runner.RunRequest(7, value_cases=2, jobs=2, observations=tmp_path / "obs"),
-                            on_outcome=on_outcome, stop=stop)
+                            on_outcome=on_outcome, stop=stop, stages=stages)
     finally:
         runner.MODULE_PLANS = saved
     return seen
@@ -59,6 +59,19 @@ def test_every_variant_recorded_once_and_its_observation_published(tmp_path):
     files = list((tmp_path / "obs").iterdir())
     assert not [f for f in files if f.name.endswith(PENDING)], "every observation published"
     assert len(observation_files(tmp_path / "obs")) == len(seen)
+
+
+def test_the_timeline_says_when_each_lane_did_what(tmp_path):
+    """Each lane's moments reach the run under the lane's name, in the order a pipeline makes them."""
+    stages = runner.Stages()
+    stages.mark("start")
+    _run(DeviceSet([EmulatorBackend(mma), EmulatorBackend(mma)]), tmp_path, stages=stages)
+    line = stages.timeline(stages.marks()["start"])
+    assert list(line)[:3] == ["start", "shares_dealt", "lanes_started"] and list(line)[-1] == "lanes_ended"
+    for lane in ("lane0", "lane1"):
+        order = [line[f"{lane}.{m}"] for m in ("pipeline", "first_module", "first_launch", "first_launched",
+                                               "last_launched", "launches_done", "compared")]
+        assert order == sorted(order) and line["lanes_started"] <= order[0] and order[-1] <= line["lanes_ended"]
 
 
 def test_a_stop_reaches_every_lane_and_nothing_recorded_is_lost(tmp_path):
