@@ -71,6 +71,7 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
     n = len(lanes)
     jobs = max(1, request.jobs // n)
     procs, conns, names = [], [], {}
+    stages.mark("lanes_start")
     for i, lane_backend in enumerate(lanes):
         mine = shares[i]
         if not mine:
@@ -83,7 +84,6 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
         procs.append(p)
         conns.append(here)
         names[here] = f"lane{i}"
-    stages.mark("lanes_started")
     failures: list[str] = []
     live = dict(zip(conns, procs))
     lane_stats: list[dict] = []

@@ -566,16 +566,20 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
             while ahead and not stopping and len(inflight) < slots:  # every free device gets the next module
                 plans, source = ahead.popleft()
                 inflight.append((plans, launcher.submit(launch, plans, source)))
-            # While they run: the next modules planned and handed to the builders (ptxas pool).
+            # While they run: the next modules planned and handed to the builders (ptxas pool).  A device with
+            # nothing to run takes a module as soon as there is one: the first launch waited for the whole
+            # lookahead to be planned (1.3 s of a warm 7.6 s run on one H200, each of four lanes).
             while len(ahead) < depth + slots and (plans := next(modules, None)) is not None:
                 stages.mark("first_module")
                 with stages("module"):
                     source = module_of(plans)
                     backend.prefetch(source)
                 ahead.append((plans, source))
+                if len(inflight) < slots and not stopping:
+                    break
+            if ahead and len(inflight) < slots and not (stop and stop()):
+                continue  # a device free: launch first
             if not inflight:
-                if ahead and not (stop and stop()):
-                    continue
                 break
             plans, running = inflight.popleft()  # outcomes leave in module order, whichever device finishes first
             finish(plans, *running.result())

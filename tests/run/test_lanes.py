@@ -67,11 +67,11 @@ def test_the_timeline_says_when_each_lane_did_what(tmp_path):
     stages.mark("start")
     _run(DeviceSet([EmulatorBackend(mma), EmulatorBackend(mma)]), tmp_path, stages=stages)
     line = stages.timeline(stages.marks()["start"])
-    assert list(line)[:3] == ["start", "shares_dealt", "lanes_started"] and list(line)[-1] == "lanes_ended"
+    assert list(line)[:3] == ["start", "shares_dealt", "lanes_start"] and list(line)[-1] == "lanes_ended"
     for lane in ("lane0", "lane1"):
         order = [line[f"{lane}.{m}"] for m in ("pipeline", "first_module", "first_launch", "first_launched",
                                                "last_launched", "launches_done", "compared")]
-        assert order == sorted(order) and line["lanes_started"] <= order[0] and order[-1] <= line["lanes_ended"]
+        assert order == sorted(order) and line["lanes_start"] <= order[0] and order[-1] <= line["lanes_ended"]
 
 
 def test_a_stop_reaches_every_lane_and_nothing_recorded_is_lost(tmp_path):
