@@ -11,6 +11,7 @@ import time
 
 
 def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: no cover - runs on GPU machines only
+    entered = time.time()
     from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 
     # The parent decides when this process ends, and it ends with the parent: Ctrl-C in a terminal reaches the
@@ -30,6 +31,7 @@ def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: 
     from pycuda.tools import DeviceMemoryPool
 
     pool = DeviceMemoryPool()  # a module's buffers come back to it: no allocation or free (which waits) per launch
+    ready = time.time()
     try:
         while True:
             try:
@@ -38,6 +40,9 @@ def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: 
                 return
             if msg[0] == "exit":
                 return
+            if msg[0] == "ping":  # asked as the worker starts: when it began, and when CUDA was ready
+                conn.send(("ok", {"gpu_worker_entered": entered, "gpu_worker_ready": ready}))
+                continue
             if msg[0] == "info":
                 conn.send(("ok", _info(cuda, dev)))
                 continue

@@ -92,6 +92,15 @@ class Backend(ABC):
     def open(self) -> None:
         """Start what runs the kernels now, so that it is ready when the first module is (default: nothing)."""
 
+    def handed_over(self) -> None:
+        """This process forked the process that uses this backend from now on (a lane, after :meth:`open` here): let
+        go of what that process took over, without ending it (default: nothing held)."""
+
+    def moments(self) -> dict[str, float]:
+        """When this backend's device became ready, and the like: ``time.time()`` by name, for the run's timeline
+        (default: none)."""
+        return {}
+
     def set_stop(self, stop) -> None:
         """The run's stop request (a callable), asked while a module waits for its build: a module not built when the
         run stops is not run (its launches come back ``abandoned``).  Default: never asked (nothing waits here)."""

@@ -82,6 +82,10 @@ class DeviceSet(Backend):
         for m in self.members:
             m.open()
 
+    def handed_over(self) -> None:
+        for m in self.members:
+            m.handed_over()
+
     def set_stop(self, stop) -> None:
         for m in self.members:
             m.set_stop(stop)

@@ -15,10 +15,12 @@ when one is found.  The run's properties say which path built how many modules.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -134,6 +136,8 @@ class PyCudaBackend(Backend):
         self._loaded: set[str] = set()
         self.worker_seconds: dict[str, float] = {}  # the GPU worker's batched launches, by step
         self._should_stop = None  # the run's stop request (set_stop)
+        self._pinged = False  # a ping sent whose answer is still in the pipe
+        self._moments: dict[str, float] = {}
 
     def _start(self) -> None:
         from . import _cuda_worker
@@ -141,17 +145,36 @@ class PyCudaBackend(Backend):
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_cuda_worker.serve, args=(child, self.device, os.getpid()), daemon=True)
         self._proc.start()
+        child.close()
         self._conn = parent
+        self._owner = os.getpid()  # the process that may join it (a lane forked after open() only talks to it)
 
     def open(self) -> None:
-        """The GPU worker spawned now: it starts CUDA (a second or two of CPU) while the run plans its first module,
-        not at the first launch.  Four lanes on one H100 spent 8.0 s in launches (summed) against 9.4-10.7 s; the run's
-        wall stayed within its noise (8.9-9.4 s)."""
+        """The GPU worker spawned now: it starts CUDA (a second or two of CPU) while the run deals out and plans its
+        first modules, not at the first launch.  A run on several lanes opens each lane's backend before it forks
+        them (:meth:`handed_over`): opened in the lanes, on two H200s with eight lanes, the first launch waited 1.9-2.0
+        s for its worker."""
         if self._proc is None:
             self._start()
+            self._conn.send(("ping",))
+            self._pinged = True
+
+    def handed_over(self) -> None:
+        """A lane forked after :meth:`open` talks to the worker now: this process closes its end of the pipe, and
+        the worker ends with the lane's exit message (or with this process, its parent)."""
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+        self._pinged = False
+
+    def moments(self) -> dict[str, float]:
+        return dict(self._moments)
 
     def _stop(self, kill: bool = False) -> None:
         if self._proc is None:
+            return
+        if os.getpid() != self._owner:  # the worker is the run's child, ours to use, not to join
+            self._stop_handed(kill)
             return
         if kill:
             self._proc.kill()
@@ -164,11 +187,46 @@ class PyCudaBackend(Backend):
         if self._proc.is_alive():
             self._proc.kill()
         self._proc = self._conn = None
+        self._pinged = False
+        self._loaded.clear()
+
+    def _stop_handed(self, kill: bool) -> None:
+        """:meth:`_stop` of a worker another process started: killed by pid, or told to exit and awaited on the pipe."""
+        pid = self._proc.pid
+        if not kill:
+            with contextlib.suppress(OSError, BrokenPipeError):
+                self._conn.send(("exit",))
+            try:
+                while self._conn.poll(10):  # the pipe closes as the worker leaves
+                    self._conn.recv()
+                kill = True  # still there after 10 s
+            except (OSError, EOFError):
+                pass
+        with contextlib.suppress(OSError):
+            if kill:
+                os.kill(pid, signal.SIGKILL)
+            self._conn.close()
+        self._proc = self._conn = None
+        self._pinged = False
         self._loaded.clear()
 
     def _call(self, msg, timeout: float):
         if self._proc is None:
             self._start()
+        if self._pinged:  # the answer to open()'s ping first: when the worker was ready
+            self._pinged = False
+            if not self._conn.poll(timeout):
+                self._stop(kill=True)
+                self.restarts += 1
+                return ("error", f"the GPU worker did not start in {timeout:g} s; worker restarted", True)
+            try:
+                reply = self._conn.recv()
+            except (EOFError, OSError):
+                self._stop(kill=True)
+                self.restarts += 1
+                return ("error", "the GPU worker died as it started; worker restarted", True)
+            if reply[0] == "ok" and isinstance(reply[1], dict):
+                self._moments.update(reply[1])
         self._conn.send(msg)
         if not self._conn.poll(timeout):
             self._stop(kill=True)

@@ -75,11 +75,14 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
     for i, lane_backend in enumerate(lanes):
         mine = shares[i]
         if not mine:
+            lane_backend.close()
             continue
         here, there = ctx.Pipe(duplex=False)
         p = ctx.Process(target=_lane, name=f"ptxconf-lane-{i}", daemon=False,
-                        args=(os.getpid(), there, lane_backend, mine, replace(request, jobs=jobs), stopping, run_variants))
+                        args=(os.getpid(), there, lane_backend, mine, replace(request, jobs=jobs), stopping, run_variants,
+                              lanes[i + 1:]))
         p.start()
+        lane_backend.handed_over()  # opened here before the fork: the lane talks to its device now
         there.close()
         procs.append(p)
         conns.append(here)
@@ -150,11 +153,14 @@ def _record(outcome: LaneOutcome, observations: Path | None, on_outcome: Callabl
 
 
 def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: Any, stopping: Any,
-          run_variants: Callable) -> None:
-    """One lane: the pipeline for its variants, each outcome sent as it is made; the run's process publishes."""
+          run_variants: Callable, later: list) -> None:
+    """One lane: the pipeline for its variants, each outcome sent as it is made; the run's process publishes.
+    ``later``: the backends of the lanes forked after this one (their devices' pipes are theirs, not this lane's)."""
     die_with_parent(parent)
     name_process("lane")
     ignore_stop_signals()
+    for other in later:
+        other.handed_over()
     stages = Stages()
 
     def outcome(o: Any) -> None:

@@ -464,6 +464,8 @@ def run_variants(
         lanes = lanes_of(backend)
         if lanes:
             stages = stages or Stages()
+            for lane in lanes:  # each lane's device starts while the variants are dealt out and the lanes fork
+                lane.open()
             shares = lane_shares(backend, variants, request.seed, len(lanes))
             stages.mark("shares_dealt")
             run_in_lanes(run_variants, backend, lanes, shares, request, on_outcome, on_skip, progress, stop, stages)
@@ -588,6 +590,8 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
             for outcome in comparisons.ready(wait=True):
                 emit(outcome)
         stages.mark("compared")
+        for name, at in backend.moments().items():
+            stages.mark(name, at)
     except BaseException:
         # Killed from inside (an interrupt, a crash outside recording): the comparisons already running finish
         # (seconds at most) and their verdicts are recorded before the run stops; the first error is the one that

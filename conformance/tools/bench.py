@@ -135,8 +135,9 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
                    "--quiet", "--out", str(run_dir), *extra, *sel]
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
+            started = time.time()
             with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: nobody reads it while the run runs
-                proc, by_kind = run_sampled(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+                proc, tree = run_sampled(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
                 err.seek(0)
                 stderr = err.read()
             wall = time.perf_counter() - t0
@@ -145,7 +146,7 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
             summary = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
             out[label] = {"exit": proc.returncode, "process_wall_s": round(wall, 3), "run_wall_s": summary.get("wall_s"),
                           "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 1), "cores": os.cpu_count(),
-                          "cpu_by_process": by_kind,
+                          "cpu_by_process": tree.by_kind(), "cores_busy_over_time": tree.busy(started),
                           "counts": summary.get("counts"), "cases": summary.get("cases"),
                           "stages_s": summary.get("stages_s"), "timeline_s": summary.get("timeline_s"),
                           "backend_stats": summary.get("backend_stats"),

@@ -39,6 +39,7 @@ class ProcessTree:
     def __init__(self, root: int):
         self.root = root
         self._seen: dict[tuple[int, int], tuple[str, int, int, int]] = {}  # (pid, start) -> name, parent, user, sys
+        self._series: list[tuple[float, dict[str, int]]] = []  # (time, CPU ticks so far by kind) at each reading
 
     def sample(self) -> None:
         try:
@@ -60,26 +61,51 @@ class ProcessTree:
         for pid in ours & now.keys():
             name, parent, user, system, start = now[pid]
             self._seen[(pid, start)] = (name, parent, user, system)
+        ticks: dict[str, int] = defaultdict(int)
+        for (pid, _), (name, _, user, system) in self._seen.items():
+            ticks[self._kind(pid, name)] += user + system
+        self._series.append((time.time(), dict(ticks)))
+
+    def _kind(self, pid: int, name: str) -> str:
+        return "run" if pid == self.root else _ROLE_OF.get(name, "ptxas" if name.startswith("ptxas") else "other")
+
+    def busy(self, start: float, step_s: float = 0.5) -> list[dict]:
+        """Cores busy by kind in each ``step_s`` after ``start`` (``time.time()``): ``[{"t": end of the step, kind:
+        cores, ...}]``, where a run's wall goes (a serial start, a tail with idle cores), not only its sums."""
+        out, last, t_next = [], None, start + step_s
+        for at, ticks in self._series:
+            if last is None:
+                last = (at, ticks)
+                continue
+            if at < t_next and at != self._series[-1][0]:
+                continue
+            dt = at - last[0]
+            row = {"t": round(at - start, 2)}
+            for kind in sorted(set(ticks) | set(last[1])):
+                row[kind] = round((ticks.get(kind, 0) - last[1].get(kind, 0)) / _TICK / max(dt, 1e-9), 1)
+            out.append(row)
+            last, t_next = (at, ticks), at + step_s
+        return out
 
     def by_kind(self) -> dict[str, dict]:
         """``{kind: {"processes", "user_s", "sys_s"}}``: the kinds of :data:`PROCESS_NAMES`, ``run`` for the root,
         ``ptxas``, and ``other`` for the rest."""
         out: dict[str, dict] = defaultdict(lambda: {"processes": 0, "user_s": 0.0, "sys_s": 0.0})
         for (pid, _), (name, _, user, system) in self._seen.items():
-            kind = "run" if pid == self.root else _ROLE_OF.get(name, "ptxas" if name.startswith("ptxas") else "other")
-            row = out[kind]
+            row = out[self._kind(pid, name)]
             row["processes"] += 1
             row["user_s"] += user / _TICK
             row["sys_s"] += system / _TICK
         return {k: {**v, "user_s": round(v["user_s"], 2), "sys_s": round(v["sys_s"], 2)} for k, v in sorted(out.items())}
 
 
-def run_sampled(cmd: list[str], every_s: float = 0.1, **popen) -> tuple[subprocess.Popen, dict[str, dict]]:
-    """``cmd`` run to its end, its tree read every ``every_s``: the finished process and :meth:`ProcessTree.by_kind`."""
+def run_sampled(cmd: list[str], every_s: float = 0.1, **popen) -> tuple[subprocess.Popen, ProcessTree]:
+    """``cmd`` run to its end, its tree read every ``every_s``: the finished process and what was read of it
+    (:meth:`ProcessTree.by_kind`, :meth:`ProcessTree.busy`)."""
     proc = subprocess.Popen(cmd, **popen)
     tree = ProcessTree(proc.pid)
     while proc.poll() is None:
         tree.sample()
         time.sleep(every_s)
     proc.wait()
-    return proc, tree.by_kind()
+    return proc, tree

@@ -262,7 +262,76 @@ def test_a_gpu_backend_opened_spawns_its_worker_once_before_the_first_launch(mon
 
     started = []
     backend = PyCudaBackend(build="jit")
-    monkeypatch.setattr(backend, "_start", lambda: (started.append(1), setattr(backend, "_proc", object())))
+    here, there = multiprocessing.Pipe()
+    monkeypatch.setattr(backend, "_start", lambda: (started.append(1), setattr(backend, "_proc", object()),
+                                                    setattr(backend, "_conn", here)))
     DeviceSet([backend]).open()
     backend.open()
     assert started == [1]
+    assert there.recv() == ("ping",) and not there.poll(0.1)  # asked once when it became ready
+
+
+def _worker_answering(conn, ready: float) -> threading.Thread:
+    """A stand-in GPU worker on the other end of a pipe: the ping, then ``info``, then it leaves on ``exit``."""
+
+    def serve():
+        while True:
+            try:
+                msg = conn.recv()
+            except EOFError:
+                return
+            if msg[0] == "ping":
+                conn.send(("ok", {"gpu_worker_entered": ready - 1.0, "gpu_worker_ready": ready}))
+            elif msg[0] == "info":
+                conn.send(("ok", {"compute_capability": "9.0", "cuda_driver_api": "13.0", "jit": "JIT"}))
+            elif msg[0] == "exit":
+                conn.close()
+                return
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return t
+
+
+def test_the_first_call_takes_the_ping_answer_first_and_keeps_when_the_worker_was_ready(monkeypatch):
+    """The ping open() sent is answered before anything else: the first call reads that answer, then its own."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    backend = PyCudaBackend(build="jit")
+    here, there = multiprocessing.Pipe()
+    monkeypatch.setattr(backend, "_start", lambda: (setattr(backend, "_proc", object()), setattr(backend, "_conn", here)))
+    _worker_answering(there, 1000.0)
+    backend.open()
+    assert backend.compute_capability() == (9, 0)
+    assert backend.moments() == {"gpu_worker_entered": 999.0, "gpu_worker_ready": 1000.0}
+
+
+def test_a_worker_handed_over_to_a_forked_lane_is_let_go_here_and_ended_there(monkeypatch):
+    """Opened in the run's process, used by the lane forked after: the run lets go of its pipe (the worker lives
+    on); the lane, not its parent, tells it to exit and waits for the pipe to close, never joining it."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    backend = PyCudaBackend(build="jit")
+    here, there = multiprocessing.Pipe()
+
+    class _NotOurs:  # a process object this process may not join (its parent is another process)
+        pid = -1
+
+        def join(self, *a):
+            raise AssertionError("joined a worker another process started")
+
+    monkeypatch.setattr(backend, "_start", lambda: (setattr(backend, "_proc", _NotOurs()), setattr(backend, "_conn", here),
+                                                    setattr(backend, "_owner", -1)))
+    worker = _worker_answering(there, 5.0)
+    backend.open()
+    assert backend.compute_capability() == (9, 0)
+    backend.close()  # the lane's close: exit sent, the pipe's end awaited
+    worker.join(5)
+    assert not worker.is_alive() and backend._conn is None
+
+    run_side = PyCudaBackend(build="jit")
+    a, b = multiprocessing.Pipe()
+    monkeypatch.setattr(run_side, "_start", lambda: (setattr(run_side, "_proc", object()), setattr(run_side, "_conn", a)))
+    run_side.open()
+    run_side.handed_over()
+    assert a.closed and b.recv() == ("ping",)  # the worker was asked, and nothing ended it

@@ -4,6 +4,7 @@ itself."""
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from ptxconf.tools.proccpu import run_sampled
@@ -29,8 +30,16 @@ for pid in kids:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc: Linux only")
 def test_each_process_counts_under_the_name_it_gave_itself():
-    proc, by_kind = run_sampled([sys.executable, "-c", CHILDREN], every_s=0.05)
+    started = time.time()
+    proc, tree = run_sampled([sys.executable, "-c", CHILDREN], every_s=0.05)
+    by_kind = tree.by_kind()
     assert proc.returncode == 0
     assert by_kind["plan"]["processes"] == 2 and by_kind["gpu"]["processes"] == 1 and by_kind["run"]["processes"] == 1
     assert by_kind["plan"]["user_s"] + by_kind["plan"]["sys_s"] >= 0.6, by_kind
     assert by_kind["gpu"]["user_s"] + by_kind["gpu"]["sys_s"] >= 0.3, by_kind
+    busy = tree.busy(started, step_s=0.2)
+    assert [r["t"] for r in busy] == sorted(r["t"] for r in busy) and busy[-1]["t"] <= time.time() - started
+    # the two plan processes' 0.8 CPU-s, read as cores busy over the steps (each step's share of its seconds)
+    seconds = [b - a for a, b in zip([0.0] + [r["t"] for r in busy], [r["t"] for r in busy])]
+    assert sum(r.get("plan", 0) * dt for r, dt in zip(busy, seconds)) == pytest.approx(
+        by_kind["plan"]["user_s"] + by_kind["plan"]["sys_s"], abs=0.15)
