@@ -10,8 +10,16 @@ from __future__ import annotations
 import time
 
 
-def serve(conn, device: int = 0, parent: int | None = None) -> None:  # pragma: no cover - runs on GPU machines only
+def main(fd: int, device: int, parent: int) -> None:  # pragma: no cover - runs on GPU machines only
+    """The worker's interpreter: the pipe's end it was given (file descriptor ``fd``), then :func:`serve`."""
     entered = time.time()
+    from multiprocessing.connection import Connection
+
+    serve(Connection(fd), device, parent, entered)
+
+
+def serve(conn, device: int = 0, parent: int | None = None, entered: float | None = None) -> None:  # pragma: no cover
+    entered = time.time() if entered is None else entered
     from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 
     # The parent decides when this process ends, and it ends with the parent: Ctrl-C in a terminal reaches the

@@ -3,6 +3,11 @@ and where their out words land (the run's shared buffer, or back by value).  The
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
+
 import numpy as np
 import pytest
 from ptxconf.backends import _cuda_worker
@@ -101,3 +106,44 @@ def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_r
         if shared.is_shared(into):
             untouched = np.setdiff1d(np.arange(48), np.concatenate(launches_rows))
             assert not into[untouched].any()
+
+
+_FAKE_DRIVER = '''
+import json, os, sys
+def init():
+    with open(os.environ["FAKE_CUDA_MODULES"], "w") as f:
+        json.dump(sorted(sys.modules), f)
+class Device:
+    def __init__(self, ordinal):
+        pass
+    def make_context(self):
+        class Context:
+            def pop(self):
+                pass
+        return Context()
+'''
+
+
+def test_the_gpu_worker_is_a_small_interpreter_of_its_own(monkeypatch, tmp_path):
+    """The worker starts as its own interpreter on one end of a pipe (a stand-in ``pycuda`` here): it answers the
+    ping ``open`` sends with when it began and when CUDA was ready, leaves on ``exit``, and imported none of the
+    spec model on the way (what made a spawned worker start 1.3 s late on a busy host)."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    (tmp_path / "pycuda").mkdir()
+    (tmp_path / "pycuda" / "__init__.py").write_text("")
+    (tmp_path / "pycuda" / "driver.py").write_text(_FAKE_DRIVER)
+    (tmp_path / "pycuda" / "tools.py").write_text("class DeviceMemoryPool:\n    pass\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
+    monkeypatch.setenv("FAKE_CUDA_MODULES", str(tmp_path / "modules.json"))
+    backend = PyCudaBackend(build="jit")
+    backend.open()
+    assert backend._call(("ping",), 60)[0] == "ok"  # open()'s answer taken first, then this one's
+    moments = backend.moments()
+    assert moments["gpu_worker_entered"] <= moments["gpu_worker_ready"] <= time.time()
+    worker = backend._proc
+    backend.close()
+    assert not worker.is_alive()
+    imported = json.loads((tmp_path / "modules.json").read_text())
+    assert "ptxconf.backends._cuda_worker" in imported and "numpy" in imported
+    assert not [m for m in imported if m.startswith(("ptxconf.isa", "ptxconf.core.plan", "ptxconf.cli"))], imported
