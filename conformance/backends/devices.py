@@ -58,6 +58,9 @@ class DeviceSet(Backend):
 
     def info(self) -> dict:
         if self._info is None:
+            # Every member's worker started here, from this thread (a worker ends with the thread that started it),
+            # all at once: they start CUDA while the run sets out, and the lanes take them over.
+            self.open()
             with ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxconf-info") as ask:
                 infos = list(ask.map(lambda m: m.info(), self.members))  # each device's worker starts at once
             ccs = {i.get("compute_capability") for i in infos}

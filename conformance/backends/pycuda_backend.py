@@ -415,8 +415,12 @@ class PyCudaBackend(Backend):
         self._should_stop = stop
 
     def for_lane(self) -> PyCudaBackend:
-        """The same device and builds for a lane process: a backend of its own (its own GPU worker and compile
-        pool; this one's worker pipe and threads are this process's)."""
+        """The same device and builds for a lane process: this backend itself while nothing of it runs here but its
+        GPU worker (the lane takes that over: :meth:`handed_over`; the worker that answered the run's first questions
+        then runs a lane, and every lane's worker started with the run's, at once); else a backend of its own (its own
+        GPU worker and compile pool: this one's threads are this process's)."""
+        if self._pool is None:
+            return self
         lane = PyCudaBackend(self.timeout_s, self.auto_reason, self.jit_timeout_s, self.build, self.use_cache,
                              self._ptxas, self.device)
         lane._info = self._info

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -176,14 +177,25 @@ def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: 
     def outcome(o: Any) -> None:
         conn.send(("outcome", o.variant.id, o.verdicts, o.seconds, o.cases, o.saved, o.plan.seed))
 
+    said = []
+
+    def done() -> None:  # everything sent: the run goes on to its reports while this lane takes its workers down
+        conn.send(("done", stages.rounded(), backend.stats(), stages.marks()))
+        said.append(True)
+
     try:
         backend.set_stop(stopping.is_set)  # a module still being built when the run stops is not run
         run_variants(backend, variants, request, on_outcome=outcome,
                      on_skip=lambda v, why: conn.send(("skip", v.id, why)), stop=stopping.is_set, stages=stages,
-                     publish=False)
-        conn.send(("done", stages.rounded(), backend.stats(), stages.marks()))
+                     publish=False, finished=done)
+        if not said:
+            done()
     except BaseException as exc:  # noqa: BLE001 - the run's process says it (and the variants not run)
-        conn.send(("error", f"a device's pipeline failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"))
+        why = f"a device's pipeline failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+        if said:  # after everything was recorded (taking its workers down): the run has moved on
+            print(f"ptxconf run: {why}", file=sys.stderr, flush=True)
+        else:
+            conn.send(("error", why))
     finally:
         try:
             backend.close()

@@ -450,8 +450,11 @@ def run_variants(
     stop: Callable[[], bool] | None = None,
     stages: Stages | None = None,
     publish: bool = True,
+    finished: Callable[[], None] | None = None,
 ) -> None:
     """Plan, group by module, run module by module, report each outcome; ``stop`` ends it between modules.
+    ``finished`` hears that every outcome is out, before the pipeline's workers are taken down (a lane says so to
+    its run then: the teardown took 0.5 s of a 6.1 s run on two H200s).
 
     With ``request.observations``, each compared outcome's observation file is written there, pending, by the
     process that compared it (a worker, or this one: ``outcome.saved``) and published (renamed) after
@@ -494,7 +497,8 @@ def run_variants(
     recording = [False]  # an error while recording verdicts stops the run with nothing more written
     # Words cross processes as shared files (the workers forked below inherit the arena).
     with shared.arena(), _collector_passes_over_what_exists():
-        _run_variants(backend, variants, request, emit, skipped, stop, lambda: recording[0], stages or Stages())
+        _run_variants(backend, variants, request, emit, skipped, stop, lambda: recording[0], stages or Stages(),
+                      finished)
 
 
 @contextlib.contextmanager
@@ -511,7 +515,8 @@ def _collector_passes_over_what_exists() -> Iterator[None]:
 
 def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest,
                   emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None],
-                  stop: Callable[[], bool] | None, recording: Callable[[], bool], stages: Stages) -> None:
+                  stop: Callable[[], bool] | None, recording: Callable[[], bool], stages: Stages,
+                  finished: Callable[[], None] | None = None) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
     observations = request.observations
     pool = arrived = None
@@ -592,6 +597,8 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
         stages.mark("compared")
         for name, at in backend.moments().items():
             stages.mark(name, at)
+        if finished is not None:
+            finished()
     except BaseException:
         # Killed from inside (an interrupt, a crash outside recording): the comparisons already running finish
         # (seconds at most) and their verdicts are recorded before the run stops; the first error is the one that

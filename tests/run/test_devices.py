@@ -248,6 +248,7 @@ def test_lanes_on_one_gpu_start_one_gpu_worker_to_ask_it_and_a_set_asks_its_devi
         return {"backend": "pycuda", "device": self.device, "compute_capability": "9.0", "gpu": f"GPU {self.device}"}
 
     monkeypatch.setattr(PyCudaBackend, "_asked_info", asked_info)
+    monkeypatch.setattr(PyCudaBackend, "open", lambda self: None)  # (every lane's worker starts then: none here)
     first = PyCudaBackend(build="jit")
     members = [first, PyCudaBackend(build="jit", builds_from=first), PyCudaBackend(build="jit", device=1, builds_from=first),
                PyCudaBackend(build="jit", device=0, builds_from=first)]
@@ -335,3 +336,20 @@ def test_a_worker_handed_over_to_a_forked_lane_is_let_go_here_and_ended_there(mo
     run_side.open()
     run_side.handed_over()
     assert a.closed and b.recv() == ("ping",)  # the worker was asked, and nothing ended it
+
+
+def test_every_lane_worker_starts_with_the_runs_first_question_and_the_lanes_take_them_over(monkeypatch):
+    """The run's first question (``info``) starts every lane's GPU worker from the asking thread, all at once; a
+    lane then runs on its member itself (its worker taken over), not on a backend that would start another."""
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    members = [PyCudaBackend(build="jit", device=0)]
+    members += [PyCudaBackend(build="jit", device=0, builds_from=members[0]) for _ in range(3)]
+    started = []
+    for m in members:
+        monkeypatch.setattr(m, "open", lambda m=m: started.append((m, threading.current_thread())))
+    monkeypatch.setattr(members[0], "_asked_info", lambda: {"compute_capability": "9.0", "cuda_driver_api": "13.0"})
+    two = DeviceSet(members)
+    assert two.info()["compute_capability"] == "9.0"
+    assert [m for m, _ in started] == members and {t for _, t in started} == {threading.current_thread()}
+    assert two.lane_backends() == members
