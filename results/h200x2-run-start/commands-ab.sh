@@ -1,0 +1,27 @@
+#!/bin/bash
+# Two GPUs: this tree (new) against the commit before its GPU worker change (mid, 6bbe027) and the session start
+# (old, 7fc779b), on both GPUs and on one, alternated, one module cache.
+set -uo pipefail
+for w in new:.whl mid:.whlX old:.whl0; do n=${w%%:*}; d=${w#*:}
+python3 -m pip install -q --no-index --no-deps --target $TMP/site-$n $(ls .whl/*.whl | grep -v -e ptx_conformance -e py_spy) $d/ptx_conformance*.whl 2>&1 | grep -v WARN; done
+export PYTHONUNBUFFERED=1
+O=$TMP/o; mkdir -p $O; cd $O
+save() { tar czf $OUT/t4.tgz -C $O --exclude='*/observations' --exclude='*/junit.xml' --exclude='*/results.jsonl' --exclude='*/observed_maps*' . ; }
+{ nvidia-smi -L | sed 's/ (UUID.*//'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; ptxas --version | tail -1; for n in old mid new; do echo "$n $(PYTHONPATH=$TMP/site-$n python3 -m ptxconf.revision)"; done; } > machine.txt 2>&1; cat machine.txt
+T() { local n=$1; shift; /usr/bin/time -f "$n: wall %e user %U sys %S" -a -o $O/times.txt "$@" > "$O/$n.log" 2>&1; tail -1 $O/times.txt; save; }
+export PTXCONF_CACHE=$TMP/cache
+P() { local n=$1 d=$2 out=$3; T $out env PYTHONPATH=$TMP/site-$n $TMP/site-$n/bin/ptxconf run --backend pycuda --quiet --devices $d --out $out; }
+P new all cold-all
+for r in 1 2; do for d in all 0; do for n in new mid old; do P $n $d $n-$d-$r; done; done; done
+python3 - <<'PY' > timeline.txt
+import json, glob
+for r in sorted(glob.glob("*/summary.json")):
+    s = json.load(open(r))
+    t = s.get("timeline_s") or {}
+    lanes = sorted({k.split(".")[0] for k in t if k.startswith("lane") and "." in k})
+    g = lambda m: [t[f"{l}.{m}"] for l in lanes if f"{l}.{m}" in t]
+    rng = lambda m: f"{min(g(m)):.2f}-{max(g(m)):.2f}" if g(m) else "-"
+    print(r.split("/")[0], s.get("wall_s"), "lanes", len(lanes), *(f"{m} {rng(m)}" for m in
+          ("gpu_worker_ready", "first_module", "first_launch", "first_launched", "compared")), "ran", t.get("ran"), "reported", t.get("reported"))
+PY
+cat timeline.txt; save
