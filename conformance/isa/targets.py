@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache, total_ordering
+from functools import cache, lru_cache, total_ordering
 
 __all__ = [
     "Target",
@@ -102,7 +102,13 @@ class Target:
 
     @property
     def min_ptx(self) -> PtxVersion:
-        return PtxVersion.parse(TARGET_MIN_PTX[self.name])
+        return _min_ptx(self.name)
+
+
+@cache
+def _min_ptx(name: str) -> PtxVersion:
+    """A target's lowest ``.version``, parsed once (asked for each target of each variant as a run deals them out)."""
+    return PtxVersion.parse(TARGET_MIN_PTX[name])
 
 
 @lru_cache(maxsize=256)  # asked per plan and per kernel; a Target is immutable

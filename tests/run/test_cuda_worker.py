@@ -40,9 +40,10 @@ class _Driver:
 
     def __init__(self):
         self.synced = 0
+        self.sources: list[np.ndarray] = []
 
-    @staticmethod
-    def memcpy_htod(dst: _Buf, src: np.ndarray) -> None:
+    def memcpy_htod(self, dst: _Buf, src: np.ndarray) -> None:
+        self.sources.append(src)
         dst.mem[: src.nbytes] = np.frombuffer(np.ascontiguousarray(src).tobytes(), dtype=np.uint8)
 
     @staticmethod
@@ -79,7 +80,8 @@ class _Module:
 def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_run_reads_them(out_words):
     rng = np.random.default_rng(3)
     words = rng.integers(0, 2**31, size=(48, 32, 64), dtype=np.uint32)
-    launches_rows = [np.array([7, 1, 30, 2]), np.array([40, 3]), np.arange(8, 20)]
+    # rows here and there; a range in order; a range shuffled (its words go from where they lie, no gather)
+    launches_rows = [np.array([7, 1, 30, 2]), np.array([40, 3]), np.arange(8, 20), np.array([23, 21, 24, 20, 22])]
     with shared.arena():
         in_shared = shared.share(words)
         into = shared.zeros((48, 32, out_words), np.uint32)
@@ -96,6 +98,9 @@ def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_r
         got = _cuda_worker._launch_all(driver, type("Ctx", (), {"synchronize": lambda self: None})(), np, module, batch,
                                        pool)
         assert made == [] and all(b.freed for b in pool.bufs)
+        words_sent = [src for src in driver.sources if src.ndim == 3]
+        from_place = [np.shares_memory(src, in_shared) for src in words_sent]
+        assert from_place == ([False, False, True, True] if shared.is_shared(into) else [False] * 4)
         for (out, info), rows in zip(got, launches_rows):
             assert info["kernel_s"] >= 0 and set(info) >= {"gather_s", "copy_in_s", "wait_s", "copy_out_s", "scatter_s"}
             if shared.is_shared(into):
