@@ -153,8 +153,8 @@ class PyCudaBackend(Backend):
         self._proc = None
         self._conn = None
         self._info: dict | None = None
-        # A second backend of the same GPU (a lane more on it) asks the first: one GPU worker started, not one per lane
-        # (each spawned and initialised CUDA before the run began: four lanes on one H100 had 4.2 s outside the run).
+        # A second backend of the same GPU (a lane more on it) takes the first one's answers: its own worker, started
+        # with the others (:meth:`open`), is asked nothing before its lane runs.
         self._info_of = builds_from if builds_from is not None and builds_from.device == device else None
         self._info_lock = threading.Lock()  # a device set asks its members at once
         self.restarts = 0
