@@ -172,7 +172,7 @@ class PyCudaBackend(Backend):
         self._owner = os.getpid()  # the process that may join it (a lane forked after open() only talks to it)
 
     def open(self) -> None:
-        """The GPU worker spawned now: it starts CUDA (a second or two of CPU) while the run deals out and plans its
+        """The GPU worker started now: it starts CUDA (a second or two of CPU) while the run deals out and plans its
         first modules, not at the first launch.  A run on several lanes opens each lane's backend before it forks
         them (:meth:`handed_over`): opened in the lanes, on two H200s with eight lanes, the first launch waited 1.9-2.0
         s for its worker."""

@@ -588,7 +588,8 @@ def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest
                 if (len(inflight) < slots and not stopping) or (inflight and inflight[0][1].done()):
                     # A module that ran is compared at once, not after the lookahead is planned: the comparisons
                     # lagged four modules behind, and every lane's last ones came together after the planning
-                    # (compare workers 10-12 of 16 cores for the last 2.5 s of a warm 7.6 s run on one H100)
+                    # (compare workers 10-12 of 16 cores for the last 2.5 s of a warm 7.6 s run on one H100).  Spread
+                    # out now; the wall did not change there (the run is bound by its CPU)
                     break
             if ahead and len(inflight) < slots and not (stop and stop()):
                 continue  # a device free: launch first

@@ -82,7 +82,9 @@ class ProcessTree:
             dt = at - last[0]
             row = {"t": round(at - start, 2)}
             for kind in sorted(set(ticks) | set(last[1])):
-                row[kind] = round((ticks.get(kind, 0) - last[1].get(kind, 0)) / _TICK / max(dt, 1e-9), 1)
+                # (a process counts under the name it had when last read: one that named itself after a reading
+                # moves its earlier seconds to its new kind, which would read as a kind's negative share)
+                row[kind] = round(max(0, ticks.get(kind, 0) - last[1].get(kind, 0)) / _TICK / max(dt, 1e-9), 1)
             out.append(row)
             last, t_next = (at, ticks), at + step_s
         return out
