@@ -5,6 +5,8 @@ every lane, a lane that dies named (and what it sent kept)."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 from ptxconf.backends.devices import DeviceSet
@@ -117,3 +119,62 @@ def test_lanes_make_the_modules_one_pipeline_makes(monkeypatch, lanes):
     assert sorted(v.id for share in shares for v in share) == sorted(v.id for v in variants)
     assert set().union(*(modules(share) for share in shares)) == one
     assert len(one) > 2 * lanes and all(shares), "several modules, every lane some"
+
+
+class _Counts(EmulatorBackend):
+    """A device that notes how many modules had been handed to it (``prefetch``) when it was first asked to run one.
+    A second module handed over waits (up to 10 s) for that first run: a pipeline that launches only once its
+    lookahead is planned is then still planning, and the count says so."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.handed, self.at_first_run = 0, None
+        self.first_run = threading.Event()
+
+    def prefetch(self, module):
+        if self.handed == 1:
+            self.first_run.wait(10)
+        self.handed += 1
+
+    def run(self, module, launches):
+        if self.at_first_run is None:
+            self.at_first_run = self.handed
+            self.first_run.set()
+        return super().run(module, launches)
+
+
+def test_a_free_device_takes_the_first_module_made(tmp_path):
+    """The first launch does not wait for the lookahead to be planned: one module made, one module run."""
+    device = _Counts(mma)
+    runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
+    try:
+        runner.run_variants(device, _variants(), runner.RunRequest(7, value_cases=2, jobs=1))
+    finally:
+        runner.MODULE_PLANS = saved
+    assert device.handed >= 4 and device.at_first_run == 1
+
+
+class _SlowToLeave(EmulatorBackend):
+    """A device whose lane takes 1.5 s to take it down, and writes down when it is gone."""
+
+    gone = None
+
+    def close(self):
+        time.sleep(1.5)
+        self.gone.write_text(repr(time.time()))
+
+
+def test_a_lane_says_done_before_it_takes_its_workers_down(tmp_path):
+    """The run records a lane's last verdicts and goes on (to its reports) while the lane is still leaving."""
+    stages = runner.Stages()
+    stages.mark("start")
+    lanes = [_SlowToLeave(mma), _SlowToLeave(mma)]
+    for k, lane in enumerate(lanes):
+        lane.gone = tmp_path / f"gone{k}"
+    seen = _run(DeviceSet(lanes), tmp_path, stages=stages)
+    ended = stages.marks()["lanes_ended"]
+    assert sorted(seen) == sorted(v.id for v in _variants())
+    deadline = time.time() + 30
+    while not all(lane.gone.exists() for lane in lanes) and time.time() < deadline:
+        time.sleep(0.1)
+    assert all(float(lane.gone.read_text()) > ended + 1.0 for lane in lanes)
