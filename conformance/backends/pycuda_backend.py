@@ -237,33 +237,31 @@ class PyCudaBackend(Backend):
             self._start()
         if self._pinged:  # the answer to open()'s ping first: when the worker was ready
             self._pinged = False
-            if not self._conn.poll(timeout):
-                self._stop(kill=True)
-                self.restarts += 1
-                return ("error", f"the GPU worker did not start in {timeout:g} s; worker restarted", True)
-            try:
-                reply = self._conn.recv()
-            except (EOFError, OSError):
-                self._stop(kill=True)
-                self.restarts += 1
-                return ("error", "the GPU worker died as it started; worker restarted", True)
-            if reply[0] == "ok" and isinstance(reply[1], dict):
-                self._moments.update(reply[1])
+            reply = self._reply(timeout, f"the GPU worker did not start in {timeout:g} s",
+                                "the GPU worker died as it started")
+            if reply[0] != "ok":
+                return reply
+            self._moments.update(reply[1])
         self._conn.send(msg)
-        if not self._conn.poll(timeout):
-            self._stop(kill=True)
-            self.restarts += 1
-            return ("error", f"timed out after {timeout:g} s (kernel hung?); worker restarted", True)
-        try:
-            reply = self._conn.recv()
-        except (EOFError, OSError):  # the worker died mid-reply (a reset pipe is a death too)
-            self._stop(kill=True)
-            self.restarts += 1
-            return ("error", "the GPU worker died (fault in the driver?); worker restarted", True)
+        reply = self._reply(timeout, f"timed out after {timeout:g} s (kernel hung?)",
+                            "the GPU worker died (fault in the driver?)")
         if reply[0] == "error" and reply[2]:
             self._stop(kill=True)
             self.restarts += 1
         return reply
+
+    def _reply(self, timeout: float, silent: str, died: str):
+        """The worker's next answer; none in ``timeout`` (``silent``) or the pipe gone (``died``: a reset pipe is a
+        death too) ends the worker and comes back as an error that restarted it."""
+        try:
+            if self._conn.poll(timeout):
+                return self._conn.recv()
+            why = silent
+        except (EOFError, OSError):
+            why = died
+        self._stop(kill=True)
+        self.restarts += 1
+        return ("error", f"{why}; worker restarted", False)
 
     def info(self) -> dict:
         with self._info_lock:
