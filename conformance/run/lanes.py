@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -32,6 +32,7 @@ from ptxconf.core.verdict import Verdict
 
 from .observations import publish_observation_of
 from .stages import Stages
+from .stream import VariantStream
 
 __all__ = ["LaneOutcome", "run_in_lanes", "lanes_of"]
 
@@ -60,29 +61,27 @@ def lanes_of(backend: Any) -> list[Any] | None:
     return make()
 
 
-def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares: list[list],
+def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variants: list, dealt: Iterable[list],
                  request: Any, on_outcome: Callable[[LaneOutcome], None] | None,
                  on_skip: Callable[[Any, str], None] | None, progress: Any, stop: Callable[[], bool] | None,
                  stages: Stages) -> None:
-    """``run_variants`` (the runner's pipeline) of ``shares[n]`` in lane n (a forked process per device); the
-    outcomes recorded here as they come.  Raises RuntimeError when a lane ended without finishing (its unreported
-    variants are then not run: the run says so)."""
+    """``run_variants`` (the runner's pipeline) in a forked process per lane, each taking the modules of ``dealt``
+    (lists of ``variants``, the runner's) from one queue as its planning reaches them; the outcomes recorded here as
+    they come.  The lanes start first and the modules are dealt out while they do.  Raises RuntimeError when a lane
+    ended without finishing (the variants it had taken and not reported are then not run: the run says so)."""
     ctx = mp.get_context("fork")
     stopping = ctx.Event()
-    by_id = {v.id: v for share in shares for v in share}
+    modules = ctx.Queue()
+    by_id = {v.id: v for v in variants}
     n = len(lanes)
     jobs = max(1, request.jobs // n)
     procs, conns, names = [], [], {}
     stages.mark("lanes_start")
     for i, lane_backend in enumerate(lanes):
-        mine = shares[i]
-        if not mine:
-            lane_backend.close()
-            continue
         here, there = ctx.Pipe(duplex=False)
         p = ctx.Process(target=_lane, name=f"ptxconf-lane-{i}", daemon=False,
-                        args=(os.getpid(), there, lane_backend, mine, replace(request, jobs=jobs), stopping, run_variants,
-                              lanes[i + 1:]))
+                        args=(os.getpid(), there, lane_backend, modules, by_id, replace(request, jobs=jobs), stopping,
+                              run_variants, lanes[i + 1:]))
         p.start()
         lane_backend.handed_over()  # opened here before the fork: the lane talks to its device now
         there.close()
@@ -92,7 +91,17 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], shares:
     failures: list[str] = []
     live = dict(zip(conns, procs))
     lane_stats: list[dict] = []
+    # The queue is fed by a thread of this process (a put never blocks); a stopped run leaves modules no lane takes,
+    # and this process must not wait at its exit to feed them.
+    modules.cancel_join_thread()
     try:
+        try:
+            for module in dealt:
+                modules.put([v.id for v in module])
+        finally:
+            for _ in procs:
+                modules.put(None)  # one end per lane
+        stages.mark("modules_dealt")
         _take(live, names, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages, lane_stats, failures)
     except BaseException:  # this process stops recording (a write refused, a crash): the lanes stop, unpublished
         stopping.set()
@@ -163,10 +172,11 @@ def _record(outcome: LaneOutcome, observations: Path | None, on_outcome: Callabl
         progress.update(1)
 
 
-def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: Any, stopping: Any,
+def _lane(parent: int, conn: Connection, backend: Any, modules: Any, by_id: dict, request: Any, stopping: Any,
           run_variants: Callable, later: list) -> None:
-    """One lane: the pipeline for its variants, each outcome sent as it is made; the run's process publishes.
-    ``later``: the backends of the lanes forked after this one (their devices' pipes are theirs, not this lane's)."""
+    """One lane: the pipeline for the modules it takes from ``modules`` (variant ids, None at the end), each outcome
+    sent as it is made; the run's process publishes.  ``later``: the backends of the lanes forked after this one
+    (their devices' pipes are theirs, not this lane's)."""
     die_with_parent(parent)
     name_process("lane")
     ignore_stop_signals()
@@ -185,7 +195,7 @@ def _lane(parent: int, conn: Connection, backend: Any, variants: list, request: 
 
     try:
         backend.set_stop(stopping.is_set)  # a module still being built when the run stops is not run
-        run_variants(backend, variants, request, on_outcome=outcome,
+        run_variants(backend, VariantStream(iter(modules.get, None), by_id), request, on_outcome=outcome,
                      on_skip=lambda v, why: conn.send(("skip", v.id, why)), stop=stopping.is_set, stages=stages,
                      publish=False, finished=done)
         if not said:

@@ -34,12 +34,14 @@ from threadpoolctl import threadpool_limits
 
 from .observations import publish_observation, records, write_observation
 from .stages import Stages
+from .stream import VariantStream
 
 if TYPE_CHECKING:
     from .planpool import PlanBytes
 
 __all__ = ["Plan", "RunRequest", "plan_variant", "run_variants", "launch_module", "compare_plan", "support_reason",
-           "PTX_VERSIONS", "plan_groups", "iter_modules", "run_module", "module_of", "ModuleGroups", "lane_shares"]
+           "PTX_VERSIONS", "plan_groups", "iter_modules", "run_module", "module_of", "ModuleGroups", "dealt_modules",
+           "VariantStream"]
 
 
 def plan_variant(
@@ -334,7 +336,7 @@ def plan_groups(
 
 def iter_modules(
     backend: Backend,
-    variants: list[Variant],
+    variants: Iterable[Variant],
     request: RunRequest,
     on_skip: Callable[[Variant, str], None] | None = None,
     max_plans: int | None = MODULE_PLANS,
@@ -352,35 +354,37 @@ def iter_modules(
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     cc_for = getattr(backend, "cc_for", lambda v: cc)
     groups = ModuleGroups(max_plans)
-    runnable = []
-    for v in variants:
-        why = support_reason(v, cc_for(v), max_ptx)
-        if why:
-            if on_skip:
-                on_skip(v, why)
-            continue
-        runnable.append(v)
+
+    def runnable() -> Iterator[Variant]:  # as the planning reaches them: a stream's variants arrive meanwhile
+        for v in variants:
+            why = support_reason(v, cc_for(v), max_ptx)
+            if why:
+                if on_skip:
+                    on_skip(v, why)
+                continue
+            yield v
+
     made = None
-    if request.jobs > 1 and len(runnable) > 1:
+    if request.jobs > 1 and _several(variants):
         from .planpool import WorkersUnavailable, plan_in_parallel
 
         try:
-            made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), {v.id: v for v in runnable},
-                                    [(v.id, cc_for(v)) for v in runnable],
+            made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), _known(variants),
+                                    ((v.id, cc_for(v)) for v in runnable()),
                                     lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)), arrived)
         except WorkersUnavailable as exc:
             _in_this_process(exc)
     if made is None:
-        made = (_cpu_timed(stages, "plan_cpu", request.plan, v, cc_for(v), max_ptx) for v in runnable)
-    for v in runnable:
-        if stop and stop():
-            return
+        made = (_cpu_timed(stages, "plan_cpu", request.plan, v, cc_for(v), max_ptx) for v in runnable())
+    while not (stop and stop()):
         with stages("plan"):
-            plan = next(made)
-        full = groups.add((family_of(v).name, str(plan.version), plan.target.name), plan)
+            plan = next(made, None)
+        if plan is None:
+            yield from groups.rest()
+            return
+        full = groups.add((family_of(plan.variant).name, str(plan.version), plan.target.name), plan)
         if full:
             yield full
-    yield from groups.rest()
 
 
 class ModuleGroups:
@@ -401,15 +405,16 @@ class ModuleGroups:
         return rest
 
 
-def lane_shares(backend: Backend, variants: list[Variant], seed: int, lanes: int) -> list[list[Variant]]:
-    """The variants of each of ``lanes`` pipelines: whole modules (those one pipeline would make of all of them, from
-    each variant's ``.target`` and ``.version``, known before planning), dealt in turn.  So the modules are the same
-    whatever the lanes, and a module cache filled by a run serves a run on any number of lanes or GPUs; every n-th
-    variant per lane made each number of lanes its own modules (a first run with six or eight lanes, warm for four, was
-    cold again: 15.5-16.5 s against 8.9 s on one H100)."""
+def dealt_modules(backend: Backend, variants: list[Variant], seed: int) -> Iterator[list[Variant]]:
+    """The variants as lanes take them: whole modules (those one pipeline would make of all of them, from each
+    variant's ``.target`` and ``.version``, known before planning), each as soon as it is full, then the modules left
+    part full, then the variants this backend does not run (their lane reports them skipped).  So the modules are the
+    same whatever the lanes, and a module cache filled by a run serves a run on any number of lanes or GPUs; every
+    n-th variant per lane made each number of lanes its own modules (a first run with six or eight lanes, warm for
+    four, was cold again: 15.5-16.5 s against 8.9 s on one H100)."""
     cc, max_ptx = backend.compute_capability(), backend.max_ptx()
     cc_for = getattr(backend, "cc_for", lambda v: cc)
-    groups, modules, skipped = ModuleGroups(MODULE_PLANS), [], []
+    groups, skipped = ModuleGroups(MODULE_PLANS), []
     for v in variants:
         if support_reason(v, cc_for(v), max_ptx):
             skipped.append(v)
@@ -422,13 +427,20 @@ def lane_shares(backend: Backend, variants: list[Variant], seed: int, lanes: int
             key = ("", v.id, "")
         full = groups.add(key, v)
         if full:
-            modules.append(full)
-    shares: list[list[Variant]] = [[] for _ in range(lanes)]
-    for k, module in enumerate(modules + groups.rest()):
-        shares[k % lanes].extend(module)
-    for k, v in enumerate(skipped):
-        shares[k % lanes].append(v)
-    return shares
+            yield full
+    yield from groups.rest()
+    if skipped:
+        yield skipped
+
+
+def _known(variants: Iterable[Variant]) -> dict[str, Variant]:
+    """Every variant a run's list or stream may give, by id."""
+    return variants.known if isinstance(variants, VariantStream) else {v.id: v for v in variants}
+
+
+def _several(variants: Iterable[Variant]) -> bool:
+    """Worth workers: more than one variant (a stream is a lane's share of a run of several)."""
+    return isinstance(variants, VariantStream) or len(variants) > 1  # type: ignore[arg-type]
 
 
 def _cpu_timed(stages: Stages, name: str, fn: Callable, *args):
@@ -442,7 +454,7 @@ def _cpu_timed(stages: Stages, name: str, fn: Callable, *args):
 
 def run_variants(
     backend: Backend,
-    variants: list[Variant],
+    variants: Iterable[Variant],
     request: RunRequest,
     on_outcome: Callable[[VariantOutcome], None] | None = None,
     on_skip: Callable[[Variant, str], None] | None = None,
@@ -461,17 +473,17 @@ def run_variants(
     ``on_outcome`` recorded its verdicts (``publish`` False: by whoever records them, a lane's run process).
     ``stages`` (the run's) hears the seconds of each stage.  A backend of several devices runs a lane (a process
     with the whole pipeline) per device where workers may be forked (:mod:`ptxconf.run.lanes`)."""
-    if request.jobs > 1 and len(variants) > 1:
+    if request.jobs > 1 and _several(variants):
         from .lanes import lanes_of, run_in_lanes
 
         lanes = lanes_of(backend)
         if lanes:
             stages = stages or Stages()
-            for lane in lanes:  # each lane's device starts while the variants are dealt out and the lanes fork
+            for lane in lanes:  # each lane's device starts while the lanes fork
                 lane.open()
-            shares = lane_shares(backend, variants, request.seed, len(lanes))
-            stages.mark("shares_dealt")
-            run_in_lanes(run_variants, backend, lanes, shares, request, on_outcome, on_skip, progress, stop, stages)
+            everything = list(variants)
+            run_in_lanes(run_variants, backend, lanes, everything, dealt_modules(backend, everything, request.seed),
+                         request, on_outcome, on_skip, progress, stop, stages)
             return
     publish_to = request.observations if publish else None  # where this process publishes what was saved
 
@@ -513,19 +525,19 @@ def _collector_passes_over_what_exists() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _run_variants(backend: Backend, variants: list[Variant], request: RunRequest,
+def _run_variants(backend: Backend, variants: Iterable[Variant], request: RunRequest,
                   emit: Callable[[VariantOutcome], None], skipped: Callable[[Variant, str], None],
                   stop: Callable[[], bool] | None, recording: Callable[[], bool], stages: Stages,
                   finished: Callable[[], None] | None = None) -> None:
     # With workers, comparing runs in them (forked now, before the compile threads start), overlapped with launches.
     observations = request.observations
     pool = arrived = None
-    if request.jobs > 1 and len(variants) > 1:
+    if request.jobs > 1 and _several(variants):
         from .planpool import ComparePool, PlanBytes, WorkersUnavailable
 
         try:
             arrived = PlanBytes()
-            pool = ComparePool(request.jobs, compare_and_save, {v.id: v for v in variants}, arrived)
+            pool = ComparePool(request.jobs, compare_and_save, _known(variants), arrived)
         except WorkersUnavailable as exc:
             arrived = None
             _in_this_process(exc)

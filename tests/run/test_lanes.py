@@ -69,7 +69,8 @@ def test_the_timeline_says_when_each_lane_did_what(tmp_path):
     stages.mark("start")
     _run(DeviceSet([EmulatorBackend(mma), EmulatorBackend(mma)]), tmp_path, stages=stages)
     line = stages.timeline(stages.marks()["start"])
-    assert list(line)[:3] == ["start", "shares_dealt", "lanes_start"] and list(line)[-1] == "lanes_ended"
+    assert list(line)[:2] == ["start", "lanes_start"] and list(line)[-1] == "lanes_ended"
+    assert line["lanes_start"] <= line["modules_dealt"] <= line["lanes_ended"], "dealt out while the lanes start"
     for lane in ("lane0", "lane1"):
         order = [line[f"{lane}.{m}"] for m in ("pipeline", "first_module", "first_launch", "first_launched",
                                                "last_launched", "launches_done", "compared")]
@@ -86,24 +87,28 @@ def test_a_stop_reaches_every_lane_and_nothing_recorded_is_lost(tmp_path):
 
 
 def test_a_lane_that_dies_is_named_and_what_it_sent_is_kept(tmp_path):
+    """The lane that dies takes no more modules; the other takes the rest.  Outcomes leave a lane module by module, so
+    what was recorded is whole modules, each once."""
     two = DeviceSet([EmulatorBackend(mma), _Dies(mma)])
     seen: list = []
-    with pytest.raises(RuntimeError, match="exit status 3"):
-        runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
-        try:
-            first = {v.id for v in runner.lane_shares(two, _variants(), 7, 2)[0]}
+    runner.MODULE_PLANS, saved = 2, runner.MODULE_PLANS
+    try:
+        dealt = [[v.id for v in m] for m in runner.dealt_modules(two, _variants(), 7)]
+        with pytest.raises(RuntimeError, match="exit status 3"):
             runner.run_variants(two, _variants(), runner.RunRequest(7, value_cases=2, jobs=2),
                                 on_outcome=lambda o: seen.append(o.variant.id))
-        finally:
-            runner.MODULE_PLANS = saved
-    assert set(seen[: len(seen)]) <= {v.id for v in _variants()}
-    assert first and len([v for v in seen if v in first]) == len(first), "the other lane finished its variants"
+    finally:
+        runner.MODULE_PLANS = saved
+    assert len(seen) == len(set(seen)) and 0 < len(seen) < len(_variants())
+    whole = [m for m in dealt if set(m) <= set(seen)]
+    assert sorted(v for m in whole for v in m) == sorted(seen), "whole modules recorded, nothing else"
 
 
 @pytest.mark.parametrize("lanes", [2, 3])
 def test_lanes_make_the_modules_one_pipeline_makes(monkeypatch, lanes):
     """Whole modules are dealt to the lanes, so a module cache filled by one run serves another with any number of
-    lanes or GPUs (every n-th variant per lane made each number of lanes its own modules)."""
+    lanes or GPUs (every n-th variant per lane made each number of lanes its own modules).  A lane takes them as a
+    stream, in any share."""
     monkeypatch.setattr(runner, "MODULE_PLANS", 3)
     picked = [v for v in SPECS.variants.values() if v.family in ("mma.sync", "ldmatrix", "wmma", "wgmma")]
     variants = picked[::max(1, len(picked) // 40)]
@@ -115,10 +120,12 @@ def test_lanes_make_the_modules_one_pipeline_makes(monkeypatch, lanes):
                 for plans in runner.iter_modules(backend, vs, request, max_plans=runner.MODULE_PLANS)}
 
     one = modules(variants)
-    shares = runner.lane_shares(backend, variants, 5, lanes)
-    assert sorted(v.id for share in shares for v in share) == sorted(v.id for v in variants)
+    dealt = [[v.id for v in m] for m in runner.dealt_modules(backend, variants, 5)]
+    assert sorted(v for m in dealt for v in m) == sorted(v.id for v in variants)
+    known = {v.id: v for v in variants}
+    shares = [runner.VariantStream(iter(dealt[k::lanes]), known) for k in range(lanes)]
     assert set().union(*(modules(share) for share in shares)) == one
-    assert len(one) > 2 * lanes and all(shares), "several modules, every lane some"
+    assert len(one) > 2 * lanes, "several modules"
 
 
 class _Counts(EmulatorBackend):
