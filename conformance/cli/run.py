@@ -6,9 +6,14 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .specs import load, specs_arg
+
+if TYPE_CHECKING:
+    from ptxconf.backends import Backend
 
 __all__ = ["add_parser"]
 
@@ -73,6 +78,45 @@ def _run_backend(args, semantics, jobs: int):
     return first if len(members) == 1 else DeviceSet(members)
 
 
+class _EarlyBackend:
+    """The run's backend made and opened first thing, what that raised kept for where the run uses the backend.
+
+    Opening starts the GPU workers, processes of their own that need about 0.75 s each to have CUDA ready (H100).
+    Opened after the specs were loaded, they made the last part of the 2.5 s a warm run spent before its first step
+    (16-core H100 host); opened first, they start while this process loads the specs.  Made on this thread, not on
+    one of its own: a GPU worker ends with the thread that started it (:mod:`ptxconf.core.lifetime`), and making the
+    backend is imports and PyCUDA calls that hold the GIL anyway.  Its errors wait for :meth:`backend`, where the run
+    made it before: an error in the run's own arguments (``--select``, ``--out``) is still the one reported."""
+
+    def __init__(self) -> None:
+        self._backend: Backend | None = None
+        self._error: BaseException | None = None
+
+    def start(self, make: Callable[[], Backend]) -> None:
+        try:
+            self._backend = make()
+            self._backend.open()
+        except Exception as exc:  # noqa: BLE001 - kept for :meth:`backend`, raised there
+            self._error = exc
+        except SystemExit as exc:  # a usage error (its line), kept; a signal's exit (a number) leaves now
+            if not isinstance(exc.code, str):
+                raise
+            self._error = exc
+
+    def backend(self) -> Backend:
+        """The backend opened, or what making or opening it raised."""
+        if self._error is not None:
+            raise self._error
+        assert self._backend is not None, "start() first"
+        return self._backend
+
+    def close(self) -> None:
+        """Close what was made (also where opening it failed), once."""
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+
 def cmd_run(args) -> int:
     from ptxconf.run.signals import StopSignals
 
@@ -87,16 +131,31 @@ def cmd_run(args) -> int:
 
 
 def _cmd_run(args, stop) -> int:
-    from ptxconf.backends import BackendError
-    from ptxconf.core.family import family_of, run_variants_of, select_checks
+    from ptxconf.core.family import select_checks
     from ptxconf.oracle import mma
-    from ptxconf.run.report import RunLog, git_revision, specs_hash
-    from ptxconf.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
 
     try:
         checks = select_checks(args.check, args.undefined)
     except ValueError as exc:
         raise SystemExit(f"ptxconf: --check {exc}") from None
+    early = _EarlyBackend()
+    try:
+        # The lanes ask only whether the run has workers (``jobs`` 2 or more), which the variants' count never
+        # changes (:func:`_jobs`): the run's own ``jobs`` come once the variants are known.
+        early.start(lambda: _run_backend(args, mma, _jobs(args.jobs, sys.maxsize)))
+        return _run_selected(args, stop, checks, early)
+    finally:
+        early.close()  # also where the run stops before it uses the backend: no GPU worker left behind
+
+
+def _run_selected(args, stop, checks: tuple[str, ...] | None, early: _EarlyBackend) -> int:
+    """The rest of :func:`_cmd_run`, the backend's GPU workers starting meanwhile: the specs, the variants, the
+    output folder, then the run on the backend."""
+    from ptxconf.backends import BackendError
+    from ptxconf.core.family import family_of, run_variants_of
+    from ptxconf.run.report import RunLog, git_revision, specs_hash
+    from ptxconf.run.session import RunSession, UsageError, prepare_out_dir, recorded_done, take_lock
+
     specs = load(args)
     run_variants_of(specs)  # runnable variants derived from documents (e.g. tcgen05 Table 39 tuples), for this run only
     variants = specs.select(args.select) if args.select else list(specs.variants.values())
@@ -127,7 +186,7 @@ def _cmd_run(args, stop) -> int:
         done = recorded_done(out_dir, args.seed) if args.resume else set()
         jobs = _jobs(args.jobs, len(variants))
         try:
-            backend = _run_backend(args, mma, jobs)
+            backend = early.backend()
             info = backend.info()
         except BackendError as exc:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
@@ -154,7 +213,7 @@ def _cmd_run(args, stop) -> int:
         try:
             status = session.run(backend)
         finally:
-            backend.close()
+            early.close()
             log.close()
         session.print_outcome(time.time() - started)
         return status
