@@ -111,9 +111,9 @@ def _plan(item: tuple[str, tuple[int, int]]) -> tuple[bytes, float, float]:
     plan = slim(plan_of(codec.variants[vid], cc))
     exp = plan.expected
     if exp is None:  # file references where the run shares words
-        plan = replace(plan, in_words=shared.share(plan.in_words))
+        plan = replace(plan, in_words=shared.share(plan.in_words, recycle=True))
     else:  # one file for the plan's words, predicted words and defined bits (those otherwise travel by value)
-        in_words, words, defined = shared.share_together(plan.in_words, exp.words, exp.defined)
+        in_words, words, defined = shared.share_together(plan.in_words, exp.words, exp.defined, recycle=True)
         plan = replace(plan, in_words=in_words, expected=replace(exp, words=words, defined=defined))
     return codec.dumps(plan), time.perf_counter() - t0, time.thread_time() - c0
 

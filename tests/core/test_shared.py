@@ -216,3 +216,55 @@ def test_the_run_process_takes_plans_with_their_words_unmapped():
         assert isinstance(_Codec({}, words_unmapped=True).loads(data)["words"], shared.SharedRef)
         assert isinstance(_Codec({}).loads(data)["words"], shared.SharedArray)
         shared.release(s)
+
+
+def _inode(path: str) -> int:
+    return os.stat(path).st_ino
+
+
+def test_recycled_space_goes_back_to_the_arena_and_the_next_plan_takes_it(monkeypatch):
+    """A plan's words (``recycle``): released, the file's space waits in the arena and the next request it fits
+    takes it (the same pages: no new allocation), with its own words and nothing of the old ones it reads."""
+    a, b = _words((128, 128, 16)), _words((100, 128, 16), seed=9)  # 1 MiB, then 800 KiB
+    with shared.arena() as d:
+        (sa,) = shared.share_together(a, recycle=True)
+        first, ino = sa._file, _inode(sa._file)
+        ref = pickle.dumps(sa)
+        shared.release(sa, sa)  # released twice (in words and predicted words share the file): given back once
+        assert not os.path.exists(first) and len(os.listdir(d / "free")) == 1
+        with pytest.raises(FileNotFoundError):
+            pickle.loads(ref)  # nobody attaches to a released file
+        sb = shared.share(b, recycle=True)  # smaller, within the slack: the same space
+        assert _inode(sb._file) == ino and os.listdir(d / "free") == []
+        assert np.array_equal(sb, b) and np.array_equal(pickle.loads(pickle.dumps(sb)), b)
+        shared.release(sb)
+        tiny = shared.share(_words((40, 128, 16), seed=3), recycle=True)  # under half of it: a file of its own
+        assert _inode(tiny._file) != ino and len(os.listdir(d / "free")) == 1
+        plain = shared.share(a)  # not recycled: removed when released, as before
+        shared.release(plain)
+        assert not os.path.exists(plain._file) and len(os.listdir(d / "free")) == 1
+        monkeypatch.setattr(shared, "FREE_BYTES", 0)  # past the bound: a released file is removed
+        shared.release(tiny)
+        assert not os.path.exists(tiny._file) and len(os.listdir(d / "free")) == 1
+    assert not d.exists(), "the arena's free space goes with it"
+
+
+def _claim_one(d, n, q) -> None:
+    made = shared._claim(d, n, str(d / f"r-claim-{os.getpid()}"))
+    q.put(made is not None)
+
+
+def test_released_space_goes_to_one_process_only():
+    """Workers claim released space by renaming it: of several asking at once for the one free file, one gets it."""
+    with shared.arena() as d:
+        (s,) = shared.share_together(_words(), recycle=True)
+        shared.release(s)
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        procs = [ctx.Process(target=_claim_one, args=(d, _words().nbytes, q)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        got = [q.get(timeout=30) for _ in procs]
+        for p in procs:
+            p.join()
+        assert sorted(got) == [False, False, False, True]
