@@ -218,17 +218,20 @@ FREE_BYTES = 4 << 30  # released space the arena keeps for reuse at most; past i
 FREE_SLACK = 2  # a released file serves a request of at least 1/FREE_SLACK of its size
 
 
-def _new(nbytes: int, where: Path | None, recycle: bool = False) -> tuple[mmap.mmap, str] | None:
+def _new(nbytes: int, where: Path | None, recycle: bool = False, zeroed: bool = False) -> tuple[mmap.mmap, str] | None:
     """A mapped file of ``nbytes`` in the arena (or ``where``); ``recycle``: space released earlier where some fits
     (its old bytes still in it), and this file's space goes back to the arena when released.  Why: a new file's pages
     are allocated and zeroed by the kernel, the plan worker's system time (0.75 ms per MB on the 2-core host, 8.5 of
     the plan workers' 57 CPU-s in a warm suite on the H100 host); a released file's pages are there already, mapped
-    at once (``MAP_POPULATE``), a third of the cost."""
+    at once (``MAP_POPULATE``), a third of the cost.  ``zeroed``: the file reads as zeros (a new one does; released
+    space is cleared, still a fraction of the kernel's cost)."""
     where = where or directory()
     if where is None or nbytes < MIN_BYTES:
         return None
     path = str(where / f"{_RECYCLED if recycle else ''}{os.getpid()}-{next(_count)}")
     if recycle and (claimed := _claim(where, nbytes, path)) is not None:
+        if zeroed:
+            np.frombuffer(claimed, dtype=np.uint8)[:] = 0
         return claimed, path
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -302,13 +305,14 @@ def zeros(shape: tuple[int, ...], dtype=np.uint32, where: Path | str | None = No
     return _wrap(mm, path).view(dtype).reshape(shape)  # a new file reads as zeros
 
 
-def zeros_parts(shapes: list[tuple[int, ...]], dtype=np.uint32) -> list[np.ndarray]:
+def zeros_parts(shapes: list[tuple[int, ...]], dtype=np.uint32, recycle: bool = False) -> list[np.ndarray]:
     """Zeroed arrays of ``shapes`` in one shared file (a module's out words, one array per plan: one file to make
-    instead of one per plan); its file goes when every part has been released (:func:`release`)."""
+    instead of one per plan); its file goes when every part has been released (:func:`release`); ``recycle``: as
+    :func:`share_together`."""
     dtype = np.dtype(dtype)
     sizes = [int(np.prod(s, dtype=np.int64)) * dtype.itemsize for s in shapes]
     starts, total = _laid_out(sizes)
-    made = _new(total, None)
+    made = _new(total, None, recycle, zeroed=True)
     if made is None:
         return [np.zeros(s, dtype=dtype) for s in shapes]
     flat = _wrap(*made)

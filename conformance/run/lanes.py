@@ -16,12 +16,13 @@ the order the lanes finish them.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -65,44 +66,37 @@ def run_in_lanes(run_variants: Callable, backend: Any, lanes: list[Any], variant
                  request: Any, on_outcome: Callable[[LaneOutcome], None] | None,
                  on_skip: Callable[[Any, str], None] | None, progress: Any, stop: Callable[[], bool] | None,
                  stages: Stages) -> None:
-    """``run_variants`` (the runner's pipeline) in a forked process per lane, each taking the modules of ``dealt``
-    (lists of ``variants``, the runner's) from one queue as its planning reaches them; the outcomes recorded here as
-    they come.  The lanes start first and the modules are dealt out while they do.  Raises RuntimeError when a lane
-    ended without finishing (the variants it had taken and not reported are then not run: the run says so)."""
+    """``run_variants`` (the runner's pipeline) in a forked process per lane, each given the next module of
+    ``dealt`` (lists of ``variants``, the runner's) when its planning asks; the outcomes recorded here as they come.
+    Raises RuntimeError when a lane ended without finishing (the variants it had taken and not reported are then
+    not run: the run says so)."""
     ctx = mp.get_context("fork")
     stopping = ctx.Event()
-    modules = ctx.Queue()
     by_id = {v.id: v for v in variants}
     n = len(lanes)
     jobs = max(1, request.jobs // n)
-    procs, conns, names = [], [], {}
+    procs, conns, names, feeds = [], [], {}, {}
     stages.mark("lanes_start")
     for i, lane_backend in enumerate(lanes):
         here, there = ctx.Pipe(duplex=False)
+        fed, feed = ctx.Pipe(duplex=False)
         p = ctx.Process(target=_lane, name=f"ptxconf-lane-{i}", daemon=False,
-                        args=(os.getpid(), there, lane_backend, modules, by_id, replace(request, jobs=jobs), stopping,
+                        args=(os.getpid(), there, fed, lane_backend, by_id, replace(request, jobs=jobs), stopping,
                               run_variants, lanes[i + 1:]))
         p.start()
         lane_backend.handed_over()  # opened here before the fork: the lane talks to its device now
         there.close()
+        fed.close()
         procs.append(p)
         conns.append(here)
-        names[here] = f"lane{i}"
+        names[here], feeds[here] = f"lane{i}", feed
     failures: list[str] = []
     live = dict(zip(conns, procs))
     lane_stats: list[dict] = []
-    # The queue is fed by a thread of this process (a put never blocks); a stopped run leaves modules no lane takes,
-    # and this process must not wait at its exit to feed them.
-    modules.cancel_join_thread()
+    dealer = _Dealer(dealt, stages, stopping)
     try:
-        try:
-            for module in dealt:
-                modules.put([v.id for v in module])
-        finally:
-            for _ in procs:
-                modules.put(None)  # one end per lane
-        stages.mark("modules_dealt")
-        _take(live, names, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages, lane_stats, failures)
+        _take(live, names, feeds, dealer, stopping, stop, by_id, request, on_outcome, on_skip, progress, stages,
+              lane_stats, failures)
     except BaseException:  # this process stops recording (a write refused, a crash): the lanes stop, unpublished
         stopping.set()
         for p in procs:
@@ -126,11 +120,31 @@ def _join_all(procs: list) -> None:
         p.join()
 
 
-def _take(live: dict, names: dict, stopping: Any, stop: Callable[[], bool] | None, by_id: dict, request: Any,
-          on_outcome: Callable | None, on_skip: Callable | None, progress: Any, stages: Stages, lane_stats: list,
-          failures: list) -> None:
-    """What the lanes send, recorded as it comes, until every lane has said "done" or ended; a stop request passed
-    on to them."""
+class _Dealer:
+    """The modules, one at a time to the lane that asks, over that lane's own pipe.  Why not one queue all lanes read:
+    a queue's reader holds a lock shared by every lane while it waits, and a lane that died waiting (its device
+    crashed it) kept it: the other lanes waited for ever."""
+
+    def __init__(self, dealt: Iterable[list], stages: Stages, stopping: Any):
+        self._dealt, self._stages, self._stopping = iter(dealt), stages, stopping
+        self._left = True
+
+    def next(self) -> list[str] | None:
+        """The next module's variant ids; None once every module is out or the run is stopping."""
+        if self._left and not self._stopping.is_set():
+            module = next(self._dealt, None)
+            if module is not None:
+                return [v.id for v in module]
+            self._left = False
+            self._stages.mark("modules_dealt")
+        return None
+
+
+def _take(live: dict, names: dict, feeds: dict, dealer: _Dealer, stopping: Any, stop: Callable[[], bool] | None,
+          by_id: dict, request: Any, on_outcome: Callable | None, on_skip: Callable | None, progress: Any,
+          stages: Stages, lane_stats: list, failures: list) -> None:
+    """What the lanes send, recorded as it comes, and a module to each lane that asks, until every lane has said
+    "done" or ended; a stop request passed on to them."""
     while live:
         if stop is not None and not stopping.is_set() and stop():
             stopping.set()
@@ -139,11 +153,15 @@ def _take(live: dict, names: dict, stopping: Any, stop: Callable[[], bool] | Non
                 kind, *body = conn.recv()
             except (EOFError, OSError):
                 proc = live.pop(conn)
+                feeds[conn].close()
                 proc.join()
                 if proc.exitcode != 0:
                     failures.append(f"{proc.name} ended with exit status {proc.exitcode} before finishing")
                 continue
-            if kind == "outcome":
+            if kind == "more":
+                with contextlib.suppress(OSError):  # a lane gone meanwhile: its end is read next
+                    feeds[conn].send(dealer.next())
+            elif kind == "outcome":
                 _record(LaneOutcome(by_id[body[0]], *body[1:]), request.observations, on_outcome, progress)
             elif kind == "skip":
                 if on_skip:
@@ -153,6 +171,7 @@ def _take(live: dict, names: dict, stopping: Any, stop: Callable[[], bool] | Non
             elif kind == "done":  # the lane's last message: it leaves on its own
                 live.pop(conn)
                 conn.close()
+                feeds[conn].close()
                 lane_stages, stats, marks = body
                 for name, seconds in lane_stages.items():
                     stages.add(name, seconds)
@@ -172,11 +191,24 @@ def _record(outcome: LaneOutcome, observations: Path | None, on_outcome: Callabl
         progress.update(1)
 
 
-def _lane(parent: int, conn: Connection, backend: Any, modules: Any, by_id: dict, request: Any, stopping: Any,
+def _asked(conn: Connection, fed: Connection) -> Iterator[list[str]]:
+    """A lane's modules (variant ids), each asked of the run when the lane's planning reaches it."""
+    while True:
+        conn.send(("more",))
+        try:
+            ids = fed.recv()
+        except (EOFError, OSError):  # the run's process is gone (this lane ends with it)
+            return
+        if ids is None:
+            return
+        yield ids
+
+
+def _lane(parent: int, conn: Connection, fed: Connection, backend: Any, by_id: dict, request: Any, stopping: Any,
           run_variants: Callable, later: list) -> None:
-    """One lane: the pipeline for the modules it takes from ``modules`` (variant ids, None at the end), each outcome
-    sent as it is made; the run's process publishes.  ``later``: the backends of the lanes forked after this one
-    (their devices' pipes are theirs, not this lane's)."""
+    """One lane: the pipeline for the modules it asks for (:func:`_asked`), each outcome sent as it is made; the
+    run's process publishes.  ``later``: the backends of the lanes forked after this one (their devices' pipes are
+    theirs, not this lane's)."""
     die_with_parent(parent)
     name_process("lane")
     ignore_stop_signals()
@@ -195,7 +227,7 @@ def _lane(parent: int, conn: Connection, backend: Any, modules: Any, by_id: dict
 
     try:
         backend.set_stop(stopping.is_set)  # a module still being built when the run stops is not run
-        run_variants(backend, VariantStream(iter(modules.get, None), by_id), request, on_outcome=outcome,
+        run_variants(backend, VariantStream(_asked(conn, fed), by_id), request, on_outcome=outcome,
                      on_skip=lambda v, why: conn.send(("skip", v.id, why)), stop=stopping.is_set, stages=stages,
                      publish=False, finished=done)
         if not said:

@@ -114,7 +114,9 @@ def launch_module(backend: Backend, plans: list[Plan], module: str,
     stages = stages or Stages()
     launches, owner = [], []
     # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
-    outs = shared.zeros_parts([(len(p.in_words), p.in_words.shape[1], p.out_words) for p in plans], np.uint32)
+    # Released once compared and recorded (``emit``), their space goes to a later module's.
+    outs = shared.zeros_parts([(len(p.in_words), p.in_words.shape[1], p.out_words) for p in plans], np.uint32,
+                              recycle=True)
     for k, plan in enumerate(plans):
         for li, cases in enumerate(plan.launches):
             # Each launch runs only its cases (rows of the plan's words), in the order given within them.

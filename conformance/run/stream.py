@@ -1,4 +1,4 @@
-"""Variants that arrive while a pipeline runs them (a lane's modules, taken from its run's queue)."""
+"""Variants that arrive while a pipeline runs them (a lane's modules, asked of its run one at a time)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ __all__ = ["VariantStream"]
 
 
 class VariantStream:
-    """Variants that arrive while they are run: a lane's modules, each taken from the run's queue when the lane's
-    planning reaches it, so the lanes that finish first take more (the shares were dealt before any lane started,
+    """Variants that arrive while they are run: a lane's modules, each asked of the run when the lane's planning
+    reaches it, so the lanes that finish first take more (the shares were dealt before any lane started,
     the run's process alone: 0.5 s of a 7.6 s warm run on one H100, and lanes ended up to 1.1 s apart).  ``known``:
     every variant it may give, by id (what a pool's workers resolve ids against)."""
 

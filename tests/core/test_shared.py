@@ -268,3 +268,17 @@ def test_released_space_goes_to_one_process_only():
         for p in procs:
             p.join()
         assert sorted(got) == [False, False, False, True]
+
+
+def test_recycled_out_words_read_as_zeros():
+    """A module's out words in released space: zeros, as in a new file (rows a failed launch never wrote are
+    recorded as zeros, never as an earlier module's words)."""
+    with shared.arena() as d:
+        parts = shared.zeros_parts([(64, 128, 16), (40, 128, 16)], recycle=True)
+        ino = _inode(parts[0]._file)
+        for p in parts:
+            p[...] = 0xDEADBEEF
+        shared.release(*parts)
+        assert len(os.listdir(d / "free")) == 1, "given back with its last part"
+        again = shared.zeros_parts([(100, 128, 16)], recycle=True)
+        assert _inode(again[0]._file) == ino and not again[0].any()
