@@ -110,12 +110,17 @@ def test_arena_removes_directories_of_dead_runs_and_never_a_live_one():
     dead.mkdir()
     (dead / shared._OWNER).write_bytes(b"")
     (dead / "x").write_bytes(b"0")
-    live = base / f"{shared._PREFIX}999999999-live"  # an old-style pid name no process has here
-    live.mkdir(exist_ok=True)
-    (live / shared._OWNER).write_bytes(b"")
+    # An old-style pid name no process has here.  Made under another name and locked before it takes the run name:
+    # a run starting meanwhile elsewhere (another test worker) must never see it unlocked.
+    live = base / f"{shared._PREFIX}999999999-live-{secrets.token_hex(4)}"
+    making = base / f"making-{secrets.token_hex(8)}"
+    making.mkdir()
+    (making / shared._OWNER).write_bytes(b"")
     holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
-                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
-                               str(live / shared._OWNER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                               "fcntl.flock(fd, fcntl.LOCK_EX); os.rename(sys.argv[2], sys.argv[3]); "
+                               "print('held', flush=True); sys.stdin.read()",
+                               str(making / shared._OWNER), str(making), str(live)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         with shared.arena() as mine:
@@ -124,6 +129,7 @@ def test_arena_removes_directories_of_dead_runs_and_never_a_live_one():
     finally:
         holder.communicate("")
         shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(making, ignore_errors=True)
 
 
 def test_gpu_worker_gets_shared_words_by_reference_and_anything_else_by_rows():
