@@ -19,9 +19,8 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import numpy as np
 from ptxconf import registry
 
@@ -31,6 +30,9 @@ from .model import Fragment, Layout, Operand, Variant
 from .ptxtypes import TYPES
 from .targets import PtxVersion, parse_target
 from .yamlsrc import Source, SpecError, field_name, first_schema_error, load_yaml, schema_validator
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["Specs", "load_specs", "load_file", "default_specs_dir", "SpecError"]
 

@@ -20,10 +20,12 @@ import stat
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["SpecError", "Source", "load_yaml", "schema_validator", "first_schema_error", "check_schema"]
 
@@ -194,7 +196,10 @@ def _scalar(node: yaml.Node, path: PathT, src: Source) -> Any:
 
 @cache
 def schema_validator(path: str | Path) -> jsonschema.protocols.Validator:
-    """The (checked) JSON Schema validator of a schema file, built once."""
+    """The (checked) JSON Schema validator of a schema file, built once (jsonschema imported here: a run reads its
+    specs from the cache and never validates, and the import cost every command's start 0.15 s on a GPU host)."""
+    import jsonschema
+
     schema = json.loads(Path(path).read_text())
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

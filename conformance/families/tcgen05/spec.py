@@ -17,11 +17,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from ptxconf.isa.targets import PtxVersion, Target, parse_target, target_satisfies
 from ptxconf.isa.yamlsrc import Source, SpecError, first_schema_error, schema_validator
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "SCHEMA_ID",

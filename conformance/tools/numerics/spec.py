@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import jsonschema
 from ptxconf.isa.yamlsrc import Source
 
 from .model import PathParams
@@ -69,6 +68,8 @@ class NumericsSpec:
 
 def load_document(doc: dict, src: Source) -> NumericsSpec:
     schema = json.loads(_SCHEMA_PATH.read_text())
+    import jsonschema  # only where a file is checked
+
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=lambda e: src.line(tuple(e.absolute_path)) or 0)
     if errors:
         err = errors[0]

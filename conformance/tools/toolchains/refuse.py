@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jsonschema
 from ptxconf.isa.targets import PtxVersion
 from ptxconf.isa.yamlsrc import Source
 
@@ -79,6 +78,8 @@ class RefuseSpec:
 
 def load_document(doc: dict, src: Source) -> RefuseSpec:
     schema = json.loads(_SCHEMA_PATH.read_text())
+    import jsonschema  # only where a file is checked
+
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc),
                     key=lambda e: src.line(tuple(e.absolute_path)) or 0)
     if errors:
