@@ -220,7 +220,7 @@ FREE_SLACK = 2  # a released file serves a request of at least 1/FREE_SLACK of i
 
 def _new(nbytes: int, where: Path | None, recycle: bool = False, zeroed: bool = False) -> tuple[mmap.mmap, str] | None:
     """A mapped file of ``nbytes`` in the arena (or ``where``); ``recycle``: space released earlier where some fits
-    (its old bytes still in it), and this file's space goes back to the arena when released.  Why: a new file's pages
+    (its old bytes still in it), and this file's space may go back to the arena when released (:func:`release`).  Why: a new file's pages
     are allocated and zeroed by the kernel, the plan worker's system time (0.75 ms per MB on the 2-core host, 8.5 of
     the plan workers' 57 CPU-s in a warm suite on the H100 host); a released file's pages are there already, mapped
     at once (``MAP_POPULATE``), a third of the cost.  ``zeroed``: the file reads as zeros (a new one does; released
@@ -344,8 +344,8 @@ def share_together(*arrays: np.ndarray, where: Path | str | None = None,
                    recycle: bool = False) -> tuple[np.ndarray, ...]:
     """Shared copies of ``arrays`` in one file (one file to make, and one mapping for each process that attaches
     them all: a plan's input words, predicted words and defined bits); the arrays themselves where no arena is
-    open or they are small together.  ``recycle``: in space released before, its space reused once this file is
-    released (for words that nobody reads after their release: a plan's, released once compared)."""
+    open or they are small together.  ``recycle``: in space released before where some fits, and its own space
+    given back when released so (``release(give_back=True)``: a plan's words, once compared and recorded)."""
     arrays = tuple(np.ascontiguousarray(a) for a in arrays)
     starts, total = _laid_out([a.nbytes for a in arrays])
     made = _new(total, Path(where) if where else None, recycle)
@@ -365,11 +365,11 @@ def is_shared(arr) -> bool:
     return isinstance(arr, SharedRef) or (isinstance(arr, SharedArray) and arr._offset() is not None)
 
 
-def release(*arrays) -> None:
+def release(*arrays, give_back: bool = False) -> None:
     """Remove the files behind these arrays: no process can attach to them any more, mapped pages stay readable
-    until the last mapping goes (call it once every process that needs them has them).  A file of recycled space
-    goes back to the arena instead: its pages are written again by the next plan that takes them, so it is released
-    only once no process reads its words any more."""
+    until the last mapping goes (call it once every process that needs them has them).  ``give_back``: a file made
+    to take released space (``recycle``) goes back to the arena instead, its pages written again by the next plan
+    that takes them: only for words nothing reads any more, here or in another process."""
     for arr in arrays:
         if isinstance(arr, (SharedArray, SharedRef)) and arr._file is not None:
             left = _parts_left.get(arr._file)
@@ -378,7 +378,7 @@ def release(*arrays) -> None:
                     _parts_left[arr._file] = left - 1
                     continue
                 del _parts_left[arr._file]
-            if os.path.basename(arr._file).startswith(_RECYCLED):
+            if give_back and os.path.basename(arr._file).startswith(_RECYCLED):
                 _give_back(arr._file)
             else:
                 with contextlib.suppress(OSError):

@@ -53,7 +53,8 @@ def fuzz_layouts(backend: Backend, variants: list, budget_s: float, first_seed: 
 
     seed = first_seed
     while not out_of_time():
-        request = RunRequest(seed, None if checks is None else tuple(checks), value_cases, jobs=jobs)
+        request = RunRequest(seed, None if checks is None else tuple(checks), value_cases, jobs=jobs,
+                             words_done_after_outcome=True)  # counted above, never kept
         run_variants(backend, variants, request, on_outcome, stop=out_of_time)
         res.seeds += 1
         res.seconds = time.monotonic() - t0

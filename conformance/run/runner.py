@@ -71,6 +71,9 @@ class RunRequest:
     cases_per_launch: int | None = None  # the benchmark's one-case-per-launch baseline; None: the plan's own split
     jobs: int = 1  # processes that plan and compare (1: this one)
     observations: Path | None = None  # where observation files go (None: none written)
+    # The outcomes' words are not read once ``on_outcome`` returns (a run that records verdicts and observation files
+    # only): their shared space goes to later plans and modules.  Else they stay readable for as long as referenced.
+    words_done_after_outcome: bool = False
 
     def plan(self, v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> Plan:
         plan = plan_variant(v, self.seed, cc, max_ptx, self.checks, self.value_cases, self.cases_per_launch)
@@ -113,8 +116,8 @@ def launch_module(backend: Backend, plans: list[Plan], module: str,
     (their cases and why); None when the backend abandoned the module (the run stopped before it was built)."""
     stages = stages or Stages()
     launches, owner = [], []
-    # Out words land in shared memory where a run's arena is open: a backend in another process writes them there.
-    # Released once compared and recorded (``emit``), their space goes to a later module's.
+    # Out words land in shared memory where a run's arena is open: a backend in another process writes them there;
+    # in space released by earlier modules where the run gives theirs back (``RunRequest.words_done_after_outcome``).
     outs = shared.zeros_parts([(len(p.in_words), p.in_words.shape[1], p.out_words) for p in plans], np.uint32,
                               recycle=True)
     for k, plan in enumerate(plans):
@@ -506,7 +509,8 @@ def run_variants(
             progress.update(1)
         exp = outcome.plan.expected
         # compared (and saved): no process attaches again
-        shared.release(outcome.plan.in_words, outcome.out_words, exp.words if exp is not None else None)
+        shared.release(outcome.plan.in_words, outcome.out_words, exp.words if exp is not None else None,
+                       give_back=request.words_done_after_outcome)
 
     recording = [False]  # an error while recording verdicts stops the run with nothing more written
     # Words cross processes as shared files (the workers forked below inherit the arena).
@@ -565,7 +569,8 @@ def _run_variants(backend: Backend, variants: Iterable[Variant], request: RunReq
             if arrived is not None:
                 for p in plans:
                     arrived.drop(p)
-            shared.release(*(p.in_words for p in plans), *(p.expected.words for p in plans if p.expected is not None))
+            shared.release(*(p.in_words for p in plans), *(p.expected.words for p in plans if p.expected is not None),
+                           give_back=True)  # never handed to anyone
             return
         if comparisons is None:
             for outcome in _compared_here(plans, launched, share, observations, stages):

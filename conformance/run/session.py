@@ -247,7 +247,8 @@ class RunSession:
 
         try:
             request = RunRequest(self.seed, self.checks, self.cases, jobs=self.jobs,
-                                 observations=self.out_dir / "observations" if self.save_observations else None)
+                                 observations=self.out_dir / "observations" if self.save_observations else None,
+                                 words_done_after_outcome=True)
             backend.set_stop(self.stop_requested)
             run_variants(backend, todo, request, on_outcome, on_skip, stop=self.stop_requested, stages=self.stages)
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so

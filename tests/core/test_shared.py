@@ -236,22 +236,25 @@ def test_recycled_space_goes_back_to_the_arena_and_the_next_plan_takes_it(monkey
         (sa,) = shared.share_together(a, recycle=True)
         first, ino = sa._file, _inode(sa._file)
         ref = pickle.dumps(sa)
-        shared.release(sa, sa)  # released twice (in words and predicted words share the file): given back once
+        shared.release(sa, sa, give_back=True)  # twice (words and predicted words share the file): given back once
         assert not os.path.exists(first) and len(os.listdir(d / "free")) == 1
         with pytest.raises(FileNotFoundError):
             pickle.loads(ref)  # nobody attaches to a released file
         sb = shared.share(b, recycle=True)  # smaller, within the slack: the same space
         assert _inode(sb._file) == ino and os.listdir(d / "free") == []
         assert np.array_equal(sb, b) and np.array_equal(pickle.loads(pickle.dumps(sb)), b)
-        shared.release(sb)
+        shared.release(sb, give_back=True)
         tiny = shared.share(_words((40, 128, 16), seed=3), recycle=True)  # under half of it: a file of its own
         assert _inode(tiny._file) != ino and len(os.listdir(d / "free")) == 1
         plain = shared.share(a)  # not recycled: removed when released, as before
-        shared.release(plain)
+        shared.release(plain, give_back=True)
         assert not os.path.exists(plain._file) and len(os.listdir(d / "free")) == 1
+        kept = shared.share(b, recycle=True)  # takes the free space; released without give_back (its words may
+        shared.release(kept)  # still be read): removed, its words readable here
+        assert not os.path.exists(kept._file) and os.listdir(d / "free") == [] and np.array_equal(kept, b)
         monkeypatch.setattr(shared, "FREE_BYTES", 0)  # past the bound: a released file is removed
-        shared.release(tiny)
-        assert not os.path.exists(tiny._file) and len(os.listdir(d / "free")) == 1
+        shared.release(tiny, give_back=True)
+        assert not os.path.exists(tiny._file) and os.listdir(d / "free") == []
     assert not d.exists(), "the arena's free space goes with it"
 
 
@@ -264,7 +267,7 @@ def test_released_space_goes_to_one_process_only():
     """Workers claim released space by renaming it: of several asking at once for the one free file, one gets it."""
     with shared.arena() as d:
         (s,) = shared.share_together(_words(), recycle=True)
-        shared.release(s)
+        shared.release(s, give_back=True)
         ctx = mp.get_context("fork")
         q = ctx.Queue()
         procs = [ctx.Process(target=_claim_one, args=(d, _words().nbytes, q)) for _ in range(4)]
@@ -284,7 +287,35 @@ def test_recycled_out_words_read_as_zeros():
         ino = _inode(parts[0]._file)
         for p in parts:
             p[...] = 0xDEADBEEF
-        shared.release(*parts)
+        shared.release(*parts, give_back=True)
         assert len(os.listdir(d / "free")) == 1, "given back with its last part"
         again = shared.zeros_parts([(100, 128, 16)], recycle=True)
         assert _inode(again[0]._file) == ino and not again[0].any()
+
+
+def _kept_outcomes(done: bool) -> list:
+    """Outcomes of a small run, each with copies of its words taken while ``on_outcome`` ran."""
+    from ptxconf.backends.emulator import EmulatorBackend
+    from ptxconf.isa import load_specs
+    from ptxconf.oracle import mma
+    from ptxconf.run import runner
+
+    specs = load_specs()
+    vs = [specs.variants[f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16/ss"] for n in (256, 248, 240)]
+    kept: list = []
+    saved, runner.MODULE_PLANS = runner.MODULE_PLANS, 1  # a module per plan: each new one may take freed space
+    try:
+        runner.run_variants(EmulatorBackend(mma), vs, runner.RunRequest(3, value_cases=2, words_done_after_outcome=done),
+                            on_outcome=lambda o: kept.append((o, np.array(o.out_words))))
+    finally:
+        runner.MODULE_PLANS = saved
+    assert len(kept) == len(vs) and all(shared.is_shared(o.out_words) or o.out_words is None for o, _ in kept)
+    return kept
+
+
+def test_outcomes_kept_by_a_caller_keep_their_words():
+    """A library caller that keeps outcomes reads their words after the run, unchanged: only a run that says its
+    words are done after each outcome (the CLI's) gives their space to later modules (and then a kept outcome's out
+    words are a later module's: this test would see it)."""
+    assert all(np.array_equal(o.out_words, out) for o, out in _kept_outcomes(False))
+    assert not all(np.array_equal(o.out_words, out) for o, out in _kept_outcomes(True))
