@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import Backend
+    from .base import Backend, NoGpu
 
-__all__ = ["Backend", "BackendError", "Launch", "LaunchResult", "get_backend"]
-_FROM_BASE = ("Backend", "BackendError", "Launch", "LaunchResult")
+__all__ = ["Backend", "BackendError", "Launch", "LaunchResult", "NoGpu", "get_backend", "without_gpu"]
+_FROM_BASE = ("Backend", "BackendError", "Launch", "LaunchResult", "NoGpu")
 
 
 def __getattr__(name: str) -> Any:
@@ -21,9 +21,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def get_backend(name: str, **kwargs) -> Backend:
-    """``auto`` picks PyCUDA when a GPU answers, else the emulator (and says why)."""
+def get_backend(name: str, worker_decides: bool = False, **kwargs) -> Backend:
+    """``auto`` picks PyCUDA when a GPU answers, else the emulator (and says why); ``pycuda`` without one raises.
+
+    ``worker_decides`` (a run, which starts its GPU workers at once): where a GPU is likely (PyCUDA installed, a driver
+    node there: :func:`.pycuda_backend.gpu_likely`), no CUDA is started in this process to ask (0.5 s of its start);
+    the PyCUDA backend's worker is the check, its first ``info`` raising :class:`NoGpu` where CUDA did not start
+    there, and :func:`without_gpu` then gives what this would have given."""
     from .base import BackendError
+    if name in ("auto", "pycuda") and worker_decides:
+        from .pycuda_backend import gpu_likely
+
+        if gpu_likely():
+            return _pycuda(auto_from_worker=name == "auto", **kwargs)
     if name == "auto":
         from .pycuda_backend import gpu_available
 
@@ -31,14 +41,13 @@ def get_backend(name: str, **kwargs) -> Backend:
         name = "pycuda" if ok else "emulator"
         kwargs.setdefault("auto_reason", why)
     if name == "pycuda":
-        from .pycuda_backend import PyCudaBackend, gpu_available
+        from .pycuda_backend import ON_EMULATOR, gpu_available
 
         if "auto_reason" not in kwargs:  # asked for by name: say why it cannot run, before any worker starts
             ok, why = gpu_available()
             if not ok:
-                raise BackendError(why.replace("; using the NumPy emulator", ""))
-
-        return PyCudaBackend(**{k: v for k, v in kwargs.items() if k != "semantics"})
+                raise BackendError(why.removesuffix(ON_EMULATOR))
+        return _pycuda(**kwargs)
     if name == "emulator":
         from .emulator import EmulatorBackend
 
@@ -48,3 +57,21 @@ def get_backend(name: str, **kwargs) -> Backend:
 
         return EmulatorBackend(**{k: v for k, v in kwargs.items() if k not in ("build", "use_cache", "ptxas")})
     raise ValueError(f"unknown backend {name!r}; choose auto, pycuda or emulator")
+
+
+def without_gpu(name: str, no_gpu: NoGpu, **kwargs) -> Backend:
+    """What :func:`get_backend` gives for ``name`` where a GPU worker found no GPU (``no_gpu``, its first answer):
+    the emulator under ``auto``, with its reason (``PyCUDA not importable ...``, ``no CUDA driver or device ...``,
+    as where this process asks); under ``pycuda``, that reason raised."""
+    from .base import BackendError
+    from .pycuda_backend import ON_EMULATOR
+
+    if name != "auto":
+        raise BackendError(str(no_gpu))
+    return get_backend("emulator", **{**kwargs, "auto_reason": f"{no_gpu}{ON_EMULATOR}"})
+
+
+def _pycuda(**kwargs) -> Backend:
+    from .pycuda_backend import PyCudaBackend
+
+    return PyCudaBackend(**{k: v for k, v in kwargs.items() if k != "semantics"})

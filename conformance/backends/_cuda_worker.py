@@ -1,13 +1,36 @@
-"""The child process that owns the CUDA context (imported only there).
+"""The child process that owns the CUDA context (its interpreter imports this module and what it runs only).
 
 A faulting kernel leaves a sticky error that poisons its context; running the
 GPU in a child process lets the parent kill it, start a fresh one, and go on.
 Modules are JIT-compiled by the driver from PTX and cached by the PTX's hash.
+Where CUDA does not start here (no driver, no device), the first answer says why
+(:data:`NO_GPU`): a run asks no GPU anything in its own process before.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
+
+NO_GPU = "no-gpu"  # the first answer of a worker whose CUDA did not start: ``(NO_GPU, why, False)``
+
+
+def start_cuda() -> tuple[Any, int] | tuple[None, str]:
+    """PyCUDA's driver with CUDA started and how many devices it sees, or None and why not (no binding, no driver,
+    no device): the one check of a GPU, in the worker (:func:`serve`) and in a process that asks before it starts one
+    (:func:`ptxconf.backends.pycuda_backend.gpu_available`).  Never raises."""
+    try:
+        import pycuda.driver as cuda
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return None, f"PyCUDA not importable ({type(exc).__name__}: {exc})"
+    try:
+        cuda.init()
+        n = cuda.Device.count()
+    except Exception as exc:
+        return None, f"no CUDA driver or device ({exc})"
+    if n == 0:
+        return None, "no CUDA device"
+    return cuda, n
 
 
 def main(fd: int, device: int, parent: int) -> None:  # pragma: no cover - runs on GPU machines only
@@ -30,9 +53,15 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
     ignore_stop_signals()
 
     import numpy as np
-    import pycuda.driver as cuda
 
-    cuda.init()
+    cuda, count = start_cuda()
+    if cuda is None:  # the first question (open()'s ping, or whatever comes first) answered with why, then gone
+        try:
+            if conn.recv()[0] != "exit":
+                conn.send((NO_GPU, count, False))
+        except (EOFError, OSError):
+            pass
+        return
     dev = cuda.Device(device)
     ctx = dev.make_context()
     modules: dict[str, object] = {}
@@ -52,7 +81,7 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
                 conn.send(("ok", {"gpu_worker_entered": entered, "gpu_worker_ready": ready}))
                 continue
             if msg[0] == "info":
-                conn.send(("ok", _info(cuda, dev)))
+                conn.send(("ok", {**_info(cuda, dev), "cuda_devices": count}))
                 continue
             if msg[0] == "load":
                 _, key, ptx = msg

@@ -16,11 +16,16 @@ from ptxconf.core.plan import runnable_targets, support_reason
 from ptxconf.isa.model import Variant
 from ptxconf.isa.targets import PtxVersion, Target
 
-__all__ = ["Backend", "BackendError", "backend_label", "evidence_label", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
+__all__ = ["Backend", "BackendError", "NoGpu", "backend_label", "evidence_label", "Launch", "LaunchResult", "native_build", "runnable_targets", "support_reason"]
 
 
 class BackendError(RuntimeError):
     """A backend cannot run at all (no GPU, no driver, no PyCUDA)."""
+
+
+class NoGpu(BackendError):
+    """A GPU backend's worker found no GPU as it started (no driver, no device; the text says which): what
+    :func:`ptxconf.backends.without_gpu` turns into what ``auto`` or ``pycuda`` does then."""
 
 
 def backend_label(info: dict) -> str:

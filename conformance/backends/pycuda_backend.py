@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import multiprocessing as mp
 import os
 import shutil
@@ -32,7 +33,8 @@ from typing import Any
 from ptxconf.core import shared
 from ptxconf.isa.targets import PtxVersion
 
-from .base import Backend, BackendError, Launch, LaunchResult
+from ._cuda_worker import NO_GPU, start_cuda
+from .base import Backend, BackendError, Launch, LaunchResult, NoGpu
 
 
 class _Abandoned(Exception):
@@ -65,20 +67,32 @@ def _wire(launches: list[Launch]) -> tuple[list[LaunchItem], list]:
     return batch, made
 
 
+# The NVIDIA driver's control node (Linux, and a container given GPUs) and WSL's GPU node: where one is there and
+# PyCUDA is installed, a GPU is worth a worker's try (:func:`gpu_likely`).
+DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg")
+ON_EMULATOR = "; using the NumPy emulator"  # how ``auto``'s reason ends where no GPU answers
+
+
 def gpu_available() -> tuple[bool, str]:
-    """(True, why) when PyCUDA imports and a device answers; never raises."""
+    """(True, why) when PyCUDA imports and a device answers (CUDA started in this process); never raises."""
+    cuda, count = start_cuda()
+    return (False, f"{count}{ON_EMULATOR}") if cuda is None else (True, on_pycuda(count))
+
+
+def on_pycuda(count: int) -> str:
+    """``auto``'s reason where a GPU answered: how many devices CUDA sees."""
+    return f"{count} CUDA device(s); using PyCUDA"
+
+
+def gpu_likely() -> bool:
+    """PyCUDA installed and a driver node there, found without importing PyCUDA or starting CUDA (a cuInit is 0.5 s
+    of a run's process, on a GPU host): where this holds, a GPU worker's own CUDA start is the check (:class:`NoGpu`
+    from its first answer where it fails)."""
     try:
-        import pycuda.driver as cuda  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken CUDA install
-        return False, f"PyCUDA not importable ({type(exc).__name__}: {exc}); using the NumPy emulator"
-    try:
-        cuda.init()
-        n = cuda.Device.count()
-    except Exception as exc:
-        return False, f"no CUDA driver or device ({exc}); using the NumPy emulator"
-    if n == 0:
-        return False, "no CUDA device; using the NumPy emulator"
-    return True, f"{n} CUDA device(s); using PyCUDA"
+        found = importlib.util.find_spec("pycuda") is not None
+    except (ImportError, ValueError):  # a broken install: the full check says how
+        return False
+    return found and any(os.path.exists(node) for node in DRIVER_NODES)
 
 
 def device_count() -> int:
@@ -131,7 +145,7 @@ class PyCudaBackend(Backend):
 
     def __init__(self, timeout_s: float = 20.0, auto_reason: str | None = None, jit_timeout_s: float = 300.0,
                  build: str = "auto", use_cache: bool = True, ptxas: str | None = None, device: int = 0,
-                 builds_from: PyCudaBackend | None = None):
+                 builds_from: PyCudaBackend | None = None, auto_from_worker: bool = False):
         self.build = build
         self.device = device  # the CUDA ordinal the worker opens
         self.use_cache = use_cache
@@ -150,6 +164,10 @@ class PyCudaBackend(Backend):
         self.jit_timeout_s = jit_timeout_s
         self.jit_seconds = 0.0
         self.auto_reason = auto_reason
+        # Made by ``auto`` with no CUDA started in this process: the worker's first answer is the check (NoGpu where
+        # it failed), and ``auto``'s reason comes from its info.
+        self.auto_from_worker = auto_from_worker
+        self._no_gpu: str | None = None  # what a worker answered where it found no GPU: asked again, no new worker
         self._proc = None
         self._conn = None
         self._info: dict | None = None
@@ -240,12 +258,18 @@ class PyCudaBackend(Backend):
             reply = self._reply(timeout, f"the GPU worker did not start in {timeout:g} s",
                                 "the GPU worker died as it started")
             if reply[0] != "ok":
-                return reply
+                return self._ended_by(reply)
             self._moments.update(reply[1])
         self._conn.send(msg)
-        reply = self._reply(timeout, f"timed out after {timeout:g} s (kernel hung?)",
-                            "the GPU worker died (fault in the driver?)")
-        if reply[0] == "error" and reply[2]:
+        return self._ended_by(self._reply(timeout, f"timed out after {timeout:g} s (kernel hung?)",
+                                          "the GPU worker died (fault in the driver?)"))
+
+    def _ended_by(self, reply):
+        """``reply`` as it came, its worker ended where the reply ended it: a fault's (killed: the next call starts
+        another) or a worker that found no GPU (it leaves by itself)."""
+        if reply[0] == NO_GPU:
+            self._stop()
+        elif reply[0] == "error" and reply[2]:
             self._stop(kill=True)
             self.restarts += 1
         return reply
@@ -273,13 +297,19 @@ class PyCudaBackend(Backend):
 
     def _asked_info(self) -> dict:
         """What the GPU worker says of its device, with the build and toolkit facts."""
+        if self._no_gpu is not None:
+            raise NoGpu(self._no_gpu)
         reply = self._call(("info",), 120)
+        if reply[0] == NO_GPU:
+            self._no_gpu = reply[1]
+            raise NoGpu(reply[1])
         if reply[0] != "ok":
             raise BackendError(f"cannot query the GPU: {reply[1]}")
         info = {"backend": self.name, **reply[1], "device": self.device, "ptxas": ptxas_version(self._ptxas),
                 "build": "ptxas -arch=<GPU> (parallel, cached)" if self._ptxas else reply[1]["jit"]}
-        if self.auto_reason:
-            info["auto"] = self.auto_reason
+        why = on_pycuda(reply[1]["cuda_devices"]) if self.auto_from_worker else self.auto_reason
+        if why:
+            info["auto"] = why
         return info
 
     def compute_capability(self) -> tuple[int, int]:
@@ -420,7 +450,7 @@ class PyCudaBackend(Backend):
         if self._pool is None:
             return self
         lane = PyCudaBackend(self.timeout_s, self.auto_reason, self.jit_timeout_s, self.build, self.use_cache,
-                             self._ptxas, self.device)
+                             self._ptxas, self.device, auto_from_worker=self.auto_from_worker)
         lane._info = self._info
         return lane
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .specs import load, specs_arg
 
 if TYPE_CHECKING:
-    from ptxconf.backends import Backend
+    from ptxconf.backends import Backend, NoGpu
 
 __all__ = ["add_parser"]
 
@@ -36,18 +36,20 @@ def lanes_per_gpu(asked: int | None, gpus: int, jobs: int) -> int:
     return DEFAULT_LANES if jobs >= 2 and (os.cpu_count() or 1) >= LANES_FROM_CORES * gpus else 1
 
 
-def _run_backend(args, semantics, jobs: int):
+def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None):
     """The run's backend: one device, or several lanes (of one GPU or of several, ``--devices``, ``--lanes``) behind
-    one interface."""
-    from ptxconf.backends import get_backend
+    one interface.  No CUDA is started here to learn whether a GPU is there: its GPU workers say, and where they
+    found none (``no_gpu``) it is made again knowing that."""
+    from ptxconf.backends import get_backend, without_gpu
     from ptxconf.backends.devices import DeviceSet, parse_devices
 
-    kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args))
+    kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args),
+              worker_decides=True)
     asked = getattr(args, "lanes", None)
     if asked is not None and asked < 1:
         raise SystemExit(f"ptxconf run: --lanes {asked}: give 1 or more")
     if not getattr(args, "devices", None):
-        first = get_backend(args.backend, **kw)
+        first = get_backend(args.backend, **kw) if no_gpu is None else without_gpu(args.backend, no_gpu, **kw)
         if first.name != "pycuda":
             if asked is not None and asked > 1:
                 raise SystemExit("ptxconf run: --lanes runs pipelines per GPU; the emulator runs on this CPU")
@@ -62,7 +64,7 @@ def _run_backend(args, semantics, jobs: int):
             ids = parse_devices(args.devices, device_count())
         except ValueError as exc:
             raise SystemExit(f"ptxconf run: --devices {exc}") from None
-        first = get_backend("pycuda", device=ids[0], **kw)
+        first = get_backend("pycuda", device=ids[0], **kw) if no_gpu is None else without_gpu("pycuda", no_gpu, **kw)
     if len(set(ids)) < len(ids):  # a GPU named more than once: the lanes as named
         if asked is not None:
             raise SystemExit("ptxconf run: --lanes and a GPU named more than once in --devices: give one or the other")
@@ -91,10 +93,14 @@ class _EarlyBackend:
     def __init__(self) -> None:
         self._backend: Backend | None = None
         self._error: BaseException | None = None
+        self._make: Callable[[NoGpu | None], Backend] | None = None
 
-    def start(self, make: Callable[[], Backend]) -> None:
+    def start(self, make: Callable[[NoGpu | None], Backend], no_gpu: NoGpu | None = None) -> None:
+        """``make(no_gpu)`` the backend and open it: ``no_gpu`` is None, or what its GPU workers answered first where
+        they found no GPU (then ``make`` gives what ``--backend`` does without one)."""
+        self._make = make
         try:
-            self._backend = make()
+            self._backend = make(no_gpu)
             self._backend.open()
         except Exception as exc:  # noqa: BLE001 - kept for :meth:`backend`, raised there
             self._error = exc
@@ -109,6 +115,21 @@ class _EarlyBackend:
             raise self._error
         assert self._backend is not None, "start() first"
         return self._backend
+
+    def answered(self) -> tuple[Backend, dict]:
+        """The backend and its first answer (``info``, where its GPU workers say whether CUDA started); where they
+        found no GPU, the backend made again knowing that (``auto``: the emulator, saying why) and its answer."""
+        from ptxconf.backends import NoGpu
+
+        backend = self.backend()
+        try:
+            return backend, backend.info()
+        except NoGpu as no_gpu:
+            self.close()
+            assert self._make is not None
+            self.start(self._make, no_gpu)
+            backend = self.backend()
+            return backend, backend.info()
 
     def close(self) -> None:
         """Close what was made (also where opening it failed), once."""
@@ -142,7 +163,7 @@ def _cmd_run(args, stop) -> int:
     try:
         # The lanes ask only whether the run has workers (``jobs`` 2 or more), which the variants' count never
         # changes (:func:`_jobs`): the run's own ``jobs`` come once the variants are known.
-        early.start(lambda: _run_backend(args, mma, _jobs(args.jobs, sys.maxsize)))
+        early.start(lambda no_gpu: _run_backend(args, mma, _jobs(args.jobs, sys.maxsize), no_gpu))
         return _run_selected(args, stop, checks, early)
     finally:
         early.close()  # also where the run stops before it uses the backend: no GPU worker left behind
@@ -186,8 +207,7 @@ def _run_selected(args, stop, checks: tuple[str, ...] | None, early: _EarlyBacke
         done = recorded_done(out_dir, args.seed) if args.resume else set()
         jobs = _jobs(args.jobs, len(variants))
         try:
-            backend = early.backend()
-            info = backend.info()
+            backend, info = early.answered()
         except BackendError as exc:
             raise SystemExit(f"ptxconf: backend {args.backend}: {exc}") from None
         if info.get("auto"):

@@ -1,5 +1,7 @@
 """The GPU worker's batched launches, against a stand-in driver: the rows it gathers, the order it launches them in,
-and where their out words land (the run's shared buffer, or back by value).  The real driver runs it in the GPU tests."""
+and where their out words land (the run's shared buffer, or back by value).  The real driver runs it in the GPU tests.
+Then the worker as its own interpreter (a stand-in ``pycuda``), and its first answer as the run's check of a GPU:
+the run's process starts no CUDA of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,14 +118,34 @@ def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_r
             assert not into[untouched].any()
 
 
+# A stand-in ``pycuda`` for a worker's interpreter and for this process alike: every process that starts its CUDA
+# notes its pid (FAKE_CUDA_LOG); with FAKE_CUDA_FAIL set, starting it fails as a host without a driver's device does.
 _FAKE_DRIVER = '''
 import json, os, sys
+class Error(Exception):
+    pass
 def init():
-    with open(os.environ["FAKE_CUDA_MODULES"], "w") as f:
-        json.dump(sorted(sys.modules), f)
+    with open(os.environ["FAKE_CUDA_LOG"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    if "FAKE_CUDA_MODULES" in os.environ:
+        with open(os.environ["FAKE_CUDA_MODULES"], "w") as f:
+            json.dump(sorted(sys.modules), f)
+    if os.environ.get("FAKE_CUDA_FAIL"):
+        raise Error("cuInit failed: no CUDA-capable device is detected")
+def get_driver_version():
+    return 13000
+def get_version():
+    return (13, 0, 0)
 class Device:
     def __init__(self, ordinal):
         pass
+    @staticmethod
+    def count():
+        return 2
+    def name(self):
+        return "Stand-in GPU"
+    def compute_capability(self):
+        return (9, 0)
     def make_context(self):
         class Context:
             def pop(self):
@@ -129,17 +154,48 @@ class Device:
 '''
 
 
-def test_the_gpu_worker_is_a_small_interpreter_of_its_own(monkeypatch, tmp_path):
+@dataclass
+class _FakeCuda:
+    """The stand-in ``pycuda`` in place: which processes started its CUDA."""
+
+    log: Path
+
+    def started_in(self) -> list[int]:
+        """The pids of the processes that started CUDA, in order."""
+        return [int(x) for x in self.log.read_text().split()] if self.log.exists() else []
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch, tmp_path) -> Iterator[_FakeCuda]:
+    """The stand-in ``pycuda`` first on this process's path and on its workers', a driver node there (a GPU host as
+    this process sees it without starting CUDA); its CUDA starts unless a test sets FAKE_CUDA_FAIL."""
+    from ptxconf.backends import pycuda_backend
+
+    root = tmp_path / "site"
+    (root / "pycuda").mkdir(parents=True)
+    (root / "pycuda" / "__init__.py").write_text("VERSION_TEXT = 'stand-in'\n")
+    (root / "pycuda" / "driver.py").write_text(_FAKE_DRIVER)
+    (root / "pycuda" / "tools.py").write_text("class DeviceMemoryPool:\n    pass\n")
+    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:  # a real one imported before
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), *sys.path]))
+    monkeypatch.setenv("FAKE_CUDA_LOG", str(tmp_path / "cuda-started"))
+    monkeypatch.delenv("FAKE_CUDA_FAIL", raising=False)
+    node = tmp_path / "nvidiactl"
+    node.touch()
+    monkeypatch.setattr(pycuda_backend, "DRIVER_NODES", (str(node),))
+    yield _FakeCuda(tmp_path / "cuda-started")
+    for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:  # the stand-in, imported here
+        del sys.modules[name]
+
+
+def test_the_gpu_worker_is_a_small_interpreter_of_its_own(monkeypatch, tmp_path, fake_cuda):
     """The worker starts as its own interpreter on one end of a pipe (a stand-in ``pycuda`` here): it answers the
     ping ``open`` sends with when it began and when CUDA was ready, leaves on ``exit``, and imported none of the
     spec model on the way (what made a spawned worker start 1.3 s late on a busy host)."""
     from ptxconf.backends.pycuda_backend import PyCudaBackend
 
-    (tmp_path / "pycuda").mkdir()
-    (tmp_path / "pycuda" / "__init__.py").write_text("")
-    (tmp_path / "pycuda" / "driver.py").write_text(_FAKE_DRIVER)
-    (tmp_path / "pycuda" / "tools.py").write_text("class DeviceMemoryPool:\n    pass\n")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
     monkeypatch.setenv("FAKE_CUDA_MODULES", str(tmp_path / "modules.json"))
     backend = PyCudaBackend(build="jit")
     backend.open()
@@ -149,6 +205,89 @@ def test_the_gpu_worker_is_a_small_interpreter_of_its_own(monkeypatch, tmp_path)
     worker = backend._proc
     backend.close()
     assert not worker.is_alive()
+    assert fake_cuda.started_in() == [worker.pid]
     imported = json.loads((tmp_path / "modules.json").read_text())
     assert "ptxconf.backends._cuda_worker" in imported and "numpy" in imported
     assert not [m for m in imported if m.startswith(("ptxconf.isa", "ptxconf.core.plan", "ptxconf.cli"))], imported
+
+
+V = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+NO_DEVICE = "no CUDA driver or device (cuInit failed: no CUDA-capable device is detected)"
+
+
+def _early(argv: list[str]):
+    """The run's backend as ``ptxconf run ARGV`` makes and opens it first thing, and its first answer."""
+    from ptxconf.cli import run as cli_run
+    from ptxconf.cli.main import build_parser
+    from ptxconf.oracle import mma
+
+    args = build_parser().parse_args(["run", *argv])
+    early = cli_run._EarlyBackend()
+    early.start(lambda no_gpu: cli_run._run_backend(args, mma, 1, no_gpu))
+    return early
+
+
+def test_the_run_starts_no_cuda_of_its_own_its_gpu_worker_answers(fake_cuda):
+    """On a host that looks like a GPU host, ``--backend auto`` starts CUDA in its GPU worker only; the worker's info
+    says how many devices it sees, and that is ``auto``'s reason."""
+    early = _early(["--backend", "auto", "--build", "jit"])
+    try:
+        backend, info = early.answered()
+        worker = backend._proc.pid
+    finally:
+        early.close()
+    assert backend.name == "pycuda" and info["gpu"] == "Stand-in GPU" and info["cuda_devices"] == 2
+    assert info["auto"] == "2 CUDA device(s); using PyCUDA"
+    assert fake_cuda.started_in() == [worker] and os.getpid() != worker
+
+
+def test_a_worker_without_cuda_gives_the_emulator_under_auto_with_today_s_reason(fake_cuda, monkeypatch, tmp_path,
+                                                                                 capsys):
+    """The worker's CUDA does not start: the run goes on on the emulator and says why, in the words this process's
+    own check gives (:func:`gpu_available`), having started no CUDA itself."""
+    from ptxconf.backends.pycuda_backend import gpu_available
+    from ptxconf.cli import main as cli_main
+
+    monkeypatch.setenv("FAKE_CUDA_FAIL", "1")
+    rc = cli_main(["run", "--backend", "auto", "--select", V, "--cases", "1", "-q", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert f"ptxconf: --backend auto: {NO_DEVICE}; using the NumPy emulator" in err.splitlines()
+    assert "Traceback" not in err
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert json.dumps(summary).count('"emulator"') >= 1
+    workers = fake_cuda.started_in()
+    assert len(workers) == 1 and os.getpid() not in workers
+    with pytest.raises(ProcessLookupError):
+        os.kill(workers[0], 0)  # gone, and reaped
+    assert gpu_available() == (False, f"{NO_DEVICE}; using the NumPy emulator")  # this process's check: the same
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--backend", "pycuda"], f"ptxconf: backend pycuda: {NO_DEVICE}"),
+    (["--backend", "auto", "--lanes", "2"], "ptxconf run: --lanes runs pipelines per GPU; the emulator runs on this CPU"),
+], ids=["pycuda", "auto with lanes"])
+def test_a_worker_without_cuda_is_the_error_of_a_host_without_a_gpu(fake_cuda, monkeypatch, tmp_path, capsys, argv,
+                                                                     line):
+    """``--backend pycuda``: the backend line a host without a GPU gives; ``--lanes 2`` under auto (two workers, one
+    asked): the usage error of lanes on the emulator.  One CUDA start per worker, none here."""
+    from ptxconf.cli import main as cli_main
+
+    monkeypatch.setenv("FAKE_CUDA_FAIL", "1")
+    rc = cli_main(["run", *argv, "--select", V, "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and [ln for ln in err.splitlines() if ln.strip()] == [line], err
+    workers = fake_cuda.started_in()
+    assert len(workers) == (2 if "--lanes" in argv else 1) and os.getpid() not in workers
+
+
+def test_without_a_driver_node_this_process_asks_as_before(fake_cuda, monkeypatch):
+    """No driver node: no worker is started to find out; this process's own check decides, as it always did."""
+    from ptxconf.backends import get_backend, pycuda_backend
+    from ptxconf.oracle import mma
+
+    monkeypatch.setattr(pycuda_backend, "DRIVER_NODES", ())
+    monkeypatch.setenv("FAKE_CUDA_FAIL", "1")
+    backend = get_backend("auto", worker_decides=True, semantics=mma)
+    assert backend.name == "emulator" and backend.info()["auto"] == f"{NO_DEVICE}; using the NumPy emulator"
+    assert fake_cuda.started_in() == [os.getpid()]
