@@ -96,14 +96,9 @@ def gpu_likely() -> bool:
 
 
 def device_count() -> int:
-    """CUDA devices this process sees (0 without PyCUDA or a driver)."""
-    try:
-        import pycuda.driver as cuda
-
-        cuda.init()
-        return cuda.Device.count()
-    except Exception:  # noqa: BLE001 - no binding, no driver: no devices
-        return 0
+    """CUDA devices this process sees (0 without PyCUDA or a driver), CUDA started here."""
+    cuda, count = start_cuda()
+    return 0 if cuda is None else count
 
 
 def ptxas_version(exe: str | None = None) -> str:

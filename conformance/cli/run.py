@@ -87,8 +87,9 @@ class _EarlyBackend:
     Opened after the specs were loaded, they made the last part of the 2.5 s a warm run spent before its first step
     (16-core H100 host); opened first, they start while this process loads the specs.  Made on this thread, not on
     one of its own: a GPU worker ends with the thread that started it (:mod:`ptxconf.core.lifetime`), and making the
-    backend is imports and PyCUDA calls that hold the GIL anyway.  Its errors wait for :meth:`backend`, where the run
-    made it before: an error in the run's own arguments (``--select``, ``--out``) is still the one reported."""
+    backend is imports that hold the GIL anyway (no CUDA started here: the workers' first answer says whether a GPU
+    is there, :meth:`answered`).  Its errors wait for :meth:`backend`, where the run made it before: an error in the
+    run's own arguments (``--select``, ``--out``) is still the one reported."""
 
     def __init__(self) -> None:
         self._backend: Backend | None = None

@@ -86,3 +86,38 @@ def test_variant_passes_on_gpu(tmp_path, variant):
     from ptxconf.cli import main
 
     assert main(["run", "--backend", "pycuda", "--select", variant, "--out", str(tmp_path), "--quiet", "--seed", "7"]) == 0
+
+
+_RUN_START = """
+import json, sys
+from ptxconf.cli import run as cli_run
+from ptxconf.cli.main import build_parser
+from ptxconf.oracle import mma
+args = build_parser().parse_args(["run", *sys.argv[1:]])
+early = cli_run._EarlyBackend()
+early.start(lambda no_gpu: cli_run._run_backend(args, mma, 2, no_gpu))
+backend, info = early.answered()
+early.close()
+print(json.dumps({"backend": info["backend"], "auto": info.get("auto"), "driver_here": "pycuda.driver" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--backend", "auto"], ["--backend", "auto", "--lanes", "2"], ["--backend", "pycuda"]],
+                         ids=["auto", "auto lanes", "pycuda"])
+def test_the_run_s_own_process_starts_no_cuda(argv):
+    """A fresh interpreter makes and asks the run's backend as ``ptxconf run`` does: the GPU workers answered, and
+    PyCUDA's driver was never imported in that process (no cuInit there); ``auto`` says what this process's check
+    says."""
+    import json
+    import subprocess
+    import sys
+
+    from ptxconf.backends.pycuda_backend import gpu_likely
+
+    if not gpu_likely():
+        pytest.skip("no driver node here (/dev/nvidiactl): the run asks CUDA in its own process, as before")
+    out = subprocess.run([sys.executable, "-c", _RUN_START, *argv], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["backend"] == "pycuda" and not got["driver_here"]
+    assert got["auto"] == (_WHY if "auto" in argv else None)
