@@ -4,7 +4,7 @@ A faulting kernel leaves a sticky error that poisons its context; running the
 GPU in a child process lets the parent kill it, start a fresh one, and go on.
 Modules are JIT-compiled by the driver from PTX and cached by the PTX's hash.
 Where CUDA does not start here (no driver, no device), the first answer says why
-(:data:`NO_GPU`): a run asks no GPU anything in its own process before.
+(:data:`NO_GPU`): a run starts no CUDA in its own process to find that out.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
 
     import numpy as np
 
-    cuda, count = start_cuda()
+    cuda, count = start_cuda()  # (count: why not, where cuda is None)
     if cuda is None:  # the first question (open()'s ping, or whatever comes first) answered with why, then gone
         try:
             if conn.recv()[0] != "exit":
