@@ -219,12 +219,12 @@ FREE_SLACK = 2  # a released file serves a request of at least 1/FREE_SLACK of i
 
 
 def _new(nbytes: int, where: Path | None, recycle: bool = False, zeroed: bool = False) -> tuple[mmap.mmap, str] | None:
-    """A mapped file of ``nbytes`` in the arena (or ``where``); ``recycle``: space released earlier where some fits
-    (its old bytes still in it), and this file's space may go back to the arena when released (:func:`release`).  Why: a new file's pages
-    are allocated and zeroed by the kernel, the plan worker's system time (0.75 ms per MB on the 2-core host, 8.5 of
-    the plan workers' 57 CPU-s in a warm suite on the H100 host); a released file's pages are there already, mapped
-    at once (``MAP_POPULATE``), a third of the cost.  ``zeroed``: the file reads as zeros (a new one does; released
-    space is cleared, still a fraction of the kernel's cost)."""
+    """A mapped file of ``nbytes`` in the arena (or ``where``).  ``recycle``: in space released earlier where some
+    fits (its old bytes still in it), this file's space able to go back to the arena when released (:func:`release`).
+    Why: a new file's pages are allocated and zeroed by the kernel, the plan workers' system time (0.75 ms per MB on
+    the 2-core host; 8.5 of the plan workers' 57 CPU-s in a warm suite on the H100 host); a released file's pages are
+    there already, mapped at once (``MAP_POPULATE``), a third of the cost.  ``zeroed``: the file reads as zeros (a new
+    one does; released space is cleared, still a fraction of the kernel's cost)."""
     where = where or directory()
     if where is None or nbytes < MIN_BYTES:
         return None
@@ -233,19 +233,8 @@ def _new(nbytes: int, where: Path | None, recycle: bool = False, zeroed: bool = 
         if zeroed:
             np.frombuffer(claimed, dtype=np.uint8)[:] = 0
         return claimed, path
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError:
-        return None
-    try:
-        os.posix_fallocate(fd, 0, nbytes)  # the space now, or an error now (never a SIGBUS on a later write)
-        return mmap.mmap(fd, nbytes), path
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return None
-    finally:
-        os.close(fd)
+    made = _map(path, nbytes, fresh=True)
+    return None if made is None else (made, path)
 
 
 def _claim(where: Path, nbytes: int, path: str) -> mmap.mmap | None:
@@ -262,19 +251,28 @@ def _claim(where: Path, nbytes: int, path: str) -> mmap.mmap | None:
             os.rename(where / _FREE / name, path)
         except OSError:  # another process took it first
             continue
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except OSError:
-            return None
-        try:
-            return mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            return None
-        finally:
-            os.close(fd)
+        return _map(path, nbytes, fresh=False)
     return None
+
+
+def _map(path: str, nbytes: int, fresh: bool) -> mmap.mmap | None:
+    """``path`` mapped for ``nbytes``: a new file given its space now (``fresh``: an error now, never a SIGBUS on a
+    later write), or released space with its pages mapped at once; None where that fails (the file removed)."""
+    try:
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if fresh else 0), 0o600)
+    except OSError:
+        return None
+    try:
+        if fresh:
+            os.posix_fallocate(fd, 0, nbytes)
+            return mmap.mmap(fd, nbytes)
+        return mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _give_back(path: str) -> None:
