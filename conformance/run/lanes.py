@@ -122,8 +122,8 @@ def _join_all(procs: list) -> None:
 
 class _Dealer:
     """The modules, one at a time to the lane that asks, over that lane's own pipe.  Why not one queue all lanes read:
-    a queue's reader holds a lock shared by every lane while it waits, and a lane that died waiting (its device
-    crashed it) kept it: the other lanes waited for ever."""
+    a queue's reader holds a lock shared by every lane while it waits; a lane that died while it waited kept it, and
+    the other lanes waited for ever (the test of a lane that dies found it)."""
 
     def __init__(self, dealt: Iterable[list], stages: Stages, stopping: Any):
         self._dealt, self._stages, self._stopping = iter(dealt), stages, stopping
