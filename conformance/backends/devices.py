@@ -58,14 +58,11 @@ class DeviceSet(Backend):
 
     def info(self) -> dict:
         if self._info is None:
-            # Asked of each device's first member (the others answer with its info); every other member's worker
-            # started once those answered, from this thread (a worker ends with the thread that started it): they
-            # start CUDA while the run sets out, and the lanes take them over (:meth:`open`).
+            # Every member's worker started here, from this thread (a worker ends with the thread that started it),
+            # all at once: they start CUDA while the run sets out, and the lanes take them over.
             self.open()
             with ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxconf-info") as ask:
-                infos = list(ask.map(lambda m: m.info(), self.members))
-            for m in self.members:
-                m.open()
+                infos = list(ask.map(lambda m: m.info(), self.members))  # each device's worker starts at once
             ccs = {i.get("compute_capability") for i in infos}
             if len(ccs) > 1:
                 raise BackendError(f"the devices differ in compute capability ({', '.join(sorted(map(str, ccs)))}); "
@@ -85,14 +82,7 @@ class DeviceSet(Backend):
         self.members[0].prefetch(module)  # the builds are shared
 
     def open(self) -> None:
-        """Each device's first member's worker now: the one that answers the run's first question (:meth:`info`).  The
-        others start once it has: four workers starting CUDA on one H100 at once were each ready after 0.87-0.94 s,
-        one alone after 0.49-0.76 s (making their contexts at once took 0.39-0.42 s each, one alone 0.11-0.14 s), and
-        the run's start waits for the first answer."""
-        firsts: dict[object, Backend] = {}
         for m in self.members:
-            firsts.setdefault(getattr(m, "device", None), m)
-        for m in firsts.values():
             m.open()
 
     def handed_over(self) -> None:

@@ -257,10 +257,10 @@ def test_a_worker_without_cuda_gives_the_emulator_under_auto_with_today_s_reason
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert json.dumps(summary).count('"emulator"') >= 1
     workers = fake_cuda.started_in()
-    # The device's first worker only, whatever the lanes: the others start once it has answered, and it said no GPU.
-    assert len(workers) == 1 and os.getpid() not in workers
-    with pytest.raises(ProcessLookupError):
-        os.kill(workers[0], 0)  # gone, and reaped
+    assert len(workers) == _lanes(None) and os.getpid() not in workers  # each lane's worker (the host's cores say how many)
+    for worker in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(worker, 0)  # gone, and reaped
     assert gpu_available() == (False, f"{NO_DEVICE}; using the NumPy emulator")  # this process's check: the same
 
 
@@ -270,8 +270,8 @@ def test_a_worker_without_cuda_gives_the_emulator_under_auto_with_today_s_reason
 ], ids=["pycuda", "auto with lanes"])
 def test_a_worker_without_cuda_is_the_error_of_a_host_without_a_gpu(fake_cuda, monkeypatch, tmp_path, capsys, argv,
                                                                      line):
-    """``--backend pycuda``: the backend line a host without a GPU gives; ``--lanes 2`` under auto: the usage error of
-    lanes on the emulator.  One CUDA start, in the worker that was asked; none here."""
+    """``--backend pycuda``: the backend line a host without a GPU gives; ``--lanes 2`` under auto (two workers, one
+    asked): the usage error of lanes on the emulator.  One CUDA start per worker, none here."""
     from ptxconf.cli import main as cli_main
 
     monkeypatch.setenv("FAKE_CUDA_FAIL", "1")
@@ -279,7 +279,14 @@ def test_a_worker_without_cuda_is_the_error_of_a_host_without_a_gpu(fake_cuda, m
     err = capsys.readouterr().err
     assert rc == 2 and [ln for ln in err.splitlines() if ln.strip()] == [line], err
     workers = fake_cuda.started_in()
-    assert len(workers) == 1 and os.getpid() not in workers  # the first lane's: it answered first, no GPU
+    assert len(workers) == _lanes(2 if "--lanes" in argv else None) and os.getpid() not in workers
+
+
+def _lanes(asked: int | None) -> int:
+    """The GPU workers a one-GPU run starts on this host: one per lane (four where the host has the cores, else one)."""
+    from ptxconf.cli.run import _jobs, lanes_per_gpu
+
+    return lanes_per_gpu(asked, 1, _jobs(None, 1 << 20))
 
 
 def test_without_a_driver_node_this_process_asks_as_before(fake_cuda, monkeypatch):
