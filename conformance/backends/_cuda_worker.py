@@ -43,6 +43,7 @@ def main(fd: int, device: int, parent: int) -> None:  # pragma: no cover - runs 
 
 def serve(conn, device: int = 0, parent: int | None = None, entered: float | None = None) -> None:  # pragma: no cover
     entered = time.time() if entered is None else entered
+    from ptxconf.core.heap import keep_freed_memory
     from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 
     # The parent decides when this process ends, and it ends with the parent: Ctrl-C in a terminal reaches the
@@ -51,6 +52,7 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
         die_with_parent(parent)
     name_process("gpu")
     ignore_stop_signals()
+    keep_freed_memory()  # each launch's gathered words and out words: megabytes made and dropped
 
     import numpy as np
 

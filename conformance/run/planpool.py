@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from ptxconf.core import shared
+from ptxconf.core.heap import keep_freed_memory
 from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
 from ptxconf.core.plan import slim
 from threadpoolctl import threadpool_limits
@@ -101,6 +102,7 @@ def _worker(parent: int, job: _Job, role: str) -> None:
     name_process(role)
     ignore_stop_signals()
     threadpool_limits(1)
+    keep_freed_memory()
     _this_worker[:] = [job]
 
 
