@@ -1,0 +1,34 @@
+#!/bin/bash
+# One GPU: this tree (new) against the commit before the workers kept their freed memory (mid, d8d2e80: before workers kept their freed memory) and the round's start
+# (old, 2274fc1), alternated, one module cache; the GPU tests on new; then the bench of new.
+set -uo pipefail
+for w in new:.whl mid:.whlX old:.whl0; do n=${w%%:*}; d=${w#*:}
+python3 -m pip install -q --no-index --no-deps --target $TMP/site-$n $(ls .whl/*.whl | grep -v -e ptx_conformance -e py_spy) $d/ptx_conformance*.whl 2>&1 | grep -v WARN; done
+export PYTHONUNBUFFERED=1
+R=$PWD
+O=$TMP/o; mkdir -p $O; cd $O
+save() { tar czf $OUT/u7.tgz -C $O --exclude='*/observations' --exclude='*/junit.xml' --exclude='*/results.jsonl' --exclude='*/observed_maps*' . ; }
+{ nvidia-smi -L | sed 's/ (UUID.*//'; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; lscpu | grep -e "Model name" -e "Thread(s) per core"; ptxas --version | tail -1; for n in old mid new; do echo "$n $(PYTHONPATH=$TMP/site-$n python3 -m ptxconf.revision)"; done; } > machine.txt 2>&1; cat machine.txt
+(cd $R && PYTHONPATH=$TMP/site-new timeout 300 python3 -m pytest -q -rs -p no:cacheprovider tests/run/test_gpu.py tests/run/test_cuda_worker.py 2>&1 | tail -6) > gpu-tests.txt; cat gpu-tests.txt
+T() { local n=$1; shift; /usr/bin/time -f "$n: wall %e user %U sys %S" -a -o $O/times.txt "$@" > "$O/$n.log" 2>&1; tail -1 $O/times.txt; save; }
+P() { local n=$1 out=$2; PTXCONF_CACHE=$TMP/cache T $out env PYTHONPATH=$TMP/site-$n $TMP/site-$n/bin/ptxconf run --backend pycuda --quiet --out $out; }
+P new cold
+for n in new mid old; do P $n $n-w0; done  # each install's first start (its byte-code written): not compared
+for r in 1 2 3; do for n in new mid old; do P $n $n-w$r; done; done
+T bench env PYTHONPATH=$TMP/site-new $TMP/site-new/bin/ptxconf bench --backend pycuda --suite-only -o bench-suite.json
+python3 - <<'PY' > timeline.txt
+import json, glob
+for r in sorted(glob.glob("*/summary.json")):
+    s = json.load(open(r))
+    t = s.get("timeline_s") or {}
+    lanes = sorted({k.split(".")[0] for k in t if k.startswith("lane") and "." in k})
+    g = lambda m: [t[f"{l}.{m}"] for l in lanes if f"{l}.{m}" in t]
+    rng = lambda m: f"{min(g(m)):.2f}-{max(g(m)):.2f}" if g(m) else "-"
+    print(r.split("/")[0], s.get("wall_s"), s.get("counts"), "lanes", len(lanes), *(f"{m} {rng(m)}" for m in
+          ("gpu_worker_entered", "gpu_worker_ready", "pipeline", "first_module", "first_launched", "compared")),
+          "ran", t.get("ran"), "reported", t.get("reported"))
+PY
+cat timeline.txt; python3 -c "
+import json; d=json.load(open('bench-suite.json'))['suite']
+for k in ('cold','warm','warm_no_observations'): print(k, d[k]['run_wall_s'], d[k]['process_wall_s'], d[k]['cpu_s'], d[k]['host'].get('ms_per_case'), {n: (round(v['user_s'],1), round(v['sys_s'],1)) for n, v in d[k]['cpu_by_process'].items()})
+"; save
