@@ -34,14 +34,16 @@ class WgmmaSpBulk(WgmmaBulk):
         lay = v.operands["metadata"].layout
         sel = dict(self.probe.imm)["sel"]
         m, held = lay.map({"selector": sel}), lay.held({"selector": sel})
-        # the lane and nibble that hold each (row, chunk)'s index pair: both fields in one nibble, in order
+        # the lane and nibble that hold each (row, chunk)'s index pair: both fields in one nibble, in order (array
+        # code: a loop over the held elements was 4.4 of the 5.6 ms a seed's set-up took, on the 2-core host)
         self.pair_lane = np.full((64, spc.chunks), -1, dtype=np.int64)
         self.pair_shift = np.zeros((64, spc.chunks), dtype=np.uint32)
-        for lane, elem in zip(*np.nonzero(held)):
-            row, col = int(m[lane, elem, 1]), int(m[lane, elem, 2])
-            if elem % 2 != col % 2 or not held[lane, elem ^ 1] or m[lane, elem ^ 1, 1] != row:
-                raise NotImplementedError(f"{v.id}: a chunk's index pair split across nibbles")
-            self.pair_lane[row, col // 2], self.pair_shift[row, col // 2] = lane, 4 * (elem // 2)
+        lanes, elems = np.nonzero(held)
+        rows, cols = m[lanes, elems, 1], m[lanes, elems, 2]
+        if ((elems % 2 != cols % 2) | ~held[lanes, elems ^ 1] | (m[lanes, elems ^ 1, 1] != rows)).any():
+            raise NotImplementedError(f"{v.id}: a chunk's index pair split across nibbles")
+        self.pair_lane[rows, cols // 2] = lanes
+        self.pair_shift[rows, cols // 2] = 4 * (elems // 2)
         if (self.pair_lane < 0).any():
             raise NotImplementedError(f"{v.id}: a chunk no lane's metadata names")
         # a nibble (two 2-bit fields) -> the dense columns of its stored elements, within the chunk
