@@ -27,7 +27,7 @@ from .observations import has_observation, read_results_lines, read_summary, res
 from .report import Record, RunLog
 from .runner import RunRequest, run_variants
 from .signals import StopSignals
-from .stages import Stages
+from .stages import Stages, process_started
 
 __all__ = ["RunSession", "UsageError", "prepare_out_dir", "recorded_done", "take_lock", "say"]
 
@@ -207,6 +207,9 @@ class RunSession:
         self.signals.writing()  # the directory is the run's now: a signal is a request it finishes cleanly
         self.stages = Stages()
         self.stages.mark("start")
+        began = process_started()
+        if began is not None:  # what the process spent before the run's first step (imports, specs, the GPU's start)
+            self.stages.mark("process_start", began)
         self._write_summary("running")
         self.signals.on_second(lambda: self._write_summary("interrupted"))
         if self.signals.requested:  # a signal during start-up: nothing runs, the summary says so

@@ -15,11 +15,24 @@ say (a serial start-up, one lane finishing late).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
-__all__ = ["Stages"]
+__all__ = ["Stages", "process_started"]
+
+
+def process_started() -> float | None:
+    """When this process began, as ``time.time()`` (the kernel's record, to its clock tick: the interpreter's start
+    and every import before the run's first step included), or None where the system does not say (not Linux)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        since_boot = ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 class Stages:

@@ -7,6 +7,7 @@ and whose ``close`` ends it.  All in this process through the CLI's ``main``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -174,3 +175,14 @@ def test_a_plain_emulator_run_passes(tmp_path, capsys):
     rc = cli_main(["run", "--backend", "emulator", "--select", V, "--out", str(tmp_path / "r")])
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / "r" / "summary.json").exists()
+
+
+def test_the_timeline_says_when_the_process_began(tmp_path):
+    """``timeline_s.process_start``: the process's own beginning (the kernel's record), seconds before the run's first
+    step: what imports, the specs and the GPU's start cost a run, which the run's wall leaves out."""
+    out = tmp_path / "r"
+    code = "import sys; from ptxconf.console import main; sys.argv = ['ptxconf'] + sys.argv[1:]; sys.exit(main())"
+    subprocess.run([sys.executable, "-c", code, "run", "--backend", "emulator", "--select", V, "-q", "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    line = json.loads((out / "summary.json").read_text())["timeline_s"]
+    assert -60 < line["process_start"] < 0 == line["start"] < line["reported"]
