@@ -26,9 +26,29 @@ def _leave(signum: int, frame: object) -> None:
     raise SystemExit(_left[-1])
 
 
+def _runs_on_a_gpu(argv: list[str]) -> bool:
+    """``ptxconf run`` that will ask device 0 for a GPU (``--backend`` auto or pycuda, no ``--devices``, no help), read
+    from the words alone: its first GPU worker is worth starting before the CLI is imported."""
+    if not argv or argv[0] != "run" or any(a in ("-h", "--help") or a.startswith("--devices") for a in argv):
+        return False
+    backend = "auto"
+    for i, a in enumerate(argv):
+        if a == "--backend" and i + 1 < len(argv):
+            backend = argv[i + 1]
+        elif a.startswith("--backend="):
+            backend = a.split("=", 1)[1]
+    return backend in ("auto", "pycuda")
+
+
 def main() -> int:
-    """``ptxconf`` from the shell: the CLI, loaded with the signals already taken."""
+    """``ptxconf`` from the shell: the CLI, loaded with the signals already taken.  ``ptxconf run`` on a likely GPU
+    starts device 0's first GPU worker first (:mod:`ptxconf.backends._spawn`): it starts CUDA while the CLI is imported
+    and the specs load."""
     previous = {s: signal.signal(s, _leave) for s in _EARLY if signal.getsignal(s) is not signal.SIG_IGN}
+    if _runs_on_a_gpu(sys.argv[1:]):
+        from ptxconf.backends._spawn import start_early
+
+        start_early(0)
     hook = sys.unraisablehook
 
     def unraisable(what) -> None:  # our own exit, raised where it cannot propagate: no traceback for it

@@ -17,23 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
-import multiprocessing as mp
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
 
 from ptxconf.core import shared
 from ptxconf.isa.targets import PtxVersion
 
+from . import _spawn
 from ._cuda_worker import NO_GPU, start_cuda
+from ._spawn import DRIVER_NODES
 from .base import Backend, BackendError, Launch, LaunchResult, NoGpu
 
 
@@ -67,9 +65,6 @@ def _wire(launches: list[Launch]) -> tuple[list[LaunchItem], list]:
     return batch, made
 
 
-# The NVIDIA driver's control node (Linux, and a container given GPUs) and WSL's GPU node: where one is there and
-# PyCUDA is installed, a GPU is worth a worker's try (:func:`gpu_likely`).
-DRIVER_NODES = ("/dev/nvidiactl", "/dev/dxg")
 ON_EMULATOR = "; using the NumPy emulator"  # how ``auto``'s reason ends where no GPU answers
 
 
@@ -85,14 +80,10 @@ def on_pycuda(count: int) -> str:
 
 
 def gpu_likely() -> bool:
-    """PyCUDA installed and a driver node there, found without importing PyCUDA or starting CUDA (a cuInit is 0.5 s
-    of a run's process, on a GPU host): where this holds, a GPU worker's own CUDA start is the check (:class:`NoGpu`
-    from its first answer where it fails)."""
-    try:
-        found = importlib.util.find_spec("pycuda") is not None
-    except (ImportError, ValueError):  # a broken install: the full check says how
-        return False
-    return found and any(os.path.exists(node) for node in DRIVER_NODES)
+    """PyCUDA installed and a driver node there (:data:`DRIVER_NODES`), found without importing PyCUDA or starting
+    CUDA: where this holds, a GPU worker's own CUDA start is the check (:class:`NoGpu` from its first answer where it
+    fails)."""
+    return _spawn.gpu_likely(DRIVER_NODES)
 
 
 def device_count() -> int:
@@ -109,30 +100,6 @@ def ptxas_version(exe: str | None = None) -> str:
     out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     release = [line for line in out if "release" in line]
     return (release or out or ["unknown"])[-1].strip()
-
-
-class _Worker:
-    """The GPU worker: a fresh interpreter that imports only what it runs (:mod:`._cuda_worker`), on one end of a
-    pipe.  Not a ``multiprocessing`` spawn: that imports the parent's main module and this package's whole
-    ``__init__`` chain first, and the worker began serving 1.3 s after it was started on a busy 32-core host (0.6 s
-    more to start CUDA).  ``kill``, ``join`` and ``is_alive`` as a process object has them."""
-
-    def __init__(self, conn: Any, device: int):
-        code = "import sys; from ptxconf.backends._cuda_worker import main; main(*map(int, sys.argv[1:]))"
-        self._popen = subprocess.Popen([sys.executable, "-c", code, str(conn.fileno()), str(device), str(os.getpid())],
-                                       pass_fds=(conn.fileno(),), stdin=subprocess.DEVNULL)
-        self.pid = self._popen.pid
-
-    def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self._popen.kill()
-
-    def join(self, timeout: float | None = None) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._popen.wait(timeout)
-
-    def is_alive(self) -> bool:
-        return self._popen.poll() is None
 
 
 class PyCudaBackend(Backend):
@@ -178,10 +145,8 @@ class PyCudaBackend(Backend):
         self._moments: dict[str, float] = {}
 
     def _start(self) -> None:
-        parent, child = mp.Pipe()
-        self._proc = _Worker(child, self.device)
-        child.close()
-        self._conn = parent
+        # the worker the command started before anything else (``ptxconf run``: :func:`._spawn.start_early`), else one now
+        self._proc, self._conn = _spawn.claim(self.device) or _spawn.start(self.device)
         self._owner = os.getpid()  # the process that may join it (a lane forked after open() only talks to it)
 
     def open(self) -> None:

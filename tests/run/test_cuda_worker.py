@@ -299,3 +299,42 @@ def test_without_a_driver_node_this_process_asks_as_before(fake_cuda, monkeypatc
     backend = get_backend("auto", worker_decides=True, semantics=mma)
     assert backend.name == "emulator" and backend.info()["auto"] == f"{NO_DEVICE}; using the NumPy emulator"
     assert fake_cuda.started_in() == [os.getpid()]
+
+
+def test_a_worker_started_before_the_cli_is_the_one_the_run_s_backend_takes(fake_cuda, monkeypatch):
+    """``ptxconf run`` starts device 0's first worker before it imports the CLI; the backend that would start one
+    takes that one (its ping answered as from its own), and closing the backend ends it."""
+    from ptxconf.backends import _spawn, pycuda_backend
+    from ptxconf.backends.pycuda_backend import PyCudaBackend
+
+    monkeypatch.setattr(_spawn, "DRIVER_NODES", pycuda_backend.DRIVER_NODES)  # the stand-in's driver node
+    assert _spawn.start_early(0) and not _spawn.start_early(0), "one early worker a device"
+    early = _spawn._EARLY[0][0]
+    backend = PyCudaBackend(build="jit")
+    backend.open()
+    assert backend._proc is early and not _spawn._EARLY
+    assert backend._call(("ping",), 60)[0] == "ok" and backend.moments()["gpu_worker_ready"] <= time.time()
+    backend.close()
+    assert not early.is_alive() and fake_cuda.started_in() == [early.pid]
+
+
+def test_an_early_worker_no_backend_takes_ends_with_the_command(fake_cuda, monkeypatch):
+    """The command stopped before it made a backend (a bad ``--check``): the early worker is ended as it exits."""
+    from ptxconf.backends import _spawn, pycuda_backend
+
+    monkeypatch.setattr(_spawn, "DRIVER_NODES", pycuda_backend.DRIVER_NODES)
+    assert _spawn.start_early(0)
+    early = _spawn._EARLY[0][0]
+    _spawn._end_unclaimed()  # what runs at the command's exit
+    assert not early.is_alive() and not _spawn._EARLY
+
+
+@pytest.mark.parametrize("argv, early", [
+    (["run"], True), (["run", "--backend", "pycuda", "-q"], True), (["run", "--backend=auto"], True),
+    (["run", "--backend", "emulator"], False), (["run", "--devices", "all"], False), (["run", "--devices=0,1"], False),
+    (["run", "--help"], False), (["bench", "--backend", "pycuda"], False), ([], False),
+])
+def test_which_commands_start_a_gpu_worker_before_the_cli(argv, early):
+    from ptxconf.console import _runs_on_a_gpu
+
+    assert _runs_on_a_gpu(argv) is early
