@@ -46,7 +46,7 @@ __all__ = ["ARCH", "CC", "FORMAT", "JIT", "representative", "plan_modules", "pre
            "read_bundle"]
 
 FORMAT = 1
-ARCH = "sm_90a"  # the GPU the lead runs it on (H100)
+ARCH = "sm_90a"  # the GPU the campaign runs on (an H100)
 CC = (9, 0)
 JIT = "jit"  # the build the driver makes from the PTX itself
 MODULE_PLANS = 64  # plans per module, as a run groups them
