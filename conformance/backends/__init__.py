@@ -25,12 +25,12 @@ def get_backend(name: str, worker_decides: bool = False, **kwargs) -> Backend:
     """``auto`` picks PyCUDA when a GPU answers, else the emulator (and says why); ``pycuda`` without one raises.
 
     ``worker_decides`` (a run, which starts its GPU workers at once): where a GPU is likely (PyCUDA installed, a driver
-    node there: :func:`.pycuda_backend.gpu_likely`), no CUDA is started in this process to ask (0.5 s of its start);
+    node there: :func:`._spawn.gpu_likely`), no CUDA is started in this process to ask (0.5 s of its start);
     the PyCUDA backend's worker is the check, its first ``info`` raising :class:`NoGpu` where CUDA did not start
     there, and :func:`without_gpu` then gives what this would have given."""
     from .base import BackendError
     if name in ("auto", "pycuda") and worker_decides:
-        from .pycuda_backend import gpu_likely
+        from ._spawn import gpu_likely
 
         if gpu_likely():
             return _pycuda(auto_from_worker=name == "auto", **kwargs)

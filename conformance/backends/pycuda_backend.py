@@ -31,7 +31,6 @@ from ptxconf.isa.targets import PtxVersion
 
 from . import _spawn
 from ._cuda_worker import NO_GPU, start_cuda
-from ._spawn import DRIVER_NODES
 from .base import Backend, BackendError, Launch, LaunchResult, NoGpu
 
 
@@ -77,13 +76,6 @@ def gpu_available() -> tuple[bool, str]:
 def on_pycuda(count: int) -> str:
     """``auto``'s reason where a GPU answered: how many devices CUDA sees."""
     return f"{count} CUDA device(s); using PyCUDA"
-
-
-def gpu_likely() -> bool:
-    """PyCUDA installed and a driver node there (:data:`DRIVER_NODES`), found without importing PyCUDA or starting
-    CUDA: where this holds, a GPU worker's own CUDA start is the check (:class:`NoGpu` from its first answer where it
-    fails)."""
-    return _spawn.gpu_likely(DRIVER_NODES)
 
 
 def device_count() -> int:
@@ -145,7 +137,7 @@ class PyCudaBackend(Backend):
         self._moments: dict[str, float] = {}
 
     def _start(self) -> None:
-        # the worker the command started before anything else (``ptxconf run``: :func:`._spawn.start_early`), else one now
+        # the one ``ptxconf run`` started before anything else (:func:`._spawn.start_early`), else a new one
         self._proc, self._conn = _spawn.claim(self.device) or _spawn.start(self.device)
         self._owner = os.getpid()  # the process that may join it (a lane forked after open() only talks to it)
 

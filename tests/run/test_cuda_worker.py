@@ -169,7 +169,7 @@ class _FakeCuda:
 def fake_cuda(monkeypatch, tmp_path) -> Iterator[_FakeCuda]:
     """The stand-in ``pycuda`` first on this process's path and on its workers', a driver node there (a GPU host as
     this process sees it without starting CUDA); its CUDA starts unless a test sets FAKE_CUDA_FAIL."""
-    from ptxconf.backends import pycuda_backend
+    from ptxconf.backends import _spawn
 
     root = tmp_path / "site"
     (root / "pycuda").mkdir(parents=True)
@@ -184,7 +184,7 @@ def fake_cuda(monkeypatch, tmp_path) -> Iterator[_FakeCuda]:
     monkeypatch.delenv("FAKE_CUDA_FAIL", raising=False)
     node = tmp_path / "nvidiactl"
     node.touch()
-    monkeypatch.setattr(pycuda_backend, "DRIVER_NODES", (str(node),))
+    monkeypatch.setattr(_spawn, "DRIVER_NODES", (str(node),))
     yield _FakeCuda(tmp_path / "cuda-started")
     for name in [m for m in sys.modules if m == "pycuda" or m.startswith("pycuda.")]:  # the stand-in, imported here
         del sys.modules[name]
@@ -291,10 +291,10 @@ def _lanes(asked: int | None) -> int:
 
 def test_without_a_driver_node_this_process_asks_as_before(fake_cuda, monkeypatch):
     """No driver node: no worker is started to find out; this process's own check decides, as it always did."""
-    from ptxconf.backends import get_backend, pycuda_backend
+    from ptxconf.backends import _spawn, get_backend
     from ptxconf.oracle import mma
 
-    monkeypatch.setattr(pycuda_backend, "DRIVER_NODES", ())
+    monkeypatch.setattr(_spawn, "DRIVER_NODES", ())
     monkeypatch.setenv("FAKE_CUDA_FAIL", "1")
     backend = get_backend("auto", worker_decides=True, semantics=mma)
     assert backend.name == "emulator" and backend.info()["auto"] == f"{NO_DEVICE}; using the NumPy emulator"
@@ -304,10 +304,9 @@ def test_without_a_driver_node_this_process_asks_as_before(fake_cuda, monkeypatc
 def test_a_worker_started_before_the_cli_is_the_one_the_run_s_backend_takes(fake_cuda, monkeypatch):
     """``ptxconf run`` starts device 0's first worker before it imports the CLI; the backend that would start one
     takes that one (its ping answered as from its own), and closing the backend ends it."""
-    from ptxconf.backends import _spawn, pycuda_backend
+    from ptxconf.backends import _spawn
     from ptxconf.backends.pycuda_backend import PyCudaBackend
 
-    monkeypatch.setattr(_spawn, "DRIVER_NODES", pycuda_backend.DRIVER_NODES)  # the stand-in's driver node
     assert _spawn.start_early(0) and not _spawn.start_early(0), "one early worker a device"
     early = _spawn._EARLY[0][0]
     backend = PyCudaBackend(build="jit")
@@ -320,9 +319,8 @@ def test_a_worker_started_before_the_cli_is_the_one_the_run_s_backend_takes(fake
 
 def test_an_early_worker_no_backend_takes_ends_with_the_command(fake_cuda, monkeypatch):
     """The command stopped before it made a backend (a bad ``--check``): the early worker is ended as it exits."""
-    from ptxconf.backends import _spawn, pycuda_backend
+    from ptxconf.backends import _spawn
 
-    monkeypatch.setattr(_spawn, "DRIVER_NODES", pycuda_backend.DRIVER_NODES)
     assert _spawn.start_early(0)
     early = _spawn._EARLY[0][0]
     _spawn._end_unclaimed()  # what runs at the command's exit

@@ -112,7 +112,7 @@ def test_the_run_s_own_process_starts_no_cuda(argv):
     import subprocess
     import sys
 
-    from ptxconf.backends.pycuda_backend import gpu_likely
+    from ptxconf.backends._spawn import gpu_likely
 
     if not gpu_likely():
         pytest.skip("no driver node here (/dev/nvidiactl): the run asks CUDA in its own process, as before")
