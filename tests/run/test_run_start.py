@@ -186,3 +186,37 @@ def test_the_timeline_says_when_the_process_began(tmp_path):
                    check=True, capture_output=True, timeout=300)
     line = json.loads((out / "summary.json").read_text())["timeline_s"]
     assert -60 < line["process_start"] < 0 == line["start"] < line["reported"]
+
+
+_BLAS = """
+import json, os, sys
+from ptxconf.console import main
+sys.argv = ['ptxconf'] + sys.argv[1:]
+try:
+    main()
+except SystemExit:
+    pass
+from threadpoolctl import threadpool_info
+blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+print(json.dumps({"env": os.environ.get("OPENBLAS_NUM_THREADS"), "blas": blas}))
+"""
+
+
+@pytest.mark.parametrize("argv, env, threads", [
+    (["run", "--help"], None, "1"),  # the run's processes: one BLAS thread each
+    (["run", "--help"], "2", "2"),  # the user's own setting stands
+    (["specs", "--help"], None, None),  # other commands: as NumPy would
+])
+def test_a_run_s_processes_take_one_blas_thread(argv, env, threads):
+    """``ptxconf run`` spreads its work over processes: each takes one BLAS thread, set before NumPy is imported (so
+    NumPy's own pool has that many threads), unless the environment says otherwise."""
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    if env is not None:
+        environ["OPENBLAS_NUM_THREADS"] = env
+    got = json.loads(subprocess.run([sys.executable, "-c", _BLAS, *argv], check=True, capture_output=True, text=True,
+                                    env=environ, timeout=120).stdout.splitlines()[-1])
+    assert got["env"] == threads
+    if threads is not None and got["blas"]:  # a NumPy built without a BLAS that threadpoolctl knows has none to show
+        assert set(got["blas"]) == {int(threads)}
