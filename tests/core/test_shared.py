@@ -319,3 +319,14 @@ def test_outcomes_kept_by_a_caller_keep_their_words():
     words are a later module's: this test would see it)."""
     assert all(np.array_equal(o.out_words, out) for o, out in _kept_outcomes(False))
     assert not all(np.array_equal(o.out_words, out) for o, out in _kept_outcomes(True))
+
+
+def test_an_arena_of_many_files_goes_whole_with_its_free_space():
+    """The files are unlinked by several threads at once (a lane's end of a whole suite gives back gigabytes): every
+    file, in the arena and in its free space, and the directories."""
+    with shared.arena() as d:
+        kept = [shared.share(_words((64, 128, 16), seed=s)) for s in range(6)]
+        freed = shared.share(_words((64, 128, 16), seed=7), recycle=True)
+        shared.release(freed, give_back=True)
+        assert len(os.listdir(d / "free")) == 1 and sum(1 for p in d.iterdir() if p.is_file()) >= 6
+    assert not d.exists() and all(not os.path.exists(k._file) for k in kept)
