@@ -305,3 +305,42 @@ def test_recorded_runs_have_no_shared_testcase_ids():
             key = (c.get("classname"), c.get("name"))
             assert key not in seen, f"{key} in both {seen[key]} and {path}"
             seen[key] = str(path)
+
+
+def _record(i: int, status: str):
+    from ptxconf.run.report import Record
+
+    return Record(f"v{i % 7}", "mma.sync", "specs/x.yaml", f"check{i}", 3, status, f"m<{i}>", f"d&{i}\x00", i / 7)
+
+
+@pytest.mark.parametrize("flavor", ["jenkins", "gitlab"])
+def test_a_run_log_renders_its_testcases_as_they_come_and_writes_the_same_document(schemas, tmp_path, flavor):
+    """A run's log makes each testcase as its record comes (the end only joins them): the document is byte for byte
+    the one made from every case at the end, also where the records changed otherwise than appended to."""
+    from ptxconf.run.report import RunLog
+
+    log = RunLog(tmp_path / "run", {"backend": "emulator"}, 3, flavor=flavor)
+    statuses = ["pass", "fail", "error", "skip", "undefined"]
+    for i in range(12):
+        log.add(_record(i, statuses[i % 5]))
+        if i % 4 == 3:
+            log.write_junit()  # a partial document between records (as an interrupted run writes one)
+
+    def whole() -> str:
+        return junit_string(f"ptx-conformance {log.label}", log.junit_cases(), {**{k: str(v) for k, v in log.info.items()},
+                            "seed": "3"}, log.started, __import__("socket").gethostname(), flavor)
+
+    log.write_junit()
+    xml = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")
+    assert xml == whole() and xml.count("<testcase ") == 12
+    assert_valid(schemas, xml) if flavor == "jenkins" else check_counts(xml, log.junit_cases())
+    log.records[5] = _record(99, "fail")  # replaced, not appended: rendered again from there
+    log.write_junit()
+    xml = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")
+    assert xml == whole() and "check99" in xml and xml.count("<testcase ") == 12
+    del log.records[9:]
+    log.add(_record(100, "pass"))
+    log.write_junit()
+    xml = (tmp_path / "run" / "junit.xml").read_text(encoding="utf-8")
+    assert xml == whole() and "check100" in xml and "check10:seed" not in xml and xml.count("<testcase ") == 10
+    log.close()
