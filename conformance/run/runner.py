@@ -377,6 +377,7 @@ def iter_modules(
             made = plan_in_parallel(request.jobs, lambda v, vcc: request.plan(v, vcc, max_ptx), _known(variants),
                                     ((v.id, cc_for(v)) for v in runnable()),
                                     lambda s, c: (stages.add("plan_work", s), stages.add("plan_cpu", c)), arrived)
+            stages.mark("plan_workers_ready")
         except WorkersUnavailable as exc:
             _in_this_process(exc)
     if made is None:
@@ -384,6 +385,7 @@ def iter_modules(
     while not (stop and stop()):
         with stages("plan"):
             plan = next(made, None)
+        stages.mark("first_plan")
         if plan is None:
             yield from groups.rest()
             return

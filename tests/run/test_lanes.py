@@ -72,8 +72,9 @@ def test_the_timeline_says_when_each_lane_did_what(tmp_path):
     assert list(line)[:2] == ["start", "lanes_start"] and list(line)[-1] == "lanes_ended"
     assert line["lanes_start"] <= line["modules_dealt"] <= line["lanes_ended"], "dealt out while the lanes start"
     for lane in ("lane0", "lane1"):
-        order = [line[f"{lane}.{m}"] for m in ("pipeline", "first_module", "first_launch", "first_launched",
-                                               "last_launched", "launches_done", "compared")]
+        order = [line[f"{lane}.{m}"] for m in ("pipeline", "plan_workers_ready", "first_plan", "first_module",
+                                               "first_launch", "first_launched", "last_launched", "launches_done",
+                                               "compared") if f"{lane}.{m}" in line or m != "plan_workers_ready"]
         assert order == sorted(order) and line["lanes_start"] <= order[0] and order[-1] <= line["lanes_ended"]
 
 
