@@ -25,6 +25,7 @@ import socket
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 from ptxconf import __version__
@@ -48,6 +49,7 @@ def replay_command(variant: str, check: str, seed: int, backend: str) -> str:
             f"--seed {seed} --out {shlex.quote('ptxconf-replay/' + out)}")
 
 
+@lru_cache(maxsize=256)  # a run asks once per verdict, of a handful of spec files
 def relative_file(path: str) -> str:
     """A spec path as the repository names it (``specs/mma_sync.yaml``), never a machine's absolute path."""
     if not path:
