@@ -27,18 +27,31 @@ def _leave(signum: int, frame: object) -> None:
     raise SystemExit(_left[-1])
 
 
-def _runs_on_a_gpu(argv: list[str]) -> bool:
-    """``ptxconf run`` that will ask device 0 for a GPU (``--backend`` auto or pycuda, no ``--devices``, no help), read
-    from the words alone: its first GPU worker is worth starting before the CLI is imported."""
-    if not argv or argv[0] != "run" or any(a in ("-h", "--help") or a.startswith("--devices") for a in argv):
-        return False
-    backend = "auto"
+def _early_device(argv: list[str]) -> int | None:
+    """The GPU whose first worker ``ptxconf run`` is worth starting before the CLI is imported, read from the words
+    alone: ``--backend`` auto or pycuda, no help asked; device 0, or with ``--devices`` the first GPU it names (``all``
+    and a count start at 0).  None where the words say no GPU, or ``--devices`` is not what it takes (the CLI says so)."""
+    if not argv or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
+        return None
+    backend, devices = "auto", None
     for i, a in enumerate(argv):
-        if a == "--backend" and i + 1 < len(argv):
-            backend = argv[i + 1]
-        elif a.startswith("--backend="):
-            backend = a.split("=", 1)[1]
-    return backend in ("auto", "pycuda")
+        for name in ("--backend", "--devices"):
+            if a == name and i + 1 < len(argv):
+                value = argv[i + 1]
+            elif a.startswith(name + "="):
+                value = a.split("=", 1)[1]
+            else:
+                continue
+            if name == "--backend":
+                backend = value
+            else:
+                devices = value.strip()
+    if backend not in ("auto", "pycuda"):
+        return None
+    if devices is None or devices == "all" or (devices.isdigit() and int(devices) > 1):
+        return 0
+    first = devices.split(",")[0].strip()
+    return int(first) if first.isdigit() else None
 
 
 # A run spreads its work over processes, each one core's share (lanes, plan and compare workers, GPU workers); a BLAS
@@ -58,14 +71,15 @@ def _one_blas_thread(argv: list[str]) -> None:
 
 def main() -> int:
     """``ptxconf`` from the shell: the CLI, loaded with the signals already taken.  ``ptxconf run`` on a likely GPU
-    starts device 0's first GPU worker first (:mod:`ptxconf.backends._spawn`): it starts CUDA while the CLI is imported
-    and the specs load.  ``ptxconf run``'s processes take one BLAS thread each (:data:`ONE_BLAS_THREAD`)."""
+    starts its first GPU's first worker first (:mod:`ptxconf.backends._spawn`): it starts CUDA while the CLI is
+    imported and the specs load.  ``ptxconf run``'s processes take one BLAS thread each (:data:`ONE_BLAS_THREAD`)."""
     previous = {s: signal.signal(s, _leave) for s in _EARLY if signal.getsignal(s) is not signal.SIG_IGN}
     _one_blas_thread(sys.argv[1:])  # before the early GPU worker starts, and before NumPy is imported
-    if _runs_on_a_gpu(sys.argv[1:]):
+    device = _early_device(sys.argv[1:])
+    if device is not None:
         from ptxconf.backends._spawn import start_early
 
-        start_early(0)
+        start_early(device)
     hook = sys.unraisablehook
 
     def unraisable(what) -> None:  # our own exit, raised where it cannot propagate: no traceback for it

@@ -13,11 +13,12 @@ import atexit
 import contextlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from multiprocessing.connection import Connection, Pipe
 
-__all__ = ["DRIVER_NODES", "Worker", "start", "start_early", "claim", "gpu_likely"]
+__all__ = ["DRIVER_NODES", "Worker", "start", "start_early", "claim", "gpu_likely", "visible_gpus"]
 
 # The NVIDIA driver's control node (Linux, and a container given GPUs) and WSL's GPU node: where one is there and
 # PyCUDA is installed, a GPU is worth a worker's try.
@@ -33,6 +34,20 @@ def gpu_likely(nodes: tuple[str, ...] | None = None) -> bool:
     except (ImportError, ValueError):  # a broken install: the full check says how
         return False
     return found and any(os.path.exists(node) for node in nodes)
+
+
+def visible_gpus(dev: str = "/dev") -> int | None:
+    """How many GPUs CUDA will see, told without starting it (``--devices all`` started CUDA in the run's own process
+    to count them, 0.4 s before any GPU worker started, on a two-GPU host): the driver's GPU nodes (``/dev/nvidia0``,
+    ...).  None where they cannot tell: ``CUDA_VISIBLE_DEVICES`` set (it chooses among them), or no node (WSL).  A
+    guess: the first GPU worker's answer (its ``cuda_devices``) checks it."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return None
+    try:
+        names = os.listdir(dev)
+    except OSError:
+        return None
+    return sum(1 for name in names if re.fullmatch(r"nvidia\d+", name)) or None
 
 
 class Worker:

@@ -36,10 +36,12 @@ def lanes_per_gpu(asked: int | None, gpus: int, jobs: int) -> int:
     return DEFAULT_LANES if jobs >= 2 and (os.cpu_count() or 1) >= LANES_FROM_CORES * gpus else 1
 
 
-def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None):
+def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None, counted: int | None = None):
     """The run's backend: one device, or several lanes (of one GPU or of several, ``--devices``, ``--lanes``) behind
     one interface.  No CUDA is started here to learn whether a GPU is there: its GPU workers say, and where they
-    found none (``no_gpu``) it is made again knowing that."""
+    found none (``no_gpu``) it is made again knowing that.  ``--devices`` counts the GPUs from the driver's nodes
+    where they tell (``devices_guessed`` on the backend: its first worker's answer checks it, and where CUDA counts
+    otherwise the backend is made again with CUDA's count, ``counted``), else by starting CUDA here."""
     from ptxconf.backends import get_backend, without_gpu
     from ptxconf.backends.devices import DeviceSet, parse_devices
 
@@ -58,11 +60,15 @@ def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None):
     else:
         if args.backend == "emulator":
             raise SystemExit("ptxconf run: --devices picks GPUs; the emulator runs on this CPU (leave --devices out)")
+        from ptxconf.backends._spawn import visible_gpus
         from ptxconf.backends.pycuda_backend import device_count
 
+        guessed = visible_gpus() if counted is None else None
         try:
-            ids = parse_devices(args.devices, device_count())
+            ids = parse_devices(args.devices, counted if counted is not None else guessed or device_count())
         except ValueError as exc:
+            if guessed is not None:  # the guess may be what is wrong: CUDA's own count decides, and says why
+                return _run_backend(args, semantics, jobs, no_gpu, device_count())
             raise SystemExit(f"ptxconf run: --devices {exc}") from None
         first = get_backend("pycuda", device=ids[0], **kw) if no_gpu is None else without_gpu("pycuda", no_gpu, **kw)
     if len(set(ids)) < len(ids):  # a GPU named more than once: the lanes as named
@@ -77,7 +83,10 @@ def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None):
         member = get_backend("pycuda", device=d, builds_from=first_of.get(d, first), **kw)
         first_of.setdefault(d, member)
         members.append(member)
-    return first if len(members) == 1 else DeviceSet(members)
+    backend = first if len(members) == 1 else DeviceSet(members)
+    if getattr(args, "devices", None) and counted is None and guessed is not None and first.name == "pycuda":
+        backend.devices_guessed = guessed  # type: ignore[union-attr]
+    return backend
 
 
 class _EarlyBackend:
@@ -94,9 +103,9 @@ class _EarlyBackend:
     def __init__(self) -> None:
         self._backend: Backend | None = None
         self._error: BaseException | None = None
-        self._make: Callable[[NoGpu | None], Backend] | None = None
+        self._make: Callable[..., Backend] | None = None
 
-    def start(self, make: Callable[[NoGpu | None], Backend], no_gpu: NoGpu | None = None) -> None:
+    def start(self, make: Callable[..., Backend], no_gpu: NoGpu | None = None) -> None:
         """``make(no_gpu)`` the backend and open it: ``no_gpu`` is None, or what its GPU workers answered first where
         they found no GPU (then ``make`` gives what ``--backend`` does without one)."""
         self._make = make
@@ -119,18 +128,28 @@ class _EarlyBackend:
 
     def answered(self) -> tuple[Backend, dict]:
         """The backend and its first answer (``info``, where its GPU workers say whether CUDA started); where they
-        found no GPU, the backend made again knowing that (``auto``: the emulator, saying why) and its answer."""
+        found no GPU, the backend made again knowing that (``auto``: the emulator, saying why) and its answer; where
+        CUDA counts other GPUs than the backend was made for (``devices_guessed``), made again with CUDA's count."""
         from ptxconf.backends import NoGpu
 
         backend = self.backend()
         try:
-            return backend, backend.info()
+            info = backend.info()
         except NoGpu as no_gpu:
             self.close()
             assert self._make is not None
             self.start(self._make, no_gpu)
             backend = self.backend()
             return backend, backend.info()
+        guessed, counted = getattr(backend, "devices_guessed", None), info.get("cuda_devices")
+        if guessed is not None and isinstance(counted, int) and counted != guessed:
+            make = self._make
+            assert make is not None
+            self.close()
+            self.start(lambda no_gpu: make(no_gpu, counted))
+            backend = self.backend()
+            info = backend.info()
+        return backend, info
 
     def close(self) -> None:
         """Close what was made (also where opening it failed), once."""
@@ -164,7 +183,7 @@ def _cmd_run(args, stop) -> int:
     try:
         # The lanes ask only whether the run has workers (``jobs`` 2 or more), which the variants' count never
         # changes (:func:`_jobs`): the run's own ``jobs`` come once the variants are known.
-        early.start(lambda no_gpu: _run_backend(args, mma, _jobs(args.jobs, sys.maxsize), no_gpu))
+        early.start(lambda no_gpu, counted=None: _run_backend(args, mma, _jobs(args.jobs, sys.maxsize), no_gpu, counted))
         return _run_selected(args, stop, checks, early)
     finally:
         early.close()  # also where the run stops before it uses the backend: no GPU worker left behind

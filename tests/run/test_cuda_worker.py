@@ -328,11 +328,15 @@ def test_an_early_worker_no_backend_takes_ends_with_the_command(fake_cuda, monke
 
 
 @pytest.mark.parametrize("argv, early", [
-    (["run"], True), (["run", "--backend", "pycuda", "-q"], True), (["run", "--backend=auto"], True),
-    (["run", "--backend", "emulator"], False), (["run", "--devices", "all"], False), (["run", "--devices=0,1"], False),
-    (["run", "--help"], False), (["bench", "--backend", "pycuda"], False), ([], False),
+    (["run"], 0), (["run", "--backend", "pycuda", "-q"], 0), (["run", "--backend=auto"], 0),
+    (["run", "--backend", "emulator"], None), (["run", "--devices", "all"], 0), (["run", "--devices=1,0"], 1),
+    (["run", "--devices", "2"], 0), (["run", "--devices", "1"], 1), (["run", "--devices", "x"], None),
+    (["run", "--backend", "emulator", "--devices", "all"], None),
+    (["run", "--help"], None), (["bench", "--backend", "pycuda"], None), ([], None),
 ])
-def test_which_commands_start_a_gpu_worker_before_the_cli(argv, early):
-    from ptxconf.console import _runs_on_a_gpu
+def test_which_commands_start_a_gpu_worker_before_the_cli_and_for_which_gpu(argv, early):
+    """``ptxconf run`` on a GPU backend starts its first GPU's worker before the CLI: device 0, or the first that
+    ``--devices`` names (``all`` and a count start at 0)."""
+    from ptxconf.console import _early_device
 
-    assert _runs_on_a_gpu(argv) is early
+    assert _early_device(argv) == early

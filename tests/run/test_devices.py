@@ -353,3 +353,88 @@ def test_every_lane_worker_starts_with_the_runs_first_question_and_the_lanes_tak
     assert two.info()["compute_capability"] == "9.0"
     assert [m for m, _ in started] == members and {t for _, t in started} == {threading.current_thread()}
     assert two.lane_backends() == members
+
+
+def test_the_gpus_are_counted_from_the_driver_s_nodes_without_cuda(tmp_path, monkeypatch):
+    """``--devices all`` counts the GPUs from ``/dev/nvidia<N>`` (no CUDA started in the run's own process); where
+    ``CUDA_VISIBLE_DEVICES`` chooses among them, or there is no node, it cannot tell (None: CUDA counts)."""
+    from ptxconf.backends._spawn import visible_gpus
+
+    for name in ("nvidia0", "nvidia1", "nvidia3", "nvidiactl", "nvidia-uvm", "nvidia-caps", "nvme0"):
+        (tmp_path / name).touch()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_gpus(str(tmp_path)) == 3
+    assert visible_gpus(str(tmp_path / "none")) is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert visible_gpus(str(empty)) is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert visible_gpus(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("nodes, devices, cuda, members, guessed", [
+    (2, "all", None, [0, 1], 2),  # the nodes tell: CUDA is not started here
+    (None, "all", 3, [0, 1, 2], None),  # they cannot: CUDA counts, as before
+    (2, "0,2", 3, [0, 2], None),  # an ordinal past the nodes' count: CUDA's count decides (and its message)
+])
+def test_devices_are_counted_without_cuda_where_the_nodes_tell(monkeypatch, fake_gpus, nodes, devices, cuda, members,
+                                                               guessed):
+    import argparse
+
+    import ptxconf.backends._spawn as spawn
+    import ptxconf.backends.pycuda_backend as pycuda_backend
+    from ptxconf.cli import run as cli_run
+
+    def counted_by_cuda() -> int:
+        assert cuda is not None, "CUDA started in the run's own process to count the GPUs"
+        return cuda
+
+    monkeypatch.setattr(spawn, "visible_gpus", lambda: nodes)
+    monkeypatch.setattr(pycuda_backend, "device_count", counted_by_cuda)
+    monkeypatch.setattr(cli_run.os, "cpu_count", lambda: 4)  # one lane per GPU
+    args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=devices, backend="pycuda", lanes=None)
+    backend = cli_run._run_backend(args, mma, 4)
+    assert [m.device for m in fake_gpus] == members
+    assert getattr(backend, "devices_guessed", None) == guessed
+
+
+class _Answering:
+    """A backend whose first answer counts ``cuda`` GPUs; made for ``made`` of them."""
+
+    name = "pycuda"
+
+    def __init__(self, made: int, cuda: int, guessed: int | None, log: list):
+        self.made, self.cuda, self.log = made, cuda, log
+        if guessed is not None:
+            self.devices_guessed = guessed
+
+    def open(self) -> None:
+        self.log.append(("open", self.made))
+
+    def info(self) -> dict:
+        return {"cuda_devices": self.cuda, "made_for": self.made}
+
+    def close(self) -> None:
+        self.log.append(("close", self.made))
+
+
+@pytest.mark.parametrize("guess, cuda, made", [(2, 2, [2]), (2, 3, [2, 3]), (None, 3, [None])])
+def test_a_wrong_guess_of_the_gpus_is_made_again_with_cuda_s_count(guess, cuda, made):
+    """The first worker's answer checks the nodes' count: where CUDA sees other GPUs (``CUDA_VISIBLE_DEVICES``
+    entries, MIG), the backend is made again for CUDA's count, the first one closed."""
+    from ptxconf.cli.run import _EarlyBackend
+
+    log: list = []
+    calls: list = []
+
+    def make(no_gpu, counted=None):
+        calls.append(counted if counted is not None else guess)
+        return _Answering(calls[-1] or cuda, cuda, None if counted is not None else guess, log)
+
+    early = _EarlyBackend()
+    early.start(make)
+    backend, info = early.answered()
+    assert calls == made and info["made_for"] == (made[-1] or cuda)
+    if len(made) > 1:
+        assert log == [("open", guess), ("close", guess), ("open", cuda)]
+    early.close()

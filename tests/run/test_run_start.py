@@ -71,7 +71,7 @@ def stand_in(monkeypatch):
     seen = _Seen()
     real_load = cli_run.load
 
-    def make(args, semantics, jobs, no_gpu=None):
+    def make(args, semantics, jobs, no_gpu=None, counted=None):
         seen.events.append("make")
         if seen.fail is not None:
             raise seen.fail
