@@ -27,12 +27,14 @@ def _leave(signum: int, frame: object) -> None:
     raise SystemExit(_left[-1])
 
 
-def _early_device(argv: list[str]) -> int | None:
-    """The GPU whose first worker ``ptxconf run`` is worth starting before the CLI is imported, read from the words
-    alone: ``--backend`` auto or pycuda, no help asked; device 0, or with ``--devices`` the first GPU it names (``all``
-    and a count start at 0).  None where the words say no GPU, or ``--devices`` is not what it takes (the CLI says so)."""
+def _early_devices(argv: list[str]) -> list[int]:
+    """The GPUs whose first worker ``ptxconf run`` is worth starting before the CLI is imported, read from the words
+    alone: ``--backend`` auto or pycuda, no help asked; device 0, or each GPU ``--devices`` names (``all`` as the
+    driver's nodes count them, :func:`~ptxconf.backends._spawn.visible_gpus`).  The run waits for the first worker
+    of each of its GPUs; their later lanes' workers start with the run.  None where the words say no GPU, or
+    ``--devices`` is not what it takes (the CLI says so)."""
     if not argv or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
-        return None
+        return []
     backend, devices = "auto", None
     for i, a in enumerate(argv):
         for name in ("--backend", "--devices"):
@@ -47,11 +49,17 @@ def _early_device(argv: list[str]) -> int | None:
             else:
                 devices = value.strip()
     if backend not in ("auto", "pycuda"):
-        return None
-    if devices is None or devices == "all" or (devices.isdigit() and int(devices) > 1):
-        return 0
-    first = devices.split(",")[0].strip()
-    return int(first) if first.isdigit() else None
+        return []
+    if devices is None:
+        return [0]
+    if devices == "all":
+        from ptxconf.backends._spawn import visible_gpus
+
+        return list(range(visible_gpus() or 1))
+    if devices.isdigit() and int(devices) > 1:
+        return list(range(int(devices)))
+    ids = [x.strip() for x in devices.split(",") if x.strip()]
+    return list(dict.fromkeys(int(x) for x in ids)) if ids and all(x.isdigit() for x in ids) else []
 
 
 # A run spreads its work over processes, each one core's share (lanes, plan and compare workers, GPU workers); a BLAS
@@ -71,12 +79,11 @@ def _one_blas_thread(argv: list[str]) -> None:
 
 def main() -> int:
     """``ptxconf`` from the shell: the CLI, loaded with the signals already taken.  ``ptxconf run`` on a likely GPU
-    starts its first GPU's first worker first (:mod:`ptxconf.backends._spawn`): it starts CUDA while the CLI is
-    imported and the specs load.  ``ptxconf run``'s processes take one BLAS thread each (:data:`ONE_BLAS_THREAD`)."""
+    starts the first worker of each of its GPUs first (:mod:`ptxconf.backends._spawn`): they start CUDA while the CLI
+    is imported and the specs load.  ``ptxconf run``'s processes take one BLAS thread each (:data:`ONE_BLAS_THREAD`)."""
     previous = {s: signal.signal(s, _leave) for s in _EARLY if signal.getsignal(s) is not signal.SIG_IGN}
     _one_blas_thread(sys.argv[1:])  # before the early GPU worker starts, and before NumPy is imported
-    device = _early_device(sys.argv[1:])
-    if device is not None:
+    for device in _early_devices(sys.argv[1:]):
         from ptxconf.backends._spawn import start_early
 
         start_early(device)
