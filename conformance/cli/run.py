@@ -129,10 +129,13 @@ class _EarlyBackend:
     def answered(self) -> tuple[Backend, dict]:
         """The backend and its first answer (``info``, where its GPU workers say whether CUDA started); where they
         found no GPU, the backend made again knowing that (``auto``: the emulator, saying why) and its answer; where
-        CUDA counts other GPUs than the backend was made for (``devices_guessed``), made again with CUDA's count."""
+        CUDA counts other GPUs than the backend was made for (``devices_guessed``), or a GPU it was made for does not
+        answer, made again with CUDA's count (its first worker's, else counted here)."""
         from ptxconf.backends import NoGpu
+        from ptxconf.backends.base import BackendError
 
         backend = self.backend()
+        guessed = getattr(backend, "devices_guessed", None)
         try:
             info = backend.info()
         except NoGpu as no_gpu:
@@ -141,8 +144,16 @@ class _EarlyBackend:
             self.start(self._make, no_gpu)
             backend = self.backend()
             return backend, backend.info()
-        guessed, counted = getattr(backend, "devices_guessed", None), info.get("cuda_devices")
-        if guessed is not None and isinstance(counted, int) and counted != guessed:
+        except BackendError:
+            if guessed is None:
+                raise
+            info = {}  # a GPU the nodes counted that CUDA does not have: made again with CUDA's own count
+        counted = info.get("cuda_devices")
+        if guessed is not None and not (isinstance(counted, int) and counted == guessed):
+            if not isinstance(counted, int):
+                from ptxconf.backends.pycuda_backend import device_count
+
+                counted = device_count()
             make = self._make
             assert make is not None
             self.close()

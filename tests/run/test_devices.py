@@ -438,3 +438,29 @@ def test_a_wrong_guess_of_the_gpus_is_made_again_with_cuda_s_count(guess, cuda, 
     if len(made) > 1:
         assert log == [("open", guess), ("close", guess), ("open", cuda)]
     early.close()
+
+
+def test_a_gpu_the_nodes_counted_that_does_not_answer_is_made_again_with_cuda_s_count(monkeypatch):
+    """Nodes of a GPU CUDA cannot open (its worker's answer is an error): the backend is made again for the GPUs CUDA
+    counts here, as before the nodes were read."""
+    import ptxconf.backends.pycuda_backend as pycuda_backend
+    from ptxconf.backends.base import BackendError
+    from ptxconf.cli.run import _EarlyBackend
+
+    class _Failing(_Answering):
+        def info(self) -> dict:
+            raise BackendError("cannot query the GPU: invalid device ordinal")
+
+    log: list = []
+    calls: list = []
+    monkeypatch.setattr(pycuda_backend, "device_count", lambda: 1)
+
+    def make(no_gpu, counted=None):
+        calls.append(counted)
+        return _Failing(2, 1, 2, log) if counted is None else _Answering(counted, 1, None, log)
+
+    early = _EarlyBackend()
+    early.start(make)
+    _, info = early.answered()
+    assert calls == [None, 1] and info["made_for"] == 1 and log == [("open", 2), ("close", 2), ("open", 1)]
+    early.close()
