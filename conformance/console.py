@@ -29,9 +29,9 @@ def _leave(signum: int, frame: object) -> None:
 
 def _early_devices(argv: list[str]) -> list[int]:
     """The GPUs whose first worker ``ptxconf run`` is worth starting before the CLI is imported, read from the words
-    alone: ``--backend`` auto or pycuda, no help asked; device 0, or each GPU ``--devices`` names (``all`` as the
+    alone (``--backend`` auto or pycuda, no help asked): device 0, or each GPU ``--devices`` names (``all`` as the
     driver's nodes count them, :func:`~ptxconf.backends._spawn.visible_gpus`).  The run waits for the first worker
-    of each of its GPUs; their later lanes' workers start with the run.  None where the words say no GPU, or
+    of each of its GPUs; their later lanes' workers start with the run.  None where the words say no GPU, or where
     ``--devices`` is not what it takes (the CLI says so)."""
     if not argv or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
         return []
