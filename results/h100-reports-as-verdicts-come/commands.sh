@@ -1,7 +1,6 @@
 #!/bin/bash
 # One GPU: this tree (new: JUnit testcases made as records come; the timeline's plan_workers_ready and first_plan)
-# against ded72e1 (base), alternated, one module cache, each install with an untimed first run; then a profile of the
-# run's own process (its start before the run) on new; the GPU tests on new.
+# against ded72e1 (base), alternated, one module cache, each install with an untimed first run; the GPU tests on new.
 set -uo pipefail
 for w in new:.whl base:.whl0; do n=${w%%:*}; d=${w#*:}
 python3 -m pip install -q --no-index --no-deps --target $TMP/site-$n $(ls .whl/*.whl | grep -v -e ptx_conformance) $d/ptx_conformance*.whl 2>&1 | grep -v WARN; done
