@@ -1,6 +1,7 @@
 #!/bin/bash
 # One GPU: this tree (new: JUnit testcases made as records come; the timeline's plan_workers_ready and first_plan)
-# against ded72e1 (base), alternated, one module cache, each install with an untimed first run; the GPU tests on new.
+# against ded72e1 (base), alternated, one module cache, each install with an untimed first run; then a profile of the
+# run's own process (its start before the run) on new; the GPU tests on new.
 set -uo pipefail
 for w in new:.whl base:.whl0; do n=${w%%:*}; d=${w#*:}
 python3 -m pip install -q --no-index --no-deps --target $TMP/site-$n $(ls .whl/*.whl | grep -v -e ptx_conformance) $d/ptx_conformance*.whl 2>&1 | grep -v WARN; done
@@ -14,6 +15,11 @@ P() { local n=$1 out=$2; shift 2; T $out env PYTHONPATH=$TMP/site-$n "$@" $TMP/s
 P new cold
 P new new-w0; P base base-w0
 for r in 1 2 3 4; do P base base-w$r; P new new-w$r; done
+PYTHONPATH=$TMP/site-new python3 -m cProfile -o start.prof $TMP/site-new/bin/ptxconf run --backend pycuda --quiet --out prof > prof.log 2>&1
+python3 - <<'PY' > start-profile.txt
+import pstats, io
+s = io.StringIO(); st = pstats.Stats("start.prof", stream=s); st.sort_stats("cumulative").print_stats(60); print(s.getvalue().replace("$TMP/site-new/", ""))
+PY
 (cd $R && PYTHONPATH=$TMP/site-new timeout 300 python3 -m pytest -q -rs -p no:cacheprovider tests/run/test_gpu.py tests/run/test_cuda_worker.py tests/run/test_run_start.py 2>&1 | tail -4) > gpu-tests.txt; cat gpu-tests.txt
 python3 - <<'PY' > timeline.txt
 import json, glob
