@@ -103,7 +103,9 @@ def compare(v: Variant, rec: CheckRecord) -> Verdict:
         verdict.message = "the extra live registers around the instruction were clobbered (checksum word differs)"
     moved = False
     if meta and check.startswith("map.") and v.instruction.bitop != "xor":
-        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"), _selections(v, bits))
+        first = slice(None, meta["blocks"] * meta["digits"], meta["digits"])  # each block's first case selects
+        sel = _selections(v, {name: b[first] for name, b in bits.items()})
+        obs, diff = observed_map(v, meta, actual, words[meta["target"]], bits.get("metadata"), sel)
         verdict.observed = obs
         verdict.map_diff = diff
         spec = v.operands[meta["target"]].layout.map()
@@ -126,18 +128,8 @@ def _selections(v: Variant, bits: dict[str, np.ndarray]) -> dict[str, np.ndarray
     """The multiplicands as the spec reads them (A densified through the metadata for mma.sp)."""
     a = bits["A"]
     if "metadata" in bits:
-        from ptxconf.isa.sparse import densify
-
         a = densify(v, a, bits["metadata"])
     return {"A": v.operands["A"].type.decode(a), "B": v.operands["B"].type.decode(bits["B"])}
-
-
-def _covered(target: str, cell: np.ndarray, covered_k: set[tuple[int, int]] | None) -> bool:
-    """Did the selection inputs ever pick this (matrix, row, col) cell's k?"""
-    if covered_k is None or target == "C":
-        return True
-    k = cell[2] if target == "A" else cell[1]
-    return (int(cell[0]), int(k)) in covered_k
 
 
 def _selected(sel: np.ndarray, axis: int) -> np.ndarray:
@@ -164,6 +156,37 @@ def _digit_lookup(alphabet: list) -> Callable[[np.ndarray], np.ndarray]:
     return digit_of
 
 
+def _last_slot_of(tag_of_slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The held tags, sorted, and the flat slot of each (the last in (lane, element) order where a tag repeats)."""
+    flat = tag_of_slot.reshape(-1)
+    slots = np.flatnonzero(flat >= 0)
+    order = np.argsort(flat[slots], kind="stable")
+    tags, slots = flat[slots][order], slots[order]
+    last = np.append(tags[1:] != tags[:-1], True)  # within a run of one tag the stable sort keeps slot order
+    return tags[last], slots[last]
+
+
+def _selected_k(target: str, spec: np.ndarray, held_tag: np.ndarray, pick: np.ndarray | None, k: int) -> np.ndarray:
+    """Per slot: did the selection inputs ever pick the k of its spec (matrix, row, col) cell (``pick``: the k of
+    each block's D column or row, -1 where none; None: no selections, every k counts)?"""
+    if pick is None:
+        return np.ones(held_tag.shape, dtype=bool)
+    kspec = spec[..., 2] if target == "A" else spec[..., 1]
+    picked = np.zeros((max(pick.shape[1], int(spec[..., 0].max()) + 1), max(k, int(kspec.max()) + 1)), dtype=bool)
+    mats = np.broadcast_to(np.arange(pick.shape[1])[:, None], pick.shape)
+    picked[mats[pick >= 0], pick[pick >= 0]] = True
+    inside = held_tag & (spec[..., 0] >= 0) & (kspec >= 0)
+    return inside & picked[np.where(inside, spec[..., 0], 0), np.where(inside, kspec, 0)]
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``values`` at each ``query`` in the sorted ``keys``, -1 where absent."""
+    if not len(keys):
+        return np.full(query.shape, -1, dtype=np.int64)
+    at = np.clip(np.searchsorted(keys, query), 0, len(keys) - 1)
+    return np.where(keys[at] == query, values[at], -1)
+
+
 def observed_map(
     v: Variant,
     meta: dict,
@@ -177,10 +200,14 @@ def observed_map(
     ``tagged_words`` (the tagged operand's input words, ``[case, lane, word]``)
     gives the tag each register slot actually held; without them the tags are
     inferred from the spec's map, which cannot see a spec edited after the
-    recording (a replay).
+    recording (a replay).  ``selections`` (the multiplicands as the spec reads
+    them, of each block's first case: ``[block, ...]``) say which k each D
+    element shows; without them k is taken as the generator chose it.
 
     Returns ``int64[lane, element, 3]`` (-1 where undecidable) and one line per
-    slot whose observed (matrix, row, col) differs from the spec's.
+    slot whose observed (matrix, row, col) differs from the spec's.  Where two D
+    elements carry one slot's tag, the later in (block, matrix, row, col) order
+    names its place; where two slots held one tag, the later slot is the one read.
     """
     target = meta["target"]
     op = v.operands[target]
@@ -188,8 +215,6 @@ def observed_map(
     m, n, k = v.shape
     radix, digits, blocks = meta["radix"], meta["digits"], meta["blocks"]
     digit_of = _digit_lookup(meta["alphabet"])
-    values = d.type.decode(actual_bits)  # [case, matrix, M, N]
-    digit = digit_of(values)
     spec = op.layout.map()
     held = op.layout.held()
     lay = op.layout
@@ -199,64 +224,60 @@ def observed_map(
         held_digits = digit_of(op.type.decode(element_bits(op, tagged_words[:digits])))
         held_tags = sum(held_digits[j] * radix**j for j in range(digits))
         tag_of_slot = np.where(held & np.all(held_digits >= 0, axis=0), held_tags, -1)
-    slot_of_tag = {int(t): (int(a), int(b)) for (a, b), t in np.ndenumerate(tag_of_slot) if t >= 0}
-    # mma.sp map.A: D shows dense columns; the (one) metadata of the check says which stored
-    # (compressed) column each dense column holds, -1 for the structural zeros.
-    stored_col = None
+    # D's tags, block by block: digit j of block s in case s * digits + j.
+    dig = digit_of(d.type.decode(actual_bits[: blocks * digits]))
+    dig = dig.reshape(blocks, digits, *dig.shape[1:])  # [block, digit, matrix, M, N]
+    tag = np.zeros((blocks, *dig.shape[2:]), dtype=np.int64)
+    for j in range(digits):
+        tag += dig[:, j] * radix**j
+    keys, slots = _last_slot_of(tag_of_slot)
+    slot = _lookup(keys, slots, tag)  # flat (lane, element) slot of each D element's tag, -1: none
+    ok = np.all(dig >= 0, axis=1) & (slot >= 0)
+    s_, mat, r, c = np.indices(tag.shape, sparse=True)
+    # Which k the other multiplicand selects, read from the inputs as the spec reads them
+    # (not assumed from the generator): D[m, n] = A[m, k(n)] or B[k(m), n]; per block [block, matrix, N or M].
+    pick = None
+    if selections is not None and target == "A":
+        pick = _selected(selections["B"], axis=-2)
+    elif selections is not None and target == "B":
+        pick = _selected(selections["A"], axis=-1)
+    if target == "A":
+        kk = c + n * s_ if pick is None else pick[:, :, None, :]
+    elif target == "B":
+        kk = r + m * s_ if pick is None else pick[:, :, :, None]
+    if target in ("A", "B"):
+        kk = np.broadcast_to(kk, tag.shape)
+        ok &= (kk >= 0) & (kk < k)
+        kk = np.where(ok, kk, 0)
     if target == "A" and metadata_bits is not None:
+        # mma.sp map.A: D shows dense columns; the (one) metadata of the check says which stored
+        # (compressed) column each dense column holds, -1 for the structural zeros.
         comp = np.arange(lay.rows * lay.cols, dtype=np.uint64).reshape(1, 1, lay.rows, lay.cols) + np.uint64(1)
         stored_col = densify(v, comp, metadata_bits[:1]).astype(np.int64)[0, 0] - 1 - np.arange(lay.rows)[:, None] * lay.cols
+        kk = stored_col[np.broadcast_to(r, tag.shape), kk]
+        ok &= kk >= 0
+    if target == "A":
+        cells = (mat, r, kk)
+    elif target == "B":
+        cells = (mat, kk, c)
+    else:
+        cells = (mat, r, c)
+    cell = np.stack([np.broadcast_to(x, tag.shape) for x in cells], axis=-1)[ok]  # in (block, matrix, row, col) order
+    at = slot[ok]
+    last = len(at) - 1 - np.unique(at[::-1], return_index=True)[1]  # each slot's last D element
     observed = np.full(spec.shape, -1, dtype=np.int64)
-    covered_k: set[tuple[int, int]] | None = set() if selections is not None and target in ("A", "B") else None
-    for s in range(blocks):
-        # Which k the other multiplicand selects, read from the inputs as the spec reads them
-        # (not assumed from the generator): D[m, n] = A[m, k(n)] or B[k(m), n].
-        pick = None
-        if selections is not None and target == "A":
-            pick = _selected(selections["B"][s * digits], axis=-2)  # [matrix, N] -> k
-        elif selections is not None and target == "B":
-            pick = _selected(selections["A"][s * digits], axis=-1)  # [matrix, M] -> k
-        if pick is not None and covered_k is not None:
-            covered_k |= {(int(mm), int(x)) for (mm, _), x in np.ndenumerate(pick) if x >= 0}
-        dig = digit[s * digits : (s + 1) * digits]
-        valid = np.all(dig >= 0, axis=0)
-        tag = np.zeros(dig.shape[1:], dtype=np.int64)
-        for j in range(digits):
-            tag += dig[j] * radix**j
-        for (mat, r, c), t in np.ndenumerate(tag):
-            if not valid[mat, r, c] or int(t) not in slot_of_tag:
-                continue
-            if target == "A":
-                kk = c + n * s if pick is None else int(pick[mat, c])
-                if kk >= k or kk < 0:
-                    continue
-                if stored_col is not None:
-                    if stored_col[r, kk] < 0:
-                        continue
-                    kk = int(stored_col[r, kk])
-                cell = (mat, r, kk)
-            elif target == "B":
-                kk = r + m * s if pick is None else int(pick[mat, r])
-                if kk >= k or kk < 0:
-                    continue
-                cell = (mat, kk, c)
-            else:
-                cell = (mat, r, c)
-            lane, elem = slot_of_tag[int(t)]
-            observed[lane, elem] = cell
+    observed.reshape(-1, 3)[at[last]] = cell[last]
+    # A slot seen nowhere counts against the spec only where the inputs selected its k (else: undecidable).
+    held_tag = tag_of_slot >= 0
+    decided = held_tag & ((observed[..., 0] >= 0) | _selected_k(target, spec, held_tag, pick, k))
     diff = []
-    for (lane, elem), t in np.ndenumerate(tag_of_slot):
-        if t < 0:
-            continue
-        if observed[lane, elem, 0] < 0 and not _covered(target, spec[lane, elem], covered_k):
-            continue  # the inputs never selected this element's k: undecidable, not wrong
-        if tuple(observed[lane, elem]) != tuple(spec[lane, elem]):
-            o = observed[lane, elem]
-            seen = "nowhere in D" if o[0] < 0 else f"(matrix {o[0]}, row {o[1]}, col {o[2]})"
-            diff.append(
-                f"{target} lane {lane} element {elem} (register {elem // op.fragment.per_register}): "
-                f"spec (matrix {spec[lane, elem, 0]}, row {spec[lane, elem, 1]}, col {spec[lane, elem, 2]}), observed {seen}"
-            )
+    for lane, elem in np.argwhere(decided & (observed != spec).any(-1)):
+        o = observed[lane, elem]
+        seen = "nowhere in D" if o[0] < 0 else f"(matrix {o[0]}, row {o[1]}, col {o[2]})"
+        diff.append(
+            f"{target} lane {lane} element {elem} (register {elem // op.fragment.per_register}): "
+            f"spec (matrix {spec[lane, elem, 0]}, row {spec[lane, elem, 1]}, col {spec[lane, elem, 2]}), observed {seen}"
+        )
     return observed, diff
 
 

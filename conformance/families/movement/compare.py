@@ -39,8 +39,9 @@ def compare_movement(v: Variant, rec: CheckRecord) -> Verdict:
         eb, gb = mv.image_bytes(exp), mv.image_bytes(got)
         bad = np.argwhere(eb != gb)
         count = len(bad)
-        owner = _byte_owner(v, np.asarray(in_words))
-        for case, byte in bad[:MAX_LINES]:
+        listed = bad[:MAX_LINES]
+        owner = dict(zip(np.unique(listed[:, 0]).tolist(), _byte_owner(v, np.asarray(in_words)[np.unique(listed[:, 0])])))
+        for case, byte in listed:
             who = owner[case].get(int(byte))
             where = f"cell {_cell(who[0])} stored by lane {who[1]} register {who[2]}" if who else "a byte outside every stored row"
             lines.append(f"case {case} shared byte {byte}: {where}: expected 0x{eb[case, byte]:02x}, got 0x{gb[case, byte]:02x}")
@@ -114,18 +115,17 @@ def _slot_cells(v: Variant, addr: np.ndarray) -> dict[int, tuple[int, int]]:
 
 
 def observed_map(v: Variant, inw: np.ndarray, got: np.ndarray, meta: dict) -> np.ndarray:
-    """``int64[lane, element, 3]``: where each tagged element was observed to go."""
+    """``int64[lane, element, 3]``: where each tagged element was observed to go (where two places show one
+    element's tag, the later in the order read wins: lane then element, or stored row then column)."""
     digits, dbits = int(meta.get("digits", 1)), int(meta.get("digit_bits", 16))
     mask = (1 << dbits) - 1
     if v.family == "movmatrix":
         a, d = v.operands["a"], v.operands["d"]
-        am = a.layout.map()
+        e = np.arange(d.layout.elements)
+        tag = (got[0][:32, e // 2].astype(np.int64) >> (16 * (e % 2))) & 0xFFFF  # [lane, element]
         obs = np.full((32, d.layout.elements, 3), -1, dtype=np.int64)
-        for lane in range(32):
-            for e in range(d.layout.elements):
-                tag = int(got[0, lane, e // 2] >> (16 * (e % 2))) & 0xFFFF
-                if tag < 64:
-                    obs[lane, e] = am[tag // 2, tag % 2]
+        seen = tag < 64
+        obs[seen] = a.layout.map()[tag[seen] // 2, tag[seen] % 2]
         return obs
     op = v.operands["fragment"]
     E = op.layout.elements
@@ -134,29 +134,29 @@ def observed_map(v: Variant, inw: np.ndarray, got: np.ndarray, meta: dict) -> np
     if v.family == "ldmatrix":
         per, cb, sh = op.fragment.per_register, op.fragment.container_bits, op.fragment.value_shift
         nper = 8 if mv.mem_bits(v) == 16 else 16
-        for lane in range(32):
-            for e in range(E):
-                tag = 0
-                for k in range(digits):
-                    val = (int(got[k, lane, e // per]) >> (cb * (e % per) + sh)) & mask
-                    tag |= val << (dbits * k)
-                slot, col = divmod(tag, nper)
-                if slot in cells:
-                    obs[lane, e] = (*cells[slot], col)
+        e = np.arange(E)
+        words = got[:digits, :32][:, :, e // per].astype(np.int64)  # [digit, lane, element]
+        vals = (words >> (cb * (e % per) + sh)) & mask
+        tag = (vals << (dbits * np.arange(len(vals)))[:, None, None]).sum(axis=0)
+        slots = np.array(sorted(cells), dtype=np.int64)
+        at = np.clip(np.searchsorted(slots, tag // nper), 0, max(len(slots) - 1, 0))
+        seen = (slots[at] == tag // nper) if len(slots) else np.zeros(tag.shape, dtype=bool)
+        rows = np.array([cells[int(s)] for s in slots], dtype=np.int64).reshape(-1, 2)
+        obs[seen] = np.concatenate([rows[at[seen]], (tag % nper)[seen][:, None]], axis=1)
         return obs
-    # stmatrix: read the tags back out of the stored rows
-    img = mv.image_bytes(got)
-    bits = mv.mem_bits(v)
-    lay = op.layout
-    for slot, (m, r) in cells.items():
-        for c in range(lay.cols):
-            tag = 0
-            for k in range(digits):
-                val = int(mv._read_elem(img[k : k + 1], np.array([slot * mv.ROW_BYTES]), c, bits)[0]) & mask
-                tag |= val << (dbits * k)
-            lane, e = divmod(tag, E)
-            if lane < 32:
-                obs[lane, e] = (m, r, c)
+    # stmatrix: read the tags back out of the stored rows (all rows and columns of every digit at once)
+    img = mv.image_bytes(got)[:digits]
+    cols = op.layout.cols
+    starts = np.repeat(np.array([slot * mv.ROW_BYTES for slot in cells], dtype=np.int64), cols)
+    col = np.tile(np.arange(cols), len(cells))[None, :]
+    vals = mv._read_elem(img, np.broadcast_to(starts, (len(img), len(starts))), col, mv.mem_bits(v)).astype(np.int64) & mask
+    tag = (vals << (dbits * np.arange(len(vals)))[:, None]).sum(axis=0)  # [row * cols + col], rows in ``cells`` order
+    cell = np.array([(m, r, c) for m, r in cells.values() for c in range(cols)], dtype=np.int64).reshape(-1, 3)
+    lane, e = tag // E, tag % E
+    ok = np.flatnonzero(lane < 32)
+    slot = lane[ok] * E + e[ok]
+    last = ok[len(ok) - 1 - np.unique(slot[::-1], return_index=True)[1]]  # each (lane, element)'s last place
+    obs.reshape(-1, 3)[lane[last] * E + e[last]] = cell[last]
     return obs
 
 
