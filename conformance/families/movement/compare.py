@@ -40,7 +40,8 @@ def compare_movement(v: Variant, rec: CheckRecord) -> Verdict:
         bad = np.argwhere(eb != gb)
         count = len(bad)
         listed = bad[:MAX_LINES]
-        owner = dict(zip(np.unique(listed[:, 0]).tolist(), _byte_owner(v, np.asarray(in_words)[np.unique(listed[:, 0])])))
+        cases = np.unique(listed[:, 0])  # the owners of the listed bytes only: a failing check may have thousands
+        owner = dict(zip(cases.tolist(), _byte_owner(v, np.asarray(in_words)[cases])))
         for case, byte in listed:
             who = owner[case].get(int(byte))
             where = f"cell {_cell(who[0])} stored by lane {who[1]} register {who[2]}" if who else "a byte outside every stored row"
@@ -54,13 +55,13 @@ def compare_movement(v: Variant, rec: CheckRecord) -> Verdict:
             r, k = divmod(e, per)
             mask = np.uint32((1 << cb) - 1) if cb < 32 else np.uint32(0xFFFFFFFF)
             ev, gv = (exp[:, :, r] >> np.uint32(cb * k)) & mask, (got[:, :, r] >> np.uint32(cb * k)) & mask
-            for case, lane in np.argwhere(ev != gv):
-                count += 1
-                if len(lines) < MAX_LINES:
-                    lines.append(
-                        f"case {case} lane {lane} register {r} element {e} {_cell(fm[lane, e])}: "
-                        f"expected 0x{int(ev[case, lane]):x}, got 0x{int(gv[case, lane]):x}"
-                    )
+            bad = np.argwhere(ev != gv)
+            count += len(bad)
+            for case, lane in bad[: MAX_LINES - len(lines)]:
+                lines.append(
+                    f"case {case} lane {lane} register {r} element {e} {_cell(fm[lane, e])}: "
+                    f"expected 0x{int(ev[case, lane]):x}, got 0x{int(gv[case, lane]):x}"
+                )
         elements = exp.shape[0] * 32 * op.layout.elements
     observed = None
     map_lines: list[str] = []
@@ -141,7 +142,7 @@ def observed_map(v: Variant, inw: np.ndarray, got: np.ndarray, meta: dict) -> np
         slots = np.array(sorted(cells), dtype=np.int64)
         at = np.clip(np.searchsorted(slots, tag // nper), 0, max(len(slots) - 1, 0))
         seen = (slots[at] == tag // nper) if len(slots) else np.zeros(tag.shape, dtype=bool)
-        rows = np.array([cells[int(s)] for s in slots], dtype=np.int64).reshape(-1, 2)
+        rows = np.array([cells[s] for s in slots.tolist()], dtype=np.int64).reshape(-1, 2)  # (matrix, row) of each
         obs[seen] = np.concatenate([rows[at[seen]], (tag % nper)[seen][:, None]], axis=1)
         return obs
     # stmatrix: read the tags back out of the stored rows (all rows and columns of every digit at once)
@@ -151,7 +152,8 @@ def observed_map(v: Variant, inw: np.ndarray, got: np.ndarray, meta: dict) -> np
     col = np.tile(np.arange(cols), len(cells))[None, :]
     vals = mv._read_elem(img, np.broadcast_to(starts, (len(img), len(starts))), col, mv.mem_bits(v)).astype(np.int64) & mask
     tag = (vals << (dbits * np.arange(len(vals)))[:, None]).sum(axis=0)  # [row * cols + col], rows in ``cells`` order
-    cell = np.array([(m, r, c) for m, r in cells.values() for c in range(cols)], dtype=np.int64).reshape(-1, 3)
+    rows = np.array(list(cells.values()), dtype=np.int64).reshape(-1, 2)
+    cell = np.concatenate([np.repeat(rows, cols, axis=0), col.reshape(-1, 1)], axis=1)  # (matrix, row, col) of each
     lane, e = tag // E, tag % E
     ok = np.flatnonzero(lane < 32)
     slot = lane[ok] * E + e[ok]
