@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-from plan_pin import CC, MAX_PTX, _feed, supported
+from plan_pin import CC, MAX_PTX, _feed, record_or_check, supported
 
 HERE = Path(__file__).parent
 # The pin file of each form family (a spec's ``family``), by the folder of its comparator.
@@ -174,21 +174,10 @@ def main(argv: list[str]) -> int:
     if what == "time":
         time_compare(folders, 3)
         return 0
-    bad_all = 0
-    for folder in folders:
-        path = folder / "compare_pins.json"
-        got = {pin_key(*it): verdict_hash(*emulated(*it)) for it in sample(folder)}
-        if what == "record":
-            path.write_text(json.dumps(got, indent=0, sort_keys=True) + "\n")
-            print(f"{len(got)} plans' verdicts pinned in {path.relative_to(HERE)}")
-            continue
-        want = json.loads(path.read_text())
-        bad = [k for k in want if got.get(k) != want[k]]
-        bad_all += len(bad)
-        print(f"{path.relative_to(HERE)}: {len(want) - len(bad)} of {len(want)} plans' verdicts as pinned"
-              + (": differ: " + ", ".join(bad[:10]) if bad else ""))
-    return 1 if bad_all else 0
-
+    bad = sum(record_or_check(what, folder / "compare_pins.json",
+                              {pin_key(*it): verdict_hash(*emulated(*it)) for it in sample(folder)}, "plans' verdicts")
+              for folder in folders)
+    return 1 if bad else 0
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -177,19 +177,23 @@ def main(argv: list[str]) -> int:
     if what == "time":
         time_plans([it for n in names or PINS for it in sample(n) if PINS[n] in files])
         return 0
-    bad_all = 0
-    for path in files:
-        items = sample(next(n for n in PINS if PINS[n] == path))
-        if what == "record":
-            path.write_text(json.dumps(hashes(items), indent=0, sort_keys=True) + "\n")
-            print(f"{len(items)} plans pinned in {path.relative_to(HERE)}")
-            continue
-        want, got = json.loads(path.read_text()), hashes(items)
-        bad = [k for k in want if got.get(k) != want[k]]
-        bad_all += len(bad)
-        print(f"{path.relative_to(HERE)}: {len(want) - len(bad)} of {len(want)} plans as pinned"
-              + (": differ: " + ", ".join(bad[:10]) if bad else ""))
-    return 1 if bad_all else 0
+    bad = sum(record_or_check(what, path, hashes(sample(next(n for n in PINS if PINS[n] == path))), "plans")
+              for path in files)
+    return 1 if bad else 0
+
+
+def record_or_check(what: str, path: Path, got: dict[str, str], things: str) -> int:
+    """``record``: write ``got`` to the pin file ``path``; ``check``: compare it with the file, say how many agree
+    and name the first that differ.  Returns how many differ."""
+    if what == "record":
+        path.write_text(json.dumps(got, indent=0, sort_keys=True) + "\n")
+        print(f"{len(got)} {things} pinned in {path.relative_to(HERE)}")
+        return 0
+    want = json.loads(path.read_text())
+    bad = [k for k in want if got.get(k) != want[k]]
+    print(f"{path.relative_to(HERE)}: {len(want) - len(bad)} of {len(want)} {things} as pinned"
+          + (": differ: " + ", ".join(bad[:10]) if bad else ""))
+    return len(bad)
 
 
 if __name__ == "__main__":
