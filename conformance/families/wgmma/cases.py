@@ -86,7 +86,8 @@ def _drawn(rng, model: Model, asks: Sequence[tuple]) -> list[tuple[tuple, tuple]
 
 def _ask(model: Model, ask: tuple) -> tuple:
     """(:func:`_placement` of an ask, the spans of its draws: the pattern's step (where it has steps), K-major
-    none's chunk order, then K-major swizzled's LBO and K start), once per process and ask."""
+    none's chunk order, then K-major swizzled's LBO and K start; where in them the draw of a stride the layout
+    never reads is (K-major swizzled's LBO: any value), or None), once per process and ask."""
     key = (id(model.smem), ask)
     hit = _ASKS.get(key)
     if hit is None or hit[0] is not model.smem:
@@ -95,19 +96,42 @@ def _ask(model: Model, ask: tuple) -> tuple:
         major, _, _, steps, kstarts, _ = place
         spans = ([len(steps)] if steps else []) + ([2] if major == "K" and sw == "none" else [])
         spans += [63, kstarts] if kstarts else []
+        free = len(spans) - 2 if kstarts and "LBO" not in model.smem.strides_read(major, sw) else None
         if len(_ASKS) > 65536:
             _ASKS.clear()
-        hit = _ASKS[key] = (model.smem, (place, spans))
+        hit = _ASKS[key] = (model.smem, (place, spans, free))
     return hit[1]
 
 
+def _lbo_drawn(d: int) -> int:
+    """K-major swizzled's LBO from its draw: any 16-byte multiple the field holds (unused by the layout)."""
+    return 16 * (1 + d)
+
+
+def _split(model: Model, ask: tuple, got: tuple) -> tuple[tuple, int | None]:
+    """(the draws ``got`` with the draw of a stride the layout never reads as 0, that draw or None): what the
+    layout depends on, and what only its descriptor's words and meta do."""
+    free = _ask(model, ask)[2]
+    return (got, None) if free is None else (got[:free] + (0,) + got[free + 1 :], got[free])
+
+
 def _chosen(model: Model, ask: tuple, got: tuple) -> tuple[Desc, int]:
-    """(descriptor, pattern start) of an ask whose choice drew ``got``, once per process."""
+    """(descriptor, pattern start) of an ask whose choice drew ``got``: the layout once per process and what it
+    reads, an unread stride's drawn value put in per call."""
+    fixed, free = _split(model, ask, got)
+    desc, pattern = _chosen_layout(model, ask, fixed)
+    if free is not None:
+        desc = Desc(desc.start, _lbo_drawn(free), desc.sbo, desc.base_offset, desc.swizzle)
+    return desc, pattern
+
+
+def _chosen_layout(model: Model, ask: tuple, got: tuple) -> tuple[Desc, int]:
+    """:func:`_chosen` of draws whose unread stride's draw is 0 (:func:`_split`), once per process."""
     key = (id(model.smem), id(model.desc), ask, got)
     hit = _CHOSEN.get(key)
     if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
         return hit[2]
-    (major, lbo, sbo, steps, kstarts, code), _ = _ask(model, ask)
+    (major, lbo, sbo, steps, kstarts, code), _, _ = _ask(model, ask)
     sw, ext, region = ask[1], ask[3], ask[5]
     rest = list(got)
     pattern = region
@@ -118,7 +142,7 @@ def _chosen(model: Model, ask: tuple, got: tuple) -> tuple[Desc, int]:
         # K chunks after all MN groups: LBO and SBO differ the other way round
         lbo, sbo = 16 * 8 * max(1, ext // 8), 128
     if kstarts:
-        lbo = 16 * (1 + rest.pop(0))  # unused by K-major swizzled layouts: any value
+        lbo = _lbo_drawn(rest.pop(0))
         start += 32 * rest.pop(0)  # K start inside the swizzle row
     desc = Desc(start, lbo, sbo, base_offset_of(model, sw, pattern), code)
     if len(_CHOSEN) > 65536:
@@ -153,20 +177,23 @@ def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tu
 
 def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
     """(descriptor words (low, high), its layout for the meta, its :func:`.probe.placement`, element bits) of the
-    choice of ``operand``'s ask that drew ``got``, once per process."""
-    key = (id(model.smem), id(model.desc), operand, ask, got)
+    choice of ``operand``'s ask that drew ``got``: the placement once per process and what the layout reads
+    (:func:`_split`), the words and meta of the descriptor drawn."""
+    fixed, free = _split(model, ask, got)
+    key = (id(model.smem), id(model.desc), operand, ask, fixed)
     hit = _LAID.get(key)
-    if hit is not None and hit[0] is model.smem and hit[1] is model.desc:
-        return hit[2]
-    desc, pattern = _chosen(model, ask, got)
-    trans, sw, bits, ext, kext = ask[:5]
-    smem = model.smem
-    laid = (_words(model, desc), (sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset),
-            placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
-    if len(_LAID) > 4096:  # (entries hold placements' arrays: kept as few as _PLACED keeps)
-        _LAID.clear()
-    _LAID[key] = (smem, model.desc, laid)
-    return laid
+    if hit is None or hit[0] is not model.smem or hit[1] is not model.desc:
+        desc, pattern = _chosen_layout(model, ask, fixed)
+        trans, sw, bits, ext, kext = ask[:5]
+        smem = model.smem
+        laid = (desc, pattern, placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
+        if len(_LAID) > 4096:  # (entries hold placements' arrays: kept as few as _PLACED keeps)
+            _LAID.clear()
+        hit = _LAID[key] = (smem, model.desc, laid)  # the specs kept alive, so their ids stay their own
+    desc, pattern, place, bits = hit[2]
+    if free is not None:
+        desc = Desc(desc.start, _lbo_drawn(free), desc.sbo, desc.base_offset, desc.swizzle)
+    return (_words(model, desc), (ask[1], desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset), place, bits)
 
 
 _LAID: dict[tuple, tuple] = {}

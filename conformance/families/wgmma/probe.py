@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 from ptxconf.core.verdict import Verdict
@@ -702,16 +702,26 @@ def fill_placed(v: WgmmaVariant, img: np.ndarray, placed: Sequence[tuple], opera
 
 def _in_words(units: np.ndarray, nb: int, words: int, image_word: int) -> np.ndarray:
     """Image units of ``nb`` bytes -> the same units in a case's words (``words`` a lane, the image lane by lane
-    from ``image_word``), once per process and cached placement."""
+    from ``image_word``), once per process and cached placement: looked up in :func:`_unit_words`."""
     key = (id(units), nb, words, image_word)
     hit = _IN_WORDS.get(key)
     if hit is None or hit[0] is not units:
-        row = (words - image_word) * 4  # the image's bytes in one lane
-        b = units.astype(np.int64) * nb
         if len(_IN_WORDS) > 1024:
             _IN_WORDS.clear()
-        hit = _IN_WORDS[key] = (units, ((b // row * words + image_word) * 4 + b % row) // nb)  # units kept alive
+        hit = _IN_WORDS[key] = (units, _unit_words(nb, words, image_word).take(units).astype(np.intp))  # units kept alive
     return hit[1]
+
+
+@lru_cache(maxsize=256)
+def _unit_words(nb: int, words: int, image_word: int) -> np.ndarray:
+    """Where each ``nb``-byte unit of an image held lane by lane (``words`` a lane, the image from ``image_word``)
+    is in a case's words, in units (int32: a case's words are far fewer than 2**31): one table per buffer shape
+    (the forms of a process have a few hundred), every placement's units looked up in it."""
+    row = (words - image_word) * 4  # the image's bytes in one lane
+    b = np.arange(LANES * row // nb, dtype=np.int64) * nb
+    got = (((b // row * words + image_word) * 4 + b % row) // nb).astype(np.int32)
+    got.setflags(write=False)
+    return got
 
 
 _IN_WORDS: dict[tuple, tuple] = {}
