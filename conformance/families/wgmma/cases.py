@@ -225,7 +225,8 @@ def skip_draws(rng, span: int, count: int) -> None:
     32-bit output (Lemire's method, as :func:`bounded_draws` says) unless the output times the span falls in the
     rejected sliver; a PCG64 generator gives its 32-bit outputs as the halves of its 64-bit ones (low first, the
     high one kept for the next), so the raw outputs are taken at once and only checked for a rejection: where one
-    is (about one draw in 2**28 for these spans), or the generator is another, the draws are made after all."""
+    is (about one draw in 2**28 for these spans), or the generator is another, the draws are made after all.  A
+    span of a power of two rejects nothing: the generator is advanced past all but the last output."""
     if span <= 1 or count <= 0:  # (a span of one takes no output)
         return
     bits = rng.bit_generator
@@ -235,15 +236,20 @@ def skip_draws(rng, span: int, count: int) -> None:
         return
     kept = [state["uinteger"]] if state["has_uint32"] else []
     need = count - len(kept)
-    raw = bits.random_raw((need + 1) // 2)
-    high = int(raw[-1] >> np.uint64(32)) if len(raw) else state["uinteger"]  # the last output's high half
-    low = raw.view("<u4")  # each output's low half, then its high one (little-endian: as the generator gives them)
-    low *= np.uint32(span)  # the product's low half, in place (uint32 wraps)
+    outputs = (need + 1) // 2
     threshold = (2**32 - span) % span
-    if threshold and ((low[:need] < threshold).any() or any(k * span % 2**32 < threshold for k in kept)):
-        bits.state = state
-        rng.integers(0, span, size=count, dtype=np.int32)
-        return
+    if not threshold and outputs:  # a span of a power of two rejects no output: only the last one is read
+        bits.advance(outputs - 1)
+        outputs = 1
+    raw = bits.random_raw(outputs)
+    high = int(raw[-1] >> np.uint64(32)) if len(raw) else state["uinteger"]  # the last output's high half
+    if threshold:
+        low = raw.view("<u4")  # each output's low half, then its high one (little-endian: as the generator gives them)
+        low *= np.uint32(span)  # the product's low half, in place (uint32 wraps)
+        if (low[:need] < threshold).any() or any(k * span % 2**32 < threshold for k in kept):
+            bits.state = state
+            rng.integers(0, span, size=count, dtype=np.int32)
+            return
     moved = bits.state
     moved["has_uint32"], moved["uinteger"] = need % 2, high  # kept for the next draw, or taken by this one
     bits.state = moved

@@ -751,7 +751,7 @@ def placement(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: in
         low, high = (int(addr.min()), int(addr.max())) if addr.size else (0, -1)
         if bits >= 8:
             nb = bits // 8
-            if nb in (1, 2, 4, 8) and not (addr % nb).any():
+            if nb in (1, 2, 4, 8) and not (addr & (nb - 1)).any():  # (aligned: the low bits clear)
                 u = addr // nb
                 units = u if operand == "A" else u.T
         elif bits == 1 and kext % 8 == 0:

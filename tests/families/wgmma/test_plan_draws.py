@@ -31,7 +31,7 @@ def test_bounded_draws_are_the_one_by_one_draws(high):
         assert (rng.integers(0, 1000, size=4) == ref.integers(0, 1000, size=4)).all()
 
 
-@pytest.mark.parametrize("span", [2, 81, 129, 3 * 2**29])  # C's spans; a huge one, rejected one time in four
+@pytest.mark.parametrize("span", [2, 81, 129, 2**20, 3 * 2**29])  # C's spans; a power of two; a huge one (rejected 1 in 4)
 def test_skipped_draws_leave_the_generator_as_the_draws(span):
     for seed in range(30):
         for count in (0, 1, 2, 3, 1000 + seed, wgc._SKIP_FROM + seed):  # (made below _SKIP_FROM, skipped from it)
