@@ -316,9 +316,18 @@ def _encoded(tname: str, lo: int, hi: int) -> np.ndarray:
 def _narrow(tname: str, lo: int, hi: int) -> np.ndarray:
     """:func:`_encoded` in the narrowest unsigned type that holds the type's bits: what the images and fragments
     take, in a fraction of the memory."""
-    bits = TYPES[tname].bits
-    table = _encoded(tname, lo, hi)
-    return table.astype(np.uint8 if bits <= 8 else np.uint16 if bits <= 16 else np.uint32) if bits <= 32 else table
+    return narrowed(tname, _encoded(tname, lo, hi))
+
+
+def narrowed(tname: str, bits: np.ndarray) -> np.ndarray:
+    """Container bits of ``tname`` in :func:`narrow_type`: what an image takes as it is, no conversion per case."""
+    return bits.astype(narrow_type(tname))
+
+
+def narrow_type(tname: str) -> type:
+    """The narrowest unsigned type that holds ``tname``'s container bits (uint64 past 32 bits)."""
+    width = TYPES[tname].bits
+    return np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
 
 
 def _values(rng, tname: str, shape) -> np.ndarray:
@@ -482,7 +491,7 @@ def _tagged(atype: str, btype: str, K: int, N: int, target: str) -> tuple[np.nda
                 A[m_[ok], kk[ok]] = one
             As.append(A)
             Bs.append(B)
-    got = (np.stack(As), np.stack(Bs), {"digits": digits, "digit_bits": db, "target": target})
+    got = (narrowed(atype, np.stack(As)), narrowed(btype, np.stack(Bs)), {"digits": digits, "digit_bits": db, "target": target})
     got[0].setflags(write=False)
     got[1].setflags(write=False)
     return got

@@ -186,7 +186,7 @@ def _stacked(t, kept: np.ndarray, reps, each: bool = False) -> tuple[np.ndarray,
 @lru_cache(maxsize=16)
 def _slot_digits(atype: str, nz: int, kc: int) -> np.ndarray:
     """map.metadata's stored A of a row ``[K/2]``: slot s of every chunk stores s + 1 (read-only)."""
-    got = _digit(atype, np.tile(np.arange(nz, dtype=np.int64) + 1, kc // nz))
+    got = wgc.narrowed(atype, _digit(atype, np.tile(np.arange(nz, dtype=np.int64) + 1, kc // nz)))
     got.setflags(write=False)
     return got
 
@@ -207,7 +207,8 @@ def _a_tags_of(atype: str, kc: int) -> tuple[np.ndarray, int]:
     db = wgc.DIGIT_BITS[atype]
     tags = np.arange(64 * kc, dtype=np.int64).reshape(64, kc) + 1
     digits = max(1, -(-int(tags.max()).bit_length() // db))
-    got = (np.stack([_digit(atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (wgc.narrowed(atype, np.stack([_digit(atype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)])),
+           digits)
     got[0].setflags(write=False)
     return got
 
@@ -223,7 +224,8 @@ def _b_tags_of(btype: str, K: int, N: int) -> tuple[np.ndarray, int]:
     db = wgc.DIGIT_BITS[btype]
     tags = np.arange(K * N, dtype=np.int64).reshape(K, N)
     digits = max(1, -(-max(1, int(tags.max()).bit_length()) // db))
-    got = (np.stack([_digit(btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)]), digits)
+    got = (wgc.narrowed(btype, np.stack([_digit(btype, (tags >> (db * d)) & ((1 << db) - 1)) for d in range(digits)])),
+           digits)
     got[0].setflags(write=False)
     return got
 
@@ -235,7 +237,7 @@ def _selections_b(v: WgmmaSpVariant) -> np.ndarray:
 
 @lru_cache(maxsize=16)
 def _selections_b_of(btype: str, K: int, N: int) -> np.ndarray:
-    got = np.stack([_selection_b_of(btype, K, N, s) for s in range(-(-K // N))])
+    got = wgc.narrowed(btype, np.stack([_selection_b_of(btype, K, N, s) for s in range(-(-K // N))]))
     got.setflags(write=False)
     return got
 
@@ -267,7 +269,7 @@ def _selections_a(v: WgmmaSpVariant, rng, shifts: list[int]) -> tuple[np.ndarray
     spans = np.concatenate([np.concatenate([np.full(per, len(pats)), counts[(m + 64 * s) % v.width]])
                             for m, s in zip(rows, shifts)])
     drawn = wgc.bounded_draws(rng, spans)
-    comp = np.zeros((len(shifts), 64, v.chunks, v.nz), dtype=np.uint64)
+    comp = np.zeros((len(shifts), 64, v.chunks, v.nz), dtype=wgc.narrow_type(v.atype))
     fields = np.empty((len(shifts), 64, v.chunks, 2), dtype=np.int64)
     at = 0
     for c, (m, s) in enumerate(zip(rows, shifts)):
