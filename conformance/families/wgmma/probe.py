@@ -263,8 +263,10 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
     hit = _TILES.get(key)
     if hit is None or hit[0] is not smem:
         # the formula is evaluated element by element: a tile's offsets are the first ``ext`` rows of the widest
-        # tile's, evaluated once per layout for every N
-        rows = max(ext, TILE_ROWS)
+        # tile's, evaluated once per layout for every N where a layout comes with a second N (its strides not N's
+        # own: A's are the same for every N, B's often are not), else ``ext`` rows alone
+        layout = key[:6] + key[7:]
+        rows = max(ext, TILE_ROWS) if layout in _TILE_LAYOUTS else ext
         whole = _TILES.get(key[:6] + (rows,) + key[7:])
         if whole is None or whole[0] is not smem:
             mn, k = np.arange(rows)[:, None], np.arange(kext)[None, :]  # (the formula broadcasts them to the tile)
@@ -275,6 +277,8 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
             whole = (smem, full, int(full.min()), int(full.max()))
         if len(_TILES) > 4096:
             _TILES.clear()
+            _TILE_LAYOUTS.clear()
+        _TILE_LAYOUTS.add(layout)
         _TILES[key[:6] + (rows,) + key[7:]] = whole
         off = whole[1][:ext]
         hit = _TILES[key] = (smem, off, int(off.min()), int(off.max())) if ext < rows else whole
@@ -288,6 +292,7 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
 
 
 _TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
+_TILE_LAYOUTS: set[tuple] = set()  # the layouts (tiles' keys less the extent) evaluated once already
 TILE_ROWS = 256  # the widest tile (B at N = 256) whose offsets every narrower tile's are the first rows of
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
 
