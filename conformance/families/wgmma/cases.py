@@ -451,6 +451,19 @@ def _filler(size: int) -> np.ndarray:
     return out
 
 
+def case_words(cases: int, iw: int, io: int, size: int, written: Sequence[tuple[int, int]]) -> np.ndarray:
+    """``uint32[case, lane, iw]``: from word ``io`` the image of only the filler, every word before it zero but the
+    spans ``written`` (word ranges, in order, that the caller fills for every case itself: no pass to zero them)."""
+    words = np.empty((cases, LANES, iw), dtype=np.uint32)
+    at = 0
+    for lo, hi in (*written, (io, io)):
+        if lo > at:
+            words[:, :, at:lo] = 0
+        at = max(at, hi)
+    words[:, :, io:] = image_words(size)
+    return words
+
+
 def image_words(size: int) -> np.ndarray:
     """``uint32[lane, word]``: an image of only the filler as a case's words hold it, lane by lane (read-only)."""
     return _filler(size).view("<u4").reshape(LANES, -1)
@@ -508,6 +521,7 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
     out = []
     sets = immediate_sets(v)
     size, iw, io, shared_a = image_bytes(v), in_words(v), img_off(v), v.a_src == "shared"
+    dwords = v.operands["D"].words
     parts: list[tuple] = []  # per case set: (A, B, C, scale-d, immediates) as placed, for the prediction
     b_at, b_room = b_base(v), image_bytes(v) - b_base(v)  # B's region (layout_choice's)
     for si, imm in enumerate(sets):
@@ -533,9 +547,9 @@ def make_cases(v: WgmmaVariant, seed: int, checks: tuple[str, ...], value_cases:
                 A, B, meta = tagged_matrices(v, check.split(".")[1])
                 a_vals, b_vals = values_bound(TYPES[v.atype], A), values_bound(TYPES[v.btype], B)
             n = len(A)
-            words = np.empty((n, LANES, iw), dtype=np.uint32)
-            words[:, :, :io] = 0  # (the image's words: the filler, below)
-            words[:, :, io:] = image_words(size)
+            # written below: the head, C's words where C is drawn, A's registers
+            words = case_words(n, iw, io, size, [(0, 5)] + ([(c_off(v), c_off(v) + dwords)] if check == "value" else [])
+                               + ([] if shared_a else [(a_off(v), a_off(v) + v.operands["A"].words)]))
             C, c_vals = c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []

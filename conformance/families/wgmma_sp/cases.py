@@ -351,6 +351,7 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
     parts: list[tuple] = []  # per predicted case set: (dense A, B, C, scale-d, scales) as placed
     predicted: list[CaseSet] = []
     size, iw, io, shared_a = sp.image_bytes(v), sp.in_words(v), sp.img_off(v), v.a_src == "shared"
+    dwords = v.operands["D"].words
     room_b = size - sp.b_base(v)
     widest = max(sw_modes, key=smem.width)
     fits_b = cache(lambda tb, sw: _fits(v, "B", tb, sw, model))
@@ -371,9 +372,10 @@ def make_cases(v: WgmmaSpVariant, seed: int, checks: tuple[str, ...], value_case
             else:
                 (comp, fields, B), meta, (comp_vals, b_vals) = _tagged_plans(v, rng, check, imm["sel"])
             n = len(comp)
-            words = np.empty((n, sp.LANES, iw), dtype=np.uint32)
-            words[:, :, :io] = 0  # (the image's words: the filler, below)
-            words[:, :, io:] = wgc.image_words(size)
+            # written below: the head and sp-meta word, C's words where C is drawn, A's registers
+            words = wgc.case_words(n, iw, io, size, [(0, sp.META_WORD + 1)]
+                                   + ([(sp.c_off(v), sp.c_off(v) + dwords)] if check == "value" else [])
+                                   + ([] if shared_a else [(sp.a_off(v), sp.a_off(v) + v.operands["A"].words)]))
             C, c_vals = wgc.c_draws(rng, v, n, zero=check != "value")
             head = np.zeros((n, 5), dtype=np.uint32)  # descriptor words and scale-d, the same in every lane
             b_asks, a_asks = [], []
