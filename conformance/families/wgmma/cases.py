@@ -16,7 +16,7 @@ from ptxconf.core.plan import CaseSet, variant_rng
 from ptxconf.isa.packing import pack
 from ptxconf.isa.ptxtypes import TYPES
 
-from .desc import Desc
+from .desc import Desc, with_leading_byte_offset
 from .probe import (
     A_REGION,
     LANES,
@@ -177,8 +177,8 @@ def case_layouts(rng, model: Model, b_asks: Sequence[tuple], a_asks: Sequence[tu
 
 def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
     """(descriptor words (low, high), its layout for the meta, its :func:`.probe.placement`, element bits) of the
-    choice of ``operand``'s ask that drew ``got``: the placement once per process and what the layout reads
-    (:func:`_split`), the words and meta of the descriptor drawn."""
+    choice of ``operand``'s ask that drew ``got``: once per process and what the layout reads (:func:`_split`), a
+    stride it never reads put into the words and meta per call."""
     fixed, free = _split(model, ask, got)
     key = (id(model.smem), id(model.desc), operand, ask, fixed)
     hit = _LAID.get(key)
@@ -186,14 +186,18 @@ def _laid(model: Model, operand: str, ask: tuple, got: tuple) -> tuple:
         desc, pattern = _chosen_layout(model, ask, fixed)
         trans, sw, bits, ext, kext = ask[:5]
         smem = model.smem
-        laid = (desc, pattern, placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
+        lo, hi = _words(model, desc)
+        laid = (lo | hi << 32, (sw, desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset),
+                placement(smem, smem.major_of(trans), desc, ext, kext, bits, operand), bits)
         if len(_LAID) > 4096:  # (entries hold placements' arrays: kept as few as _PLACED keeps)
             _LAID.clear()
         hit = _LAID[key] = (smem, model.desc, laid)  # the specs kept alive, so their ids stay their own
-    desc, pattern, place, bits = hit[2]
+    x, meta, place, bits = hit[2]
     if free is not None:
-        desc = Desc(desc.start, _lbo_drawn(free), desc.sbo, desc.base_offset, desc.swizzle)
-    return (_words(model, desc), (ask[1], desc.start, desc.lbo, desc.sbo, pattern, desc.base_offset), place, bits)
+        lbo = _lbo_drawn(free)
+        x = with_leading_byte_offset(model.desc, model.smem, x, lbo)
+        meta = (*meta[:2], lbo, *meta[3:])
+    return (x & 0xFFFFFFFF, x >> 32), meta, place, bits
 
 
 _LAID: dict[tuple, tuple] = {}

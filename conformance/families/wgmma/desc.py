@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .spec import DescSpec, SmemSpec
 
-__all__ = ["DescriptorError", "Desc", "encode", "decode", "field_values", "shift_of"]
+__all__ = ["DescriptorError", "Desc", "encode", "decode", "field_values", "shift_of", "with_leading_byte_offset"]
 
 
 class DescriptorError(ValueError):
@@ -44,12 +44,7 @@ def encode(spec: DescSpec, smem: SmemSpec, start: int, lbo: int, sbo: int, swizz
     if swizzle not in smem.swizzles:
         raise DescriptorError(f"unknown swizzle mode {swizzle!r}; modes: {', '.join(smem.swizzles)}")
     for name, val in (("matrix start address", start), ("leading dimension byte offset", lbo), ("stride dimension byte offset", sbo)):
-        if val < 0:
-            raise DescriptorError(f"{name} {val} is negative")
-        if val % smem.alignment:
-            raise DescriptorError(f"{name} 0x{val:x} is not {smem.alignment}-byte aligned (§{smem.section})")
-        if val > 0x3FFFF:
-            raise DescriptorError(f"{name} 0x{val:x} does not fit: matrix-descriptor-encode keeps bits 17..4 ((x & 0x3FFFF) >> 4)")
+        _check_bytes(smem, name, val)
     bo = spec.fields["base_offset"]
     if not 0 <= base_offset <= bo.mask:
         raise DescriptorError(f"base offset {base_offset} does not fit {bo.width} bits")
@@ -67,6 +62,24 @@ def encode(spec: DescSpec, smem: SmemSpec, start: int, lbo: int, sbo: int, swizz
         f = spec.fields[name]
         out |= (int(val) & f.mask) << f.lo
     return out
+
+
+def _check_bytes(smem: SmemSpec, name: str, val: int) -> None:
+    """DescriptorError where a byte-valued field's value is one the ISA forbids."""
+    if val < 0:
+        raise DescriptorError(f"{name} {val} is negative")
+    if val % smem.alignment:
+        raise DescriptorError(f"{name} 0x{val:x} is not {smem.alignment}-byte aligned (§{smem.section})")
+    if val > 0x3FFFF:
+        raise DescriptorError(f"{name} 0x{val:x} does not fit: matrix-descriptor-encode keeps bits 17..4 ((x & 0x3FFFF) >> 4)")
+
+
+def with_leading_byte_offset(spec: DescSpec, smem: SmemSpec, value: int, lbo: int) -> int:
+    """``encode``'s descriptor ``value`` with the leading dimension byte offset ``lbo`` instead (checked as encode
+    checks it): a descriptor that differs from an encoded one only there, without encoding it all."""
+    _check_bytes(smem, "leading dimension byte offset", lbo)
+    f = spec.fields["leading_byte_offset"]
+    return (value & ~(f.mask << f.lo)) | (int(_encoded_value(spec, lbo)) & f.mask) << f.lo
 
 
 def _encoded_value(spec: DescSpec, x: int) -> int:

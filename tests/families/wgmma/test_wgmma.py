@@ -16,7 +16,7 @@ from ptxconf.core.family import compare
 from ptxconf.core.record import CheckRecord
 from ptxconf.families.wgmma import cases as wgc
 from ptxconf.families.wgmma import probe as wg
-from ptxconf.families.wgmma.desc import DescriptorError, decode, encode
+from ptxconf.families.wgmma.desc import DescriptorError, decode, encode, with_leading_byte_offset
 from ptxconf.generators.ptx import Surroundings
 from ptxconf.isa import SpecError, load_specs
 from ptxconf.isa.loader import load_file
@@ -113,6 +113,16 @@ def test_descriptor_codec(doc):
         with pytest.raises(DescriptorError, match=why):
             encode(d, sm, kw["start"], kw["lbo"], kw["sbo"], kw["swizzle"], kw.get("base_offset", 0))
     assert decode(d, sm, x | (1 << 14)).problems == ("reserved bits set: 0x0000000000004000",)
+
+
+def test_leading_byte_offset_put_in_is_the_encoded_one(doc):
+    d, sm = doc.descriptor, doc.smem
+    for start, sbo, sw, bo in ((0x400, 1024, "128B", 3), (0x3FFF0, 0x3FFF0, "none", 0), (0, 16, "64B", 7)):
+        x = encode(d, sm, start, 0x3FFF0, sbo, sw, bo)
+        for lbo in (0, 16, 32, 1008, 0x3FFF0):
+            assert with_leading_byte_offset(d, sm, x, lbo) == encode(d, sm, start, lbo, sbo, sw, bo)
+    with pytest.raises(DescriptorError, match="leading dimension byte offset 0x18 is not 16-byte aligned"):
+        with_leading_byte_offset(d, sm, x, 24)
 
 
 def test_cli_desc(capsys):
