@@ -153,11 +153,13 @@ class SmemSpec:
         """The swizzled address of every pre-swizzle address below ``size`` at least (``table[addr]``)."""
         key = (id(self), swizzle, base_offset)
         hit = _SWIZZLES.get(key)
-        if hit is None or len(hit[1]) < size:
+        if hit is None or hit[0] is not self or len(hit[1]) < size:
+            # the formula is elementwise: a table outgrown is extended by the addresses past its end alone
+            have = hit[1] if hit is not None and hit[0] is self else np.zeros(0, dtype=np.int64)
             span = max(4096, 1 << (size - 1).bit_length())
-            table = evaluate(self.swizzle, {"addr": np.arange(span, dtype=np.int64), "W": self.width(swizzle),
-                                            "BO": base_offset})
-            hit = _SWIZZLES[key] = (self, table)  # the layout spec is kept alive, so its id stays its own
+            more = evaluate(self.swizzle, {"addr": np.arange(len(have), span, dtype=np.int64), "W": self.width(swizzle),
+                                           "BO": base_offset})
+            hit = _SWIZZLES[key] = (self, np.concatenate([have, more]))  # the layout spec kept alive: its id its own
         return hit[1]
 
     def addresses(self, major: str, swizzle: str, start: int, mn, k, bits: int, lbo: int, sbo: int,
