@@ -262,24 +262,49 @@ def _selections_a(v: WgmmaSpVariant, rng, shifts: list[int]) -> tuple[np.ndarray
     """A (compressed ``[case, 64, K/2]``, fields ``[case, 64, 2 * chunks]``) of each shift s in turn: one 1 per row
     m, at dense column m + 64 s, stored in a random legal pattern that holds it, every other chunk a random legal
     pattern.  Each case draws its chunks' patterns, then for each 1 which of the patterns that hold it; every
-    draw of every case in one :func:`bounded_draws`."""
+    draw of every case in one :func:`bounded_draws`, every case placed at once (each writes only its own)."""
     pats, holding, counts, slot = _holding(v)
-    per = 64 * v.chunks
-    rows = [np.flatnonzero(np.arange(64) + 64 * s < v.K) for s in shifts]
-    spans = np.concatenate([np.concatenate([np.full(per, len(pats)), counts[(m + 64 * s) % v.width]])
-                            for m, s in zip(rows, shifts)])
+    spans, pat_at, hold_at, c, m, ch, p = _selection_draws(v, tuple(shifts))
     drawn = wgc.bounded_draws(rng, spans)
-    comp = np.zeros((len(shifts), 64, v.chunks, v.nz), dtype=wgc.narrow_type(v.atype))
-    fields = np.empty((len(shifts), 64, v.chunks, 2), dtype=np.int64)
-    at = 0
-    for c, (m, s) in enumerate(zip(rows, shifts)):
-        fields[c] = pats[drawn[at : at + per]].reshape(64, v.chunks, 2)
-        ch, p = np.divmod(m + 64 * s, v.width)
-        pick = holding[p, drawn[at + per : at + per + len(m)]]
-        at += per + len(m)
-        fields[c, m, ch] = pats[pick]
-        comp[c, m, ch, slot[pick, p]] = _one(v.atype)
-    return comp.reshape(len(shifts), 64, v.kc), fields.reshape(len(shifts), 64, 2 * v.chunks)
+    n = len(shifts)
+    fields = pats[drawn[pat_at]].reshape(n, 64, v.chunks, 2)
+    pick = holding[p, drawn[hold_at]]
+    fields[c, m, ch] = pats[pick]
+    comp = np.zeros((n, 64, v.chunks, v.nz), dtype=wgc.narrow_type(v.atype))
+    comp[c, m, ch, slot[pick, p]] = _one(v.atype)
+    return comp.reshape(n, 64, v.kc), fields.reshape(n, 64, 2 * v.chunks)
+
+
+def _selection_draws(v: WgmmaSpVariant, shifts: tuple[int, ...]) -> tuple:
+    """What :func:`_selections_a` draws and where it puts it, once per process and chunk geometry and shifts: (the
+    span of every draw, case after case: each chunk's pattern, then for each row's 1 the pattern that holds it;
+    where the pattern draws and the holding draws are among them; the (case, row, chunk, position in the chunk)
+    of each 1)."""
+    key = (v.K, v.chunks, v.width, v.nz, shifts)
+    hit = _SELECTION_DRAWS.get(key)
+    if hit is None:
+        pats, _, counts, _ = _holding(v)
+        per = 64 * v.chunks
+        spans, pat_at, hold_at, cs, ms, chs, ps = [], [], [], [], [], [], []
+        at = 0
+        for c, s in enumerate(shifts):
+            m = np.flatnonzero(np.arange(64) + 64 * s < v.K)
+            ch, p = np.divmod(m + 64 * s, v.width)
+            spans += [np.full(per, len(pats)), counts[p]]
+            pat_at.append(np.arange(at, at + per))
+            hold_at.append(np.arange(at + per, at + per + len(m)))
+            cs.append(np.full(len(m), c))
+            ms.append(m)
+            chs.append(ch)
+            ps.append(p)
+            at += per + len(m)
+        if len(_SELECTION_DRAWS) > 1024:
+            _SELECTION_DRAWS.clear()
+        hit = _SELECTION_DRAWS[key] = tuple(np.concatenate(x) for x in (spans, pat_at, hold_at, cs, ms, chs, ps))
+    return hit
+
+
+_SELECTION_DRAWS: dict[tuple, tuple] = {}
 
 
 def _holding(v: WgmmaSpVariant) -> tuple:
