@@ -189,10 +189,12 @@ def test_every_gpu_of_a_run_gets_the_lanes_its_cores_allow(monkeypatch, fake_gpu
     alone.  Each further lane of a GPU takes that GPU's first backend's answer and every lane shares the builds."""
     import argparse
 
+    import ptxconf.backends._spawn as spawn
     import ptxconf.backends.pycuda_backend as pycuda_backend
     from ptxconf.cli import run as cli_run
 
     made = fake_gpus
+    monkeypatch.setattr(spawn, "visible_gpus", lambda: None)  # this host's driver nodes, if any, do not count here
     monkeypatch.setattr(pycuda_backend, "device_count", lambda: 2)
     monkeypatch.setattr(cli_run.os, "cpu_count", lambda: cores)
     args = argparse.Namespace(build="auto", no_cache=False, ptxas=None, devices=devices, backend="pycuda", lanes=lanes)
@@ -218,10 +220,12 @@ def test_lanes_that_cannot_be_given_are_usage_errors(monkeypatch, argv, why):
     import argparse
 
     import ptxconf.backends as backends
+    import ptxconf.backends._spawn as spawn
     import ptxconf.backends.pycuda_backend as pycuda_backend
     from ptxconf.cli import run as cli_run
 
     monkeypatch.setattr(backends, "get_backend", lambda name, **kw: type("G", (), {"name": name, "device": 0})())
+    monkeypatch.setattr(spawn, "visible_gpus", lambda: None)  # this host's driver nodes, if any, do not count here
     monkeypatch.setattr(pycuda_backend, "device_count", lambda: 1)
     ns = argparse.Namespace(build="auto", no_cache=False, ptxas=None, backend="pycuda", devices=None, lanes=None)
     for k, v in zip(argv[::2], argv[1::2]):
