@@ -66,7 +66,7 @@ def _early_devices(argv: list[str]) -> list[int]:
 # thread pool in each of them (NumPy's OpenBLAS starts one thread per core) only oversubscribes the cores.  Set before
 # NumPy is first imported, and inherited by every process the run starts; a value the user set is kept.  Measured on
 # one H200 host with 16 cores, a warm suite alternated three times: process walls 6.49-7.23 s against 7.09-7.78 s,
-# 65.8-74.2 user CPU-s against 71.8-83.6, the first module made 0.42-0.57 s into the run against 0.85-1.07 s.
+# 65.8-74.2 user CPU-s against 71.8-83.6, the first module made 0.42-0.57 s into the run against 0.79-1.07 s.
 ONE_BLAS_THREAD = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
