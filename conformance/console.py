@@ -52,14 +52,14 @@ def _early_devices(argv: list[str]) -> list[int]:
         return []
     if devices is None:
         return [0]
-    if devices == "all":
-        from ptxconf.backends._spawn import visible_gpus
+    from ptxconf.backends._spawn import parse_devices, visible_gpus
 
-        return list(range(visible_gpus() or 1))
-    if devices.isdigit() and int(devices) > 1:
-        return list(range(int(devices)))
-    ids = [x.strip() for x in devices.split(",") if x.strip()]
-    return list(dict.fromkeys(int(x) for x in ids)) if ids and all(x.isdigit() for x in ids) else []
+    count = visible_gpus()
+    try:  # without the nodes' count: GPU 0 for ``all``, and the ordinals as named
+        ids = parse_devices(devices, count or (1 if devices == "all" else 1 << 16))
+    except ValueError:
+        return []
+    return list(dict.fromkeys(ids))
 
 
 # A run spreads its work over processes, each one core's share (lanes, plan and compare workers, GPU workers); a BLAS

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from multiprocessing.connection import Connection, Pipe
 
-__all__ = ["DRIVER_NODES", "Worker", "start", "start_early", "claim", "gpu_likely", "visible_gpus"]
+__all__ = ["DRIVER_NODES", "Worker", "start", "start_early", "claim", "gpu_likely", "visible_gpus", "parse_devices"]
 
 # The NVIDIA driver's control node (Linux, and a container given GPUs) and WSL's GPU node: where one is there and
 # PyCUDA is installed, a GPU is worth a worker's try.
@@ -48,6 +48,26 @@ def visible_gpus(dev: str = "/dev") -> int | None:
     except OSError:
         return None
     return sum(1 for name in names if re.fullmatch(r"nvidia\d+", name)) or None
+
+
+def parse_devices(text: str, count: int) -> list[int]:
+    """``all``, ``N`` (the first N) or ``0,2`` -> CUDA ordinals; ValueError naming what is wrong."""
+    text = text.strip()
+    if count <= 0:
+        raise ValueError("no CUDA device is visible")
+    if text == "all":
+        return list(range(count))
+    if text.isdigit() and "," not in text and int(text) > 1:
+        ids = list(range(int(text)))
+    else:
+        try:
+            ids = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"{text!r}: give all, a count, or device ordinals such as 0,1") from None
+    bad = [i for i in ids if not 0 <= i < count]
+    if not ids or bad:
+        raise ValueError(f"{text!r}: {count} device(s) visible (ordinals 0..{count - 1})")
+    return ids
 
 
 class Worker:

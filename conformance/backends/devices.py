@@ -16,29 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ptxconf.isa.targets import PtxVersion
 
+from ._spawn import parse_devices  # the one reading of --devices (light: the command reads it before the CLI loads)
 from .base import Backend, BackendError, Launch, LaunchResult
 
 __all__ = ["DeviceSet", "parse_devices"]
-
-
-def parse_devices(text: str, count: int) -> list[int]:
-    """``all``, ``N`` (the first N) or ``0,2`` -> CUDA ordinals; ValueError naming what is wrong."""
-    text = text.strip()
-    if count <= 0:
-        raise ValueError("no CUDA device is visible")
-    if text == "all":
-        return list(range(count))
-    if text.isdigit() and "," not in text and int(text) > 1:
-        ids = list(range(int(text)))
-    else:
-        try:
-            ids = [int(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            raise ValueError(f"{text!r}: give all, a count, or device ordinals such as 0,1") from None
-    bad = [i for i in ids if not 0 <= i < count]
-    if not ids or bad:
-        raise ValueError(f"{text!r}: {count} device(s) visible (ordinals 0..{count - 1})")
-    return ids
 
 
 class DeviceSet(Backend):
