@@ -135,32 +135,32 @@ class _EarlyBackend:
         from ptxconf.backends.base import BackendError
 
         backend = self.backend()
+        make = self._make
+        assert make is not None
         guessed = getattr(backend, "devices_guessed", None)
         try:
             info = backend.info()
         except NoGpu as no_gpu:
-            self.close()
-            assert self._make is not None
-            self.start(self._make, no_gpu)
-            backend = self.backend()
-            return backend, backend.info()
+            return self._again(make, no_gpu)
         except BackendError:
             if guessed is None:
                 raise
             info = {}  # a GPU the nodes counted that CUDA does not have: made again with CUDA's own count
         counted = info.get("cuda_devices")
-        if guessed is not None and not (isinstance(counted, int) and counted == guessed):
-            if not isinstance(counted, int):
-                from ptxconf.backends.pycuda_backend import device_count
+        if guessed is None or counted == guessed:
+            return backend, info
+        if not isinstance(counted, int):
+            from ptxconf.backends.pycuda_backend import device_count
 
-                counted = device_count()
-            make = self._make
-            assert make is not None
-            self.close()
-            self.start(lambda no_gpu: make(no_gpu, counted))
-            backend = self.backend()
-            info = backend.info()
-        return backend, info
+            counted = device_count()
+        return self._again(lambda no_gpu: make(no_gpu, counted))
+
+    def _again(self, make: Callable[..., Backend], no_gpu: NoGpu | None = None) -> tuple[Backend, dict]:
+        """The backend closed, made again by ``make`` and opened, and its first answer."""
+        self.close()
+        self.start(make, no_gpu)
+        backend = self.backend()
+        return backend, backend.info()
 
     def close(self) -> None:
         """Close what was made (also where opening it failed), once."""
