@@ -48,6 +48,7 @@ def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None, counte
     kw = dict(semantics=semantics, build=args.build, use_cache=not args.no_cache, ptxas=_run_ptxas(args),
               worker_decides=True)
     asked = getattr(args, "lanes", None)
+    guessed = None  # the GPUs the driver's nodes count, where --devices is counted from them
     if asked is not None and asked < 1:
         raise SystemExit(f"ptxconf run: --lanes {asked}: give 1 or more")
     if not getattr(args, "devices", None):
@@ -84,7 +85,7 @@ def _run_backend(args, semantics, jobs: int, no_gpu: NoGpu | None = None, counte
         first_of.setdefault(d, member)
         members.append(member)
     backend = first if len(members) == 1 else DeviceSet(members)
-    if getattr(args, "devices", None) and counted is None and guessed is not None and first.name == "pycuda":
+    if guessed is not None and first.name == "pycuda":
         backend.devices_guessed = guessed  # type: ignore[union-attr]
     return backend
 
