@@ -50,6 +50,18 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # the first bytes of a Zstandard frame
 
 
 @functools.cache
+def _crc32():
+    """The zip members' CRC-32: ISA-L's (the ``isal`` package, where installed), else zlib's.  The same checksum; on
+    240 MB of the suite's words here ISA-L took 0.02 CPU-s against zlib's 0.14 s, a sixth of what saving an
+    observation costs besides."""
+    try:
+        from isal.isal_zlib import crc32
+    except ImportError:
+        crc32 = zlib.crc32
+    return crc32
+
+
+@functools.cache
 def _zstd():
     """Zstandard from the standard library (3.14+) or the ``zstandard`` package: level 1 compresses the run's words
     about five times faster than zlib level 1, and smaller (measured on the suite's observation files).  Looked up once
@@ -113,9 +125,9 @@ def stored_zip(members: Iterable[tuple[str, Sequence[Any]]]) -> list[Any]:
         raw_name = name.encode("utf-8")
         flags = 0 if name.isascii() else 0x800  # the name is UTF-8
         size = sum(memoryview(p).nbytes for p in parts)
-        crc = 0
+        crc, crc32 = 0, _crc32()
         for p in parts:
-            crc = zlib.crc32(p, crc)
+            crc = crc32(p, crc)
         zip64_sizes = struct.pack("<HHQQ", 1, 16, size, size)
         local = struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", _ZIP64_VERSION, 0, flags, _STORED, *_DOS_1980,
                             crc, 0xFFFFFFFF, 0xFFFFFFFF, len(raw_name), len(zip64_sizes)) + raw_name + zip64_sizes

@@ -4,8 +4,10 @@ between the headers: the ``.npz`` inside is byte for byte the one ``zipfile`` an
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -63,8 +65,21 @@ def _odd_arrays() -> dict[str, np.ndarray]:
             "ü": np.int8(-3)}
 
 
+@pytest.fixture(params=["isal", "zlib"])
+def crc32(request, monkeypatch):
+    """Each CRC-32 the writer may take: ISA-L's where installed, and zlib's (what it falls back to without it)."""
+    files._crc32.cache_clear()
+    if request.param == "zlib":
+        monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)  # as if not installed
+    elif importlib.util.find_spec("isal") is None:
+        pytest.skip("the isal package is not installed here (the writer uses zlib's CRC-32)")
+    yield request.param
+    files._crc32.cache_clear()
+
+
 @pytest.mark.parametrize("arrays", [_observation(), _odd_arrays()], ids=["observation", "odd layouts"])
-def test_the_npz_is_the_one_zipfile_wrote(arrays):
+def test_the_npz_is_the_one_zipfile_wrote(arrays, crc32):
+    assert files._crc32().__module__.split(".")[0] == crc32
     data = observation_bytes(**arrays)
     params = zstandard.get_frame_parameters(data)
     npz = zstd_decompress(data)
