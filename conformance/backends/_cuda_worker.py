@@ -104,7 +104,7 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
                 continue
             _, key, *item = msg  # one launch alone (after a batch faulted): which one faults
             try:
-                conn.send(("ok", *_launch_all(cuda, ctx, np, modules[key], [item], pool)[0]))
+                conn.send(("ok", *_launch_all(cuda, ctx, np, modules[key], [item], pool, by_plan=False)[0]))
             except (cuda.LaunchError, cuda.LogicError, cuda.RuntimeError) as exc:
                 # A fault leaves a sticky error in the context: report it and let the parent restart us.
                 conn.send(("error", f"{type(exc).__name__}: {exc}", True))
@@ -116,63 +116,67 @@ def serve(conn, device: int = 0, parent: int | None = None, entered: float | Non
             pass
 
 
-def _launch_all(cuda, ctx, np, module, batch, pool) -> list:  # pragma: no cover - GPU only
+def _launch_all(cuda, ctx, np, module, batch, pool, by_plan: bool = True) -> list:  # pragma: no cover - GPU only
     """Every launch of a module queued in order on the context's stream, one wait for all of them, then each one's
-    out words back: ``[(out | None, seconds by step)]``.  A fault raises (the parent then goes launch by launch)."""
-    steps = dict.fromkeys(("gather_s", "copy_in_s", "queue_s", "wait_s", "copy_out_s", "scatter_s"), 0.0)
+    out words back: ``[(out | None, seconds by step)]``.  A fault raises (the parent then goes launch by launch).
+
+    Launches whose words and out words the run shares (``gather`` and ``into`` given) go by plan: the plan's input
+    words to the device once, from where they lie, every launch of it given the rows it runs as its order (a probe
+    reads and writes case ``order[w]``), and the plan's out words back once, into the run's buffer: no gather or
+    scatter copy on the host, one copy each way per plan instead of one per launch.  That takes every launch of
+    the plan in the batch (its out words back whole): launch by launch after a fault (``by_plan`` False), and
+    anything not shared, each launch's rows are gathered here and its out words sent back."""
+    steps = dict.fromkeys(("gather_s", "copy_in_s", "queue_s", "wait_s", "copy_out_s"), 0.0)
     staged = []
+    plans: dict[int, tuple] = {}  # id(in words) -> (device in, device out, the run's out buffer): a plan sent whole
     t = time.perf_counter()
-    for kernel, in_words, gather, out_words, order, wpb, into, rows in batch:
+    for kernel, in_words, gather, out_words, order, wpb, into, _rows in batch:
         fn = module.get_function(kernel)
-        first = (_first_of_range(np, gather) if into is not None and in_words.dtype == np.uint32
-                 and in_words.flags.c_contiguous else None)
-        if first is None:
+        whole = by_plan and gather is not None and into is not None and in_words.dtype == np.uint32 and in_words.flags.c_contiguous
+        if whole:
+            if id(in_words) not in plans:
+                d_in, d_out = pool.allocate(max(4, in_words.nbytes)), pool.allocate(max(4, into.nbytes))
+                cuda.memcpy_htod(d_in, in_words)
+                cuda.memset_d32(d_out, 0, into.size)
+                plans[id(in_words)] = (d_in, d_out, into)
+            d_in, d_out, _ = plans[id(in_words)]
+            order = np.ascontiguousarray(np.asarray(gather)[np.asarray(order)], dtype=np.uint32)  # slot -> plan row
+            lanes, ncases = in_words.shape[1], len(order)
+            t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
+            d_order = pool.allocate(max(4, order.nbytes))
+            cuda.memcpy_htod(d_order, order)
+            bufs, out = (d_order,), None
+        else:
             words = np.ascontiguousarray(in_words if gather is None else in_words[gather], dtype=np.uint32)
-        else:  # the launch's rows are rows first.. of the shared words, in some order: copied from where they lie
-            words = in_words[first : first + len(gather)]
-            order = np.asarray(gather)[np.asarray(order)] - first  # each slot the same row as through a gather
-            rows = slice(first, first + len(gather))
-        order = np.ascontiguousarray(order, dtype=np.uint32)
-        lanes, ncases = words.shape[1], len(order)
-        out = np.empty((words.shape[0], lanes, out_words), dtype=np.uint32) if first is None else into[rows]
-        t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
-        d_in, d_out, d_order = (pool.allocate(max(4, n)) for n in (words.nbytes, out.nbytes, order.nbytes))
-        cuda.memcpy_htod(d_in, words)  # the default stream: each copy follows the kernels queued before it
-        cuda.memcpy_htod(d_order, order)
-        cuda.memset_d32(d_out, 0, out.size)
+            order = np.ascontiguousarray(order, dtype=np.uint32)
+            lanes, ncases = words.shape[1], len(order)
+            out = np.empty((words.shape[0], lanes, out_words), dtype=np.uint32)
+            t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
+            d_in, d_out, d_order = (pool.allocate(max(4, n)) for n in (words.nbytes, out.nbytes, order.nbytes))
+            cuda.memcpy_htod(d_in, words)  # the default stream: each copy follows the kernels queued before it
+            cuda.memcpy_htod(d_order, order)
+            cuda.memset_d32(d_out, 0, out.size)
+            bufs = (d_in, d_out, d_order)
         t, steps["copy_in_s"] = time.perf_counter(), steps["copy_in_s"] + time.perf_counter() - t
         fn(d_in, d_out, d_order, np.uint32(ncases), block=(lanes * wpb, 1, 1), grid=((ncases + wpb - 1) // wpb, 1))
-        staged.append((out, (d_in, d_out, d_order), into, rows))
+        staged.append((out, bufs))
         t, steps["queue_s"] = time.perf_counter(), steps["queue_s"] + time.perf_counter() - t
     ctx.synchronize()
     t, steps["wait_s"] = time.perf_counter(), steps["wait_s"] + time.perf_counter() - t
+    for d_in, d_out, into in plans.values():  # each plan's out words straight into the run's shared buffer
+        cuda.memcpy_dtoh(into, d_out)
+        d_in.free()
+        d_out.free()
     results = []
-    for out, bufs, into, rows in staged:
-        cuda.memcpy_dtoh(out, bufs[1])  # (rows of a range: straight into the run's shared out words)
+    for out, bufs in staged:
+        if out is not None:
+            cuda.memcpy_dtoh(out, bufs[1])
         for buf in bufs:
             buf.free()
-        t, steps["copy_out_s"] = time.perf_counter(), steps["copy_out_s"] + time.perf_counter() - t
-        if into is not None:
-            if not isinstance(rows, slice):
-                into[rows] = out
-            out = None
         results.append(out)
-        t, steps["scatter_s"] = time.perf_counter(), steps["scatter_s"] + time.perf_counter() - t
+    t, steps["copy_out_s"] = time.perf_counter(), steps["copy_out_s"] + time.perf_counter() - t
     share = {k: v / max(1, len(batch)) for k, v in steps.items()}
     return [(out, {"kernel_s": share["wait_s"], **share}) for out in results]
-
-
-def _first_of_range(np, rows) -> int | None:
-    """``a`` where ``rows`` are the rows ``a .. a + len(rows) - 1`` in some order (about 60% of the suite's wgmma
-    launch bytes), else None: such a launch's words go to the device from where they lie, and its out words come
-    back into place, with no gather or scatter copy on the way."""
-    if rows is None or not len(rows):
-        return None
-    rows = np.asarray(rows)
-    first = int(rows.min())
-    if int(rows.max()) - first + 1 != len(rows) or len(np.unique(rows)) != len(rows):
-        return None
-    return first
 
 
 def _info(cuda, dev) -> dict:  # pragma: no cover - GPU only

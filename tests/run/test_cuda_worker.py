@@ -61,12 +61,12 @@ class _Driver:
 
 
 class _Kernel:
-    def __init__(self, words_shape, out_words: int):
-        self.shape, self.out_words = words_shape, out_words
+    def __init__(self, row_shape, out_words: int):
+        self.row_shape, self.out_words = row_shape, out_words  # (lanes, in words) of a row
 
     def __call__(self, d_in, d_out, d_order, ncases, block, grid) -> None:
-        words = d_in.mem[: int(np.prod(self.shape)) * 4].view(np.uint32).reshape(self.shape)
-        out = d_out.mem.view(np.uint32).reshape(self.shape[0], self.shape[1], self.out_words)
+        words = d_in.mem.view(np.uint32).reshape(-1, *self.row_shape)  # as many rows as the buffer holds
+        out = d_out.mem.view(np.uint32).reshape(-1, self.row_shape[0], self.out_words)
         order = d_order.mem[: 4 * int(ncases)].view(np.uint32)
         for slot in range(int(ncases)):
             case = order[slot]
@@ -82,10 +82,10 @@ class _Module:
 
 
 @pytest.mark.parametrize("out_words", [64, 3])  # out buffers large enough to share, and small ones (back by value)
-def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_run_reads_them(out_words):
+def test_batched_launches_send_their_rows_and_land_their_out_words_where_the_run_reads_them(out_words):
     rng = np.random.default_rng(3)
     words = rng.integers(0, 2**31, size=(48, 32, 64), dtype=np.uint32)
-    # rows here and there; a range in order; a range shuffled (its words go from where they lie, no gather)
+    # rows here and there; a range in order; a range shuffled
     launches_rows = [np.array([7, 1, 30, 2]), np.array([40, 3]), np.arange(8, 20), np.array([23, 21, 24, 20, 22])]
     with shared.arena():
         in_shared = shared.share(words)
@@ -98,16 +98,22 @@ def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_r
             order = np.arange(len(rows), dtype=np.uint32)[np.argsort(np.argsort(rows))]
             launches.append(Launch(probe, in_shared, out_words, order, 1, rows=rows, into=into))
         batch, made = _wire(launches)
-        module = _Module({p.name: _Kernel((len(r), 32, 64), out_words) for p, r in zip(probes, launches_rows)})
+        module = _Module({p.name: _Kernel((32, 64), out_words) for p in probes})
         pool, driver = _Pool(), _Driver()
         got = _cuda_worker._launch_all(driver, type("Ctx", (), {"synchronize": lambda self: None})(), np, module, batch,
                                        pool)
         assert made == [] and all(b.freed for b in pool.bufs)
         words_sent = [src for src in driver.sources if src.ndim == 3]
-        from_place = [np.shares_memory(src, in_shared) for src in words_sent]
-        assert from_place == ([False, False, True, True] if shared.is_shared(into) else [False] * 4)
+        if shared.is_shared(into):  # the plan's words once, from where they lie; each launch its rows as its order
+            assert len(words_sent) == 1 and np.shares_memory(words_sent[0], in_shared)
+            orders = [src for src in driver.sources if src.ndim == 1]
+            assert [sorted(o.tolist()) for o in orders] == [sorted(r.tolist()) for r in launches_rows]
+        else:  # each launch's own rows, gathered here
+            assert [np.shares_memory(src, in_shared) for src in words_sent] == [False] * 4
+            for src, rows in zip(words_sent, launches_rows):
+                np.testing.assert_array_equal(src, words[rows])
         for (out, info), rows in zip(got, launches_rows):
-            assert info["kernel_s"] >= 0 and set(info) >= {"gather_s", "copy_in_s", "wait_s", "copy_out_s", "scatter_s"}
+            assert info["kernel_s"] >= 0 and set(info) >= {"gather_s", "copy_in_s", "wait_s", "copy_out_s"}
             if shared.is_shared(into):
                 assert out is None
                 np.testing.assert_array_equal(into[rows], words[rows][:, :, :out_words] + 1)
@@ -116,6 +122,31 @@ def test_batched_launches_gather_their_rows_and_land_their_out_words_where_the_r
         if shared.is_shared(into):
             untouched = np.setdiff1d(np.arange(48), np.concatenate(launches_rows))
             assert not into[untouched].any()
+
+
+def test_launch_by_launch_after_a_fault_sends_each_launchs_rows_and_its_out_words_back():
+    """Alone (the parent's search for the launch that faults), a launch of a shared plan gathers its own rows and
+    sends its out words back by value: the plan's whole out words copied back would zero the rows of the launches
+    before it."""
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 2**31, size=(48, 32, 64), dtype=np.uint32)
+    launches_rows = [np.array([5, 0, 39]), np.array([3, 12])]
+    with shared.arena():
+        in_shared = shared.share(words)
+        into = shared.zeros((48, 32, 64), np.uint32)
+        assert shared.is_shared(into) and shared.is_shared(in_shared)
+        probe = type("P", (), {"name": "k"})()
+        launches = [Launch(probe, in_shared, 64, np.arange(len(r), dtype=np.uint32)[::-1].copy(), 1, rows=r, into=into)
+                    for r in launches_rows]
+        batch, _ = _wire(launches)
+        module = _Module({"k": _Kernel((32, 64), 64)})
+        ctx = type("Ctx", (), {"synchronize": lambda self: None})()
+        for item, rows in zip(batch, launches_rows):
+            pool, driver = _Pool(), _Driver()
+            (out, _), = _cuda_worker._launch_all(driver, ctx, np, module, [item], pool, by_plan=False)
+            assert all(b.freed for b in pool.bufs)
+            np.testing.assert_array_equal(out, words[rows] + 1)
+        assert not into.any()  # nothing written in place: the parent puts each launch's rows there
 
 
 # A stand-in ``pycuda`` for a worker's interpreter and for this process alike: every process that starts its CUDA
