@@ -134,15 +134,15 @@ def _launch_all(cuda, ctx, np, module, batch, pool, by_plan: bool = True) -> lis
         fn = module.get_function(kernel)
         whole = by_plan and gather is not None and into is not None and in_words.dtype == np.uint32 and in_words.flags.c_contiguous
         if whole:
+            order = np.ascontiguousarray(np.asarray(gather)[np.asarray(order)], dtype=np.uint32)  # slot -> plan row
+            t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
             if id(in_words) not in plans:
                 d_in, d_out = pool.allocate(max(4, in_words.nbytes)), pool.allocate(max(4, into.nbytes))
                 cuda.memcpy_htod(d_in, in_words)
                 cuda.memset_d32(d_out, 0, into.size)
                 plans[id(in_words)] = (d_in, d_out, into)
             d_in, d_out, _ = plans[id(in_words)]
-            order = np.ascontiguousarray(np.asarray(gather)[np.asarray(order)], dtype=np.uint32)  # slot -> plan row
             lanes, ncases = in_words.shape[1], len(order)
-            t, steps["gather_s"] = time.perf_counter(), steps["gather_s"] + time.perf_counter() - t
             d_order = pool.allocate(max(4, order.nbytes))
             cuda.memcpy_htod(d_order, order)
             bufs, out = (d_order,), None
