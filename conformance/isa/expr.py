@@ -500,6 +500,8 @@ class _Evaluator:
         else:
             arr = value
         arr = np.asarray(arr, dtype=np.int64)
+        if not arr.ndim:  # a scalar as a literal is one (operations on it are cheaper, and checked as one number)
+            arr = arr[()]
         self.cache[node.name] = arr
         return arr
 
@@ -551,19 +553,31 @@ class _Evaluator:
         b = self._eval(node.right, mask)
         op = node.op
         if op in ("//", "%"):
-            zero = b == 0
-            if np.any(zero):
-                if np.any(zero & mask):
-                    raise self.fail("division by zero", node.pos)
-                b = np.where(zero, 1, b)
+            if type(b) is np.int64:  # a scalar divisor (a literal, most often): checked as one number
+                if b == 0:
+                    if np.any(mask):
+                        raise self.fail("division by zero", node.pos)
+                    b = np.int64(1)
+            else:
+                zero = b == 0
+                if np.any(zero):
+                    if np.any(zero & mask):
+                        raise self.fail("division by zero", node.pos)
+                    b = np.where(zero, 1, b)
             return np.floor_divide(a, b) if op == "//" else np.mod(a, b)
         if op in ("<<", ">>"):
-            if np.any((b < 0) & mask):
-                raise self.fail("negative shift count", node.pos)
-            if np.any((b > 62) & mask):
-                raise self.fail("shift count above 62", node.pos)
-            if np.any(b < 0) or np.any(b > 62):
-                b = np.clip(b, 0, 62)
+            if type(b) is np.int64:
+                if not 0 <= b <= 62:
+                    if np.any(mask):
+                        raise self.fail("negative shift count" if b < 0 else "shift count above 62", node.pos)
+                    b = np.int64(min(max(int(b), 0), 62))
+            else:
+                if np.any((b < 0) & mask):
+                    raise self.fail("negative shift count", node.pos)
+                if np.any((b > 62) & mask):
+                    raise self.fail("shift count above 62", node.pos)
+                if np.any(b < 0) or np.any(b > 62):
+                    b = np.clip(b, 0, 62)
             return np.left_shift(a, b) if op == "<<" else np.right_shift(a, b)
         return _ARITH[op](a, b)
 
