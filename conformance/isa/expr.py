@@ -26,12 +26,12 @@ evaluation bound their work (``MAX_FORMULA_LENGTH``, ``MAX_FORMULA_DEPTH``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ExprError", "Expr", "parse", "evaluate", "MAX_FORMULA_LENGTH", "MAX_FORMULA_DEPTH"]
+__all__ = ["ExprError", "Expr", "parse", "evaluate", "evaluate_all", "MAX_FORMULA_LENGTH", "MAX_FORMULA_DEPTH"]
 
 # The limits, far above what the ISA needs (specs/ today: 96 characters, nesting 6,
 # a few values per set, bindings one level deep) and far below what would exhaust
@@ -451,12 +451,28 @@ def _scalar_key(expr: Expr, env: Mapping[str, object]) -> tuple | None:
     return (id(expr), expr.text, tuple(sorted(items, key=lambda x: x[0])))
 
 
+def evaluate_all(exprs: Sequence[Expr], env: Mapping[str, object]) -> list[np.ndarray]:
+    """:func:`evaluate` of each formula in turn over one environment, each binding evaluated once for all of them
+    (a layout's matrix, row and col formulas read the same ``groupID``)."""
+    if exprs and _scalar_key(exprs[0], env) is not None:  # scalars only (what the key says): evaluate's own cache
+        return [evaluate(e, env) for e in exprs]
+    return _evaluate_all(exprs, env)
+
+
 def _evaluate(expr: Expr, env: Mapping[str, object]) -> np.ndarray:
+    return _evaluate_all([expr], env)[0]
+
+
+def _evaluate_all(exprs: Sequence[Expr], env: Mapping[str, object]) -> list[np.ndarray]:
     arrays = [np.asarray(v) for v in env.values() if not isinstance(v, Expr)]
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
-    ev = _Evaluator(expr.text, env, shape)
-    out = ev.eval(expr.node, _EVERYWHERE)
-    return np.broadcast_to(out, shape).astype(np.int64)
+    cache: dict[str, np.ndarray] = {}
+    out = []
+    for expr in exprs:
+        ev = _Evaluator(expr.text, env, shape)
+        ev.cache = cache
+        out.append(np.broadcast_to(ev.eval(expr.node, _EVERYWHERE), shape).astype(np.int64))
+    return out
 
 
 _EVERYWHERE = np.True_  # the mask of a whole formula: every position is taken

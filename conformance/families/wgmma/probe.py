@@ -768,8 +768,12 @@ def _unit_words(nb: int, words: int, image_word: int) -> np.ndarray:
     is in a case's words, in units (int32: a case's words are far fewer than 2**31): one table per buffer shape
     (the forms of a process have a few hundred), every placement's units looked up in it."""
     row = (words - image_word) * 4  # the image's bytes in one lane
-    b = np.arange(LANES * row // nb, dtype=np.int64) * nb
-    got = (((b // row * words + image_word) * 4 + b % row) // nb).astype(np.int32)
+    if row % nb:  # (units across lanes: each unit's byte split into its lane and its place there)
+        b = np.arange(LANES * row // nb, dtype=np.int64) * nb
+        got = (((b // row * words + image_word) * 4 + b % row) // nb).astype(np.int32)
+    else:  # whole units in every lane: a lane's start plus the unit's place in it, as a [lane, unit] sum
+        lane = (np.arange(LANES, dtype=np.int64)[:, None] * words + image_word) * 4
+        got = ((lane + np.arange(0, row, nb, dtype=np.int64)[None, :]) // nb).astype(np.int32).ravel()
     got.setflags(write=False)
     return got
 
