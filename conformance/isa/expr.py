@@ -26,12 +26,12 @@ evaluation bound their work (``MAX_FORMULA_LENGTH``, ``MAX_FORMULA_DEPTH``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ExprError", "Expr", "parse", "evaluate", "MAX_FORMULA_LENGTH", "MAX_FORMULA_DEPTH"]
+__all__ = ["ExprError", "Expr", "parse", "evaluate", "evaluate_all", "MAX_FORMULA_LENGTH", "MAX_FORMULA_DEPTH"]
 
 # The limits, far above what the ISA needs (specs/ today: 96 characters, nesting 6,
 # a few values per set, bindings one level deep) and far below what would exhaust
@@ -451,15 +451,39 @@ def _scalar_key(expr: Expr, env: Mapping[str, object]) -> tuple | None:
     return (id(expr), expr.text, tuple(sorted(items, key=lambda x: x[0])))
 
 
+def evaluate_all(exprs: Sequence[Expr], env: Mapping[str, object]) -> list[np.ndarray]:
+    """:func:`evaluate` of each formula in turn over one environment, each binding evaluated once for all of them
+    (a layout's matrix, row and col formulas read the same ``groupID``)."""
+    if exprs and _scalar_key(exprs[0], env) is not None:  # scalars only (what the key says): evaluate's own cache
+        return [evaluate(e, env) for e in exprs]
+    return _evaluate_all(exprs, env)
+
+
 def _evaluate(expr: Expr, env: Mapping[str, object]) -> np.ndarray:
+    return _evaluate_all([expr], env)[0]
+
+
+def _evaluate_all(exprs: Sequence[Expr], env: Mapping[str, object]) -> list[np.ndarray]:
     arrays = [np.asarray(v) for v in env.values() if not isinstance(v, Expr)]
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
-    ev = _Evaluator(expr.text, env, shape)
-    out = ev.eval(expr.node, np.ones(shape, dtype=bool))
-    return np.broadcast_to(out, shape).astype(np.int64)
+    cache: dict[str, np.ndarray] = {}
+    out = []
+    for expr in exprs:
+        ev = _Evaluator(expr.text, env, shape)
+        ev.cache = cache
+        out.append(np.broadcast_to(ev.eval(expr.node, _EVERYWHERE), shape).astype(np.int64))
+    return out
+
+
+_EVERYWHERE = np.True_  # the mask of a whole formula: every position is taken
 
 
 class _Evaluator:
+    """Evaluates a parsed formula over the environment's arrays in their own shapes, broadcast only as the operations
+    broadcast them (a layout's ``mn`` column and ``k`` row meet first where a formula combines them; a literal stays a
+    scalar): the result is the same as over arrays of the whole shape, with a fraction of the elementwise work.
+    ``mask`` (where a sub-expression is taken) broadcasts likewise."""
+
     def __init__(self, text: str, env: Mapping[str, object], shape: tuple[int, ...]):
         self.text = text
         self.env = env
@@ -486,12 +510,14 @@ class _Evaluator:
             try:
                 sub = _Evaluator(value.text, self.env, self.shape)
                 sub.cache, sub.active = self.cache, self.active
-                arr = sub.eval(value.node, np.ones(self.shape, dtype=bool))
+                arr = sub.eval(value.node, _EVERYWHERE)  # (a binding is evaluated wherever it is used first)
             finally:
                 self.active.discard(node.name)
         else:
-            arr = np.asarray(value, dtype=np.int64)
-        arr = np.broadcast_to(np.asarray(arr, dtype=np.int64), self.shape)
+            arr = value
+        arr = np.asarray(arr, dtype=np.int64)
+        if not arr.ndim:  # a scalar as a literal is one (operations on it are cheaper, and checked as one number)
+            arr = arr[()]
         self.cache[node.name] = arr
         return arr
 
@@ -501,7 +527,7 @@ class _Evaluator:
 
     def _eval(self, node: Node, mask: np.ndarray) -> np.ndarray:
         if isinstance(node, Num):
-            return np.full(self.shape, node.value, dtype=np.int64)
+            return np.int64(node.value)
         if isinstance(node, Name):
             return self.lookup(node)
         if isinstance(node, Unary):
@@ -511,18 +537,18 @@ class _Evaluator:
             return self._binary(node, mask)
         if isinstance(node, Compare):
             left = self._eval(node.first, mask)
-            result = np.ones(self.shape, dtype=bool)
+            result = _EVERYWHERE
             for op, right_node in node.rest:
                 right = self._eval(right_node, mask & result)
                 result = result & _COMPARE[op](left, right)
                 left = right
-            return result.astype(np.int64)
+            return np.asarray(result).astype(np.int64)
         if isinstance(node, Member):
             v = self._eval(node.operand, mask)
             hit = np.isin(v, np.fromiter(node.values, dtype=np.int64, count=len(node.values)))
             return (~hit if node.negate else hit).astype(np.int64)
         if isinstance(node, Not):
-            return (self._eval(node.operand, mask) == 0).astype(np.int64)
+            return np.asarray(self._eval(node.operand, mask) == 0).astype(np.int64)
         if isinstance(node, BoolOp):
             left = self._eval(node.left, mask)
             truthy = left != 0
@@ -543,17 +569,32 @@ class _Evaluator:
         b = self._eval(node.right, mask)
         op = node.op
         if op in ("//", "%"):
-            if np.any((b == 0) & mask):
-                raise self.fail("division by zero", node.pos)
-            safe = np.where(b == 0, 1, b)
-            return np.floor_divide(a, safe) if op == "//" else np.mod(a, safe)
+            if type(b) is np.int64:  # a scalar divisor (a literal, most often): checked as one number
+                if b == 0:
+                    if np.any(mask):
+                        raise self.fail("division by zero", node.pos)
+                    b = np.int64(1)
+            else:
+                zero = b == 0
+                if np.any(zero):
+                    if np.any(zero & mask):
+                        raise self.fail("division by zero", node.pos)
+                    b = np.where(zero, 1, b)
+            return np.floor_divide(a, b) if op == "//" else np.mod(a, b)
         if op in ("<<", ">>"):
-            if np.any((b < 0) & mask):
-                raise self.fail("negative shift count", node.pos)
-            if np.any((b > 62) & mask):
-                raise self.fail("shift count above 62", node.pos)
-            safe = np.clip(b, 0, 62)
-            return np.left_shift(a, safe) if op == "<<" else np.right_shift(a, safe)
+            if type(b) is np.int64:
+                if not 0 <= b <= 62:
+                    if np.any(mask):
+                        raise self.fail("negative shift count" if b < 0 else "shift count above 62", node.pos)
+                    b = np.int64(min(max(int(b), 0), 62))
+            else:
+                if np.any((b < 0) & mask):
+                    raise self.fail("negative shift count", node.pos)
+                if np.any((b > 62) & mask):
+                    raise self.fail("shift count above 62", node.pos)
+                if np.any(b < 0) or np.any(b > 62):
+                    b = np.clip(b, 0, 62)
+            return np.left_shift(a, b) if op == "<<" else np.right_shift(a, b)
         return _ARITH[op](a, b)
 
 

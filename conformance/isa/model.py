@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .expr import Expr, evaluate
+from .expr import Expr, evaluate, evaluate_all
 from .ptxtypes import PtxType
 from .targets import PtxVersion, Target, parse_target, target_satisfies
 
@@ -98,7 +98,7 @@ class Layout:
         env = self.env(params)
         shape = (self.lanes, self.elements)
         out = np.stack(
-            [np.broadcast_to(evaluate(e, env), shape) for e in (self.matrix, self.row, self.col)],
+            [np.broadcast_to(x, shape) for x in evaluate_all((self.matrix, self.row, self.col), env)],
             axis=-1,
         ).copy()
         out[~self.held(params)] = -1

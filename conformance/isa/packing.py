@@ -26,17 +26,29 @@ def _gather_index(op: Operand, params: Mapping[str, int] | None):
     return m, held
 
 
-_INDEX: dict[tuple, tuple] = {}  # (id(operand), selector values, id(array module)) -> (operand, index arrays)
+_INDEX: dict[tuple, tuple] = {}  # (what, id(layout), selector values, ...) -> (layout, arrays)
+
+
+def _key(what: str, op: Operand, params: Mapping[str, int] | None, *rest) -> tuple:
+    """A cache key of what is derived from ``op``'s layout at ``params`` and the parts of its fragment and type in
+    ``rest``: every operand of one layout shares it (the variants of a process hold several thousand operands and a
+    few hundred layouts).  Layouts hold dicts, so they key by identity; the entry keeps its layout alive."""
+    return (what, id(op.layout), tuple(sorted((params or {}).items())), *rest)
+
+
+def _hit(key: tuple, op: Operand):
+    hit = _INDEX.get(key)
+    return hit[1] if hit is not None and hit[0] is op.layout else None
 
 
 def _index_on(xp, op: Operand, params: Mapping[str, int] | None) -> tuple:
-    """The layout evaluated once per (operand, selector values, array module): gather indices, held mask,
-    slot shifts.  (Operands hold dicts, so they key by identity; the entry keeps the operand alive.)"""
-    pkey = tuple(sorted((params or {}).items()))
-    key = (id(op), pkey, id(xp))
-    hit = _INDEX.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
+    """The layout evaluated once per (layout, selector values, register slots, array module): gather indices, held
+    mask, slot shifts."""
+    frag = op.fragment
+    key = _key("index", op, params, frag.per_register, frag.container_bits, id(xp))
+    hit = _hit(key, op)
+    if hit is not None:
+        return hit
     if xp is np:
         m, held = _gather_index(op, params)
         mm, rr, cc = (np.where(held, m[..., k], 0) for k in range(3))
@@ -47,7 +59,7 @@ def _index_on(xp, op: Operand, params: Mapping[str, int] | None) -> tuple:
         arrays = tuple(xp.asarray(a) for a in _index_on(np, op, params))
     if len(_INDEX) > 8192:
         _INDEX.clear()
-    _INDEX[key] = (op, arrays)
+    _INDEX[key] = (op.layout, arrays)
     return arrays
 
 
@@ -107,19 +119,20 @@ def _flat_on(xp, op: Operand, params: Mapping[str, int] | None, shape: tuple) ->
     its value mask (0 where unheld), its shift into the register with and without the value shift, the held mask,
     and whether each 32-bit register holds one whole element of every slot (then the mask and the shifts change
     nothing the word keeps)."""
-    key = ("flat", id(op), tuple(sorted((params or {}).items())), tuple(shape), id(xp))
-    hit = _INDEX.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
+    frag = op.fragment
+    key = _key("flat", op, params, frag.per_register, frag.container_bits, frag.value_shift, frag.words_per_register,
+               op.type.mask, tuple(shape), id(xp))
+    hit = _hit(key, op)
+    if hit is not None:
+        return hit
     mm, rr, cc, held, shift = _index_on(np, op, params)
     flat = (mm * shape[1] + rr) * shape[2] + cc
     keep = np.where(held, np.uint64(op.type.mask), np.uint64(0))
-    to_slot = shift + np.uint64(op.fragment.value_shift)
-    frag = op.fragment
+    to_slot = shift + np.uint64(frag.value_shift)
     plain = bool(frag.per_register == 1 and frag.words_per_register == 1 and op.type.mask == 0xFFFFFFFF
                  and held.all() and not to_slot.any())
     arrays = (*(a if xp is np else xp.asarray(a) for a in (flat, keep, to_slot, shift, held)), plain)
-    _INDEX[key] = (op, arrays)
+    _INDEX[key] = (op.layout, arrays)
     return arrays
 
 
@@ -174,30 +187,30 @@ def _source_on(op: Operand, params: Mapping[str, int] | None) -> tuple[np.ndarra
     """For :func:`unpack`: the (lane, element) slot each matrix element is read from, flat, and whether every
     element has one (else they point one past the slots).  Where two slots hold one element the later slot's
     value is the one read, as a scatter in slot order leaves it."""
-    key = ("source", id(op), tuple(sorted((params or {}).items())))
-    hit = _INDEX.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
+    key = _key("source", op, params)
+    hit = _hit(key, op)
+    if hit is not None:
+        return hit
     lay = op.layout
     lanes, es, mm, rr, cc = _scatter_on(op, params)
     slots = lay.lanes * lay.elements
     source = np.full(lay.matrices * lay.rows * lay.cols, slots, dtype=np.int64)
     source[(mm * lay.rows + rr) * lay.cols + cc] = lanes * lay.elements + es
     whole = bool((source < slots).all())
-    _INDEX[key] = (op, (source, whole))
+    _INDEX[key] = (lay, (source, whole))
     return source, whole
 
 
 def _scatter_on(op: Operand, params: Mapping[str, int] | None) -> tuple:
     """(lane, element, matrix, row, col) of every held slot, from the layout evaluated once (:func:`_index_on`)."""
-    key = ("scatter", id(op), tuple(sorted((params or {}).items())))
-    hit = _INDEX.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
+    key = _key("scatter", op, params)
+    hit = _hit(key, op)
+    if hit is not None:
+        return hit
     mm, rr, cc, held, _ = _index_on(np, op, params)
     lanes, es = np.nonzero(held)
     arrays = (lanes, es, mm[lanes, es], rr[lanes, es], cc[lanes, es])
-    _INDEX[key] = (op, arrays)
+    _INDEX[key] = (op.layout, arrays)
     return arrays
 
 

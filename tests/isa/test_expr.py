@@ -344,3 +344,22 @@ def test_errors_only_where_taken():
     assert _error("12 // x", env).message == "division by zero"
     assert _error("1 << x", env).message == "negative shift count"
     assert "above 62" in _error("1 << 63", {}).message
+
+
+def test_scalars_and_own_shapes():
+    """Operands are evaluated in their own shapes (a column, a row, a scalar) and broadcast only where combined: the
+    result is the whole shape's, and a scalar divisor or shift count is checked only where taken, as an array is."""
+    mn, k = np.arange(4)[:, None], np.arange(3)[None, :]
+    env = {"mn": mn, "k": k, "z": 0, "s": 70, "n": -1}
+    got = evaluate(parse("(mn * 8 + k) % 5 - (k if mn > 1 else 7) + (mn >> 1 << 2)"), env)
+    assert got.shape == (4, 3) and got.dtype == np.int64
+    assert got.tolist() == [[(m * 8 + c) % 5 - (c if m > 1 else 7) + (m >> 1 << 2) for c in range(3)] for m in range(4)]
+    assert evaluate(parse("mn // z if z != 0 else mn"), env).tolist() == [[m] * 3 for m in range(4)]
+    assert evaluate(parse("0 if s > 62 else 1 << s"), env).tolist() == [[0] * 3] * 4
+    assert evaluate(parse("n < 0 or k >> n"), env).tolist() == [[1] * 3] * 4
+    assert evaluate(parse("7 // z if mn > 9 else 2"), env).tolist() == [[2] * 3] * 4  # taken nowhere
+    assert _error("mn // z", env).message == "division by zero"
+    assert _error("k % z", env).message == "division by zero"
+    assert "above 62" in _error("k << s", env).message
+    assert _error("k >> n", env).message == "negative shift count"
+    assert evaluate(parse("3 + 4"), {}).shape == ()

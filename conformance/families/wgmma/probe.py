@@ -257,6 +257,50 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
     place it (``core_transpose``: each 8x8 core matrix read transposed); ``extent``: only the highest offset
     before the swizzle.  The offsets depend only on the layout and the tile's shape: they are evaluated once per
     process, the start and the swizzle applied per call."""
+    off, low, high, _ = _tile(smem, major, sw, ext, kext, bits, lbo, sbo, core_transpose)
+    if extent:
+        return high
+    return _swizzled(smem, sw, start, off, low, high, base_offset)[0]
+
+
+def _swizzled(smem: SmemSpec, sw: str, start: int, off: np.ndarray, low: int, high: int, base_offset: int):
+    """(the addresses ``start + off`` through the swizzle, whether the swizzle maps distinct addresses to distinct
+    ones there: always for none; for a mode, where its table is one-to-one)."""
+    addr = start + off
+    if sw == "none":
+        return addr, True
+    if start + low < 0:  # (a negative address: the formula itself, as the spec writes it)
+        return smem.swizzled(sw, addr, base_offset), False
+    table = smem.swizzle_table(sw, int(base_offset), start + high + 1)
+    return table[addr], _one_to_one(smem, sw, int(base_offset), table)
+
+
+def _one_to_one(smem: SmemSpec, sw: str, base_offset: int, table: np.ndarray) -> bool:
+    """Whether a swizzle table maps no two addresses to one, counted once per table (a table outgrown is a new
+    one): then distinct offsets place distinct elements, and :func:`placement` need not count them."""
+    key = (id(smem), sw, base_offset)
+    hit = _ONE_TO_ONE.get(key)
+    if hit is None or hit[0] is not table:
+        low = int(table.min()) if table.size else 0
+        hit = _ONE_TO_ONE[key] = (table, low >= 0 and _distinct(table - low))  # the table kept alive: its id its own
+    return hit[1]
+
+
+def _distinct(x: np.ndarray) -> bool:
+    """No value of non-negative ``x`` twice; False (not known) where its values span more than a counter's bound
+    (a perturbed stride's tile: counting it would cost more than the placements it spares)."""
+    if not x.size:
+        return True
+    return int(x.max()) < _COUNTED and np.bincount(x.ravel()).max() <= 1
+
+
+_COUNTED = 1 << 20
+
+
+def _tile(smem: SmemSpec, major: str, sw: str, ext: int, kext: int, bits: int, lbo: int, sbo: int,
+          core_transpose: bool) -> tuple:
+    """(pre-swizzle offsets ``int64[ext, kext]``, their lowest and highest, whether no two are one) of a tile, once
+    per process and layout (:func:`tile_addresses`)."""
     uses = smem.strides_read(major, sw)  # a stride the formula never reads does not make a layout distinct
     key = (id(smem), major, sw, bits, lbo if "LBO" in uses else None, sbo if "SBO" in uses else None, ext, kext,
            core_transpose)
@@ -274,24 +318,25 @@ def tile_addresses(smem: SmemSpec, major: str, sw: str, start: int, ext: int, ke
                 mn, k = (mn // 8) * 8 + k % 8, (k // 8) * 8 + mn % 8
             # evaluated here, not through SmemSpec.offsets' own cache: this one already keeps every tile's offsets
             full = np.broadcast_to(smem._offsets(major, sw, mn, k, bits, lbo, sbo), (rows, kext))
-            whole = (smem, full, int(full.min()), int(full.max()))
+            whole = _tile_entry(smem, full, None)
         if len(_TILES) > 4096:
             _TILES.clear()
             _TILE_LAYOUTS.clear()
         _TILE_LAYOUTS.add(layout)
         _TILES[key[:6] + (rows,) + key[7:]] = whole
-        off = whole[1][:ext]
-        hit = _TILES[key] = (smem, off, int(off.min()), int(off.max())) if ext < rows else whole
-    _, off, low, high = hit
-    if extent:
-        return high
-    addr = start + off
-    if sw == "none" or start + low < 0:  # (a negative address: the formula itself, as the spec writes it)
-        return addr if sw == "none" else smem.swizzled(sw, addr, base_offset)
-    return smem.swizzle_table(sw, int(base_offset), start + high + 1)[addr]
+        hit = _TILES[key] = _tile_entry(smem, whole[1][:ext], whole[4]) if ext < rows else whole
+    return hit[1:]
 
 
-_TILES: dict[tuple, tuple[SmemSpec, np.ndarray]] = {}
+def _tile_entry(smem: SmemSpec, off: np.ndarray, distinct: bool | None) -> tuple:
+    """A :data:`_TILES` entry: (the layout spec, the offsets, lowest, highest, whether distinct); ``distinct`` where
+    known already (the rows of a tile whose offsets are all distinct are)."""
+    low, high = (int(off.min()), int(off.max())) if off.size else (0, -1)
+    return smem, off, low, high, bool(distinct) or _distinct(off - low)
+
+
+_TILES: dict[tuple, tuple] = {}
+_ONE_TO_ONE: dict[tuple, tuple[np.ndarray, bool]] = {}
 _TILE_LAYOUTS: set[tuple] = set()  # the layouts (tiles' keys less the extent) evaluated once already
 TILE_ROWS = 256  # the widest tile (B at N = 256) whose offsets every narrower tile's are the first rows of
 _GATHERS: dict[tuple, tuple[SmemSpec, tuple]] = {}
@@ -723,8 +768,12 @@ def _unit_words(nb: int, words: int, image_word: int) -> np.ndarray:
     is in a case's words, in units (int32: a case's words are far fewer than 2**31): one table per buffer shape
     (the forms of a process have a few hundred), every placement's units looked up in it."""
     row = (words - image_word) * 4  # the image's bytes in one lane
-    b = np.arange(LANES * row // nb, dtype=np.int64) * nb
-    got = (((b // row * words + image_word) * 4 + b % row) // nb).astype(np.int32)
+    if row % nb:  # (units across lanes: each unit's byte split into its lane and its place there)
+        b = np.arange(LANES * row // nb, dtype=np.int64) * nb
+        got = (((b // row * words + image_word) * 4 + b % row) // nb).astype(np.int32)
+    else:  # whole units in every lane: a lane's start plus the unit's place in it, as a [lane, unit] sum
+        lane = (np.arange(LANES, dtype=np.int64)[:, None] * words + image_word) * 4
+        got = ((lane + np.arange(0, row, nb, dtype=np.int64)[None, :]) // nb).astype(np.int32).ravel()
     got.setflags(write=False)
     return got
 
@@ -751,13 +800,21 @@ def placement(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: in
            d.base_offset, d.swizzle, ext, kext, bits, operand)
     hit = _PLACED.get(key)
     if hit is None or hit[0] is not smem:
-        addr = tile_addresses(smem, major, sw, d.start, ext, kext, bits, d.lbo, d.sbo, d.base_offset)
+        off, low, high, distinct = _tile(smem, major, sw, ext, kext, bits, d.lbo, d.sbo, False)
+        addr, one_to_one = _swizzled(smem, sw, d.start, off, low, high, d.base_offset)
+        if not addr.size:
+            low, high = 0, -1
+        elif sw == "none":
+            low, high = d.start + low, d.start + high
+        else:
+            low, high = int(addr.min()), int(addr.max())
         units = None
-        low, high = (int(addr.min()), int(addr.max())) if addr.size else (0, -1)
         if bits >= 8:
             nb = bits // 8
-            if nb in (1, 2, 4, 8) and not (addr & (nb - 1)).any():  # (aligned: the low bits clear)
-                u = addr // nb
+            if nb == 1:
+                units = addr if operand == "A" else addr.T
+            elif nb in (2, 4, 8) and not (addr & (nb - 1)).any():  # (aligned: the low bits clear)
+                u = addr >> (nb.bit_length() - 1)  # (// nb)
                 units = u if operand == "A" else u.T
         elif bits == 1 and kext % 8 == 0:
             groups = addr.reshape(ext, kext // 8, 8)
@@ -765,7 +822,10 @@ def placement(smem: SmemSpec, major: str, d: Desc, ext: int, kext: int, bits: in
                 units = groups[..., 0]
         if units is not None:
             units = np.ascontiguousarray(units).ravel()
-            if units.size and low >= 0 and np.bincount(units).max() > 1:
+            # distinct offsets through a one-to-one swizzle place every element of at least a byte on a unit of
+            # its own; else they are counted
+            known = bits >= 8 and distinct and one_to_one
+            if units.size and low >= 0 and not known and np.bincount(units).max() > 1:
                 units = None
         if len(_PLACED) > 8192:
             _PLACED.clear()

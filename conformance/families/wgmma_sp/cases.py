@@ -81,12 +81,13 @@ def _meta_bytes(spx) -> tuple[np.ndarray, int]:
 def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     """Where the spec's metadata lanes for ``selector`` take each field, from the layout once per form and
     selector: (the lanes that hold any ``[L]``; per lane and slot of its register ``[L, slots]``: the flat (row,
-    field col) each takes, 3 where it holds one and 0 where not, the slot's bit shift)."""
-    key = (v.id, selector)
-    hit = _META_SLOTS.get(key)
-    if hit is not None and hit[0] is v:
-        return hit[1]
+    field col) each takes, 3 where it holds one and 0 where not, the slot's bit shift): once per process, layout
+    and selector (the forms of a process share a few metadata layouts)."""
     lay = v.operands["metadata"].layout
+    key = (id(lay), selector)
+    hit = _META_SLOTS.get(key)
+    if hit is not None and hit[0] is lay:
+        return hit[1]
     m, held = lay.map({"selector": selector}), lay.held({"selector": selector})
     spec_lanes = np.flatnonzero(held.any(1))
     h = held[spec_lanes]
@@ -96,7 +97,7 @@ def _meta_slots(v: WgmmaSpVariant, selector: int) -> tuple:
     got = (spec_lanes, where, keep, shift)
     if len(_META_SLOTS) > 4096:
         _META_SLOTS.clear()
-    _META_SLOTS[key] = (v, got)
+    _META_SLOTS[key] = (lay, got)  # the layout kept alive, so its id stays its own
     return got
 
 
