@@ -27,6 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
 
+import numpy.ma  # noqa: F401 - NumPy's first np.unique imports it: here once, before the workers fork, not in each
 from ptxconf.core import shared
 from ptxconf.core.heap import keep_freed_memory
 from ptxconf.core.lifetime import die_with_parent, ignore_stop_signals, name_process
