@@ -123,9 +123,9 @@ def _launch_all(cuda, ctx, np, module, batch, pool, by_plan: bool = True) -> lis
     Launches whose words and out words the run shares (``gather`` and ``into`` given) go by plan: the plan's input
     words to the device once, from where they lie, every launch of it given the rows it runs as its order (a probe
     reads and writes case ``order[w]``), and the plan's out words back once, into the run's buffer: no gather or
-    scatter copy on the host, one copy each way per plan instead of one per launch.  That takes every launch of
-    the plan in the batch (its out words back whole): launch by launch after a fault (``by_plan`` False), and
-    anything not shared, each launch's rows are gathered here and its out words sent back."""
+    scatter copy on the host, one copy each way per plan instead of one per launch.  The plan's out words come back
+    whole, so every launch of the plan must be in the batch: launch by launch after a fault (``by_plan`` False), as
+    for words not shared, each launch's rows are gathered here and its out words sent back."""
     steps = dict.fromkeys(("gather_s", "copy_in_s", "queue_s", "wait_s", "copy_out_s"), 0.0)
     staged = []
     plans: dict[int, tuple] = {}  # id(in words) -> (device in, device out, the run's out buffer): a plan sent whole

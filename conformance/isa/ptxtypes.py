@@ -89,12 +89,21 @@ class PtxType:
         return 0, self.mask
 
     def finite_values(self) -> np.ndarray:
-        """All distinct finite values, sorted (only for types of at most 16 bits)."""
+        """All distinct finite values, sorted (only for types of at most 16 bits); read-only, decoded once per
+        process and type (every value grid and tag alphabet of a type filters this one table: 65536 patterns
+        decoded and sorted for .f16 and .bf16)."""
         if self.bits > 16:
             raise ValueError(f".{self.name} is too wide to enumerate")
-        vals = self.decode(np.arange(1 << self.bits, dtype=np.uint64)).astype(np.float64)
-        vals = vals[np.isfinite(vals)]
-        return np.unique(vals)
+        vals = _FINITE.get(self)
+        if vals is None:
+            vals = self.decode(np.arange(1 << self.bits, dtype=np.uint64)).astype(np.float64)
+            vals = np.unique(vals[np.isfinite(vals)])
+            vals.setflags(write=False)
+            _FINITE[self] = vals
+        return vals
+
+
+_FINITE: dict[PtxType, np.ndarray] = {}  # PtxType.finite_values, by type
 
 
 def _t(name: str, bits: int, kind: str, numpy: str | None = None, ignored: int = 0) -> PtxType:

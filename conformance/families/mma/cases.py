@@ -115,21 +115,12 @@ def float_grid(type_name: str, vmax: float, frac_bits: int) -> np.ndarray:
     """
     t = ptx_type(type_name)
     if t.bits <= 16:
-        vals = _finite_values(type_name)
+        vals = t.finite_values()
     else:
         step = 2.0**-frac_bits
         vals = np.arange(-vmax, vmax + step / 2, step)
     vals = vals[(np.abs(vals) <= vmax) & (np.mod(vals * 2.0**frac_bits, 1.0) == 0)]
     return np.unique(vals)
-
-
-@cache
-def _finite_values(type_name: str) -> np.ndarray:
-    """Every finite value of a type of at most 16 bits, once per process and type (every grid and alphabet of the
-    type filters the one table: 65536 patterns decoded and sorted for .f16 and .bf16); read-only."""
-    vals = ptx_type(type_name).finite_values()
-    vals.setflags(write=False)
-    return vals
 
 
 def _value_params(v: Variant) -> tuple[dict[str, tuple[float, int]], float]:
@@ -225,7 +216,7 @@ def alphabet(type_name: str, dtype_name: str) -> tuple[float, ...]:
     if t.kind in ("sint", "uint"):
         hi = min(t.int_range()[1], MAX_ALPHABET - 1)
         return tuple(float(x) for x in range(hi + 1))
-    cand = _finite_values(type_name) if t.bits <= 16 else np.arange(MAX_ALPHABET, dtype=np.float64)
+    cand = t.finite_values() if t.bits <= 16 else np.arange(MAX_ALPHABET, dtype=np.float64)
     cand = cand[(cand >= 0) & (np.mod(cand, 1.0) == 0)]
     cand = cand[t.decode(t.encode(cand, exact=False)) == cand]  # tf32: 4096 candidates, only 11 significant bits
     if d.kind == "float":
