@@ -46,7 +46,8 @@ class CupyDevice:
 
     name = "gpu"
 
-    def __init__(self, device: int = 0, ptxas: str | None = None, use_cache: bool = True):
+    def __init__(self, device: int = 0, ptxas: str | None = None, use_cache: bool = True,
+                 max_ptx: PtxVersion | None = None):
         try:
             import cupy as cp
         except Exception as exc:  # noqa: BLE001 - any import failure means no GPU path here
@@ -66,13 +67,14 @@ class CupyDevice:
         self._tmp = Path(tempfile.mkdtemp(prefix="ptxconf-bulk-"))
         atexit.register(shutil.rmtree, self._tmp, True)  # a worker process instead calls close()
         self.build_seconds = 0.0
+        self._max_ptx = max_ptx  # a run's loader limit, where it holds builds to the one its own backend takes
 
     def compute_capability(self) -> tuple[int, int]:
         cc = self.xp.cuda.Device(self.device).compute_capability
         return int(cc[:-1]), int(cc[-1])
 
     def max_ptx(self) -> PtxVersion:
-        return self._ptxas_info["max_ptx"]
+        return min(self._ptxas_info["max_ptx"], self._max_ptx or self._ptxas_info["max_ptx"])
 
     def info(self) -> dict:
         cp = self.xp

@@ -88,7 +88,14 @@ def cmd_case(args) -> int:
     try:
         try:
             cc = getattr(backend, "cc_for", lambda _v: backend.compute_capability())(v)
-            bc = fam.bulk_cases(v, args.seed, cc, backend.max_ptx())
+            if args.check:  # one of the value check's kernels, as ``ptxconf run --values device`` ran it
+                named = {b.check: b for b in fam.bulk_value_cases(v, args.seed, cc, backend.max_ptx())}
+                if args.check not in named:
+                    raise SystemExit(f"ptxconf fuzz case: --check {args.check}: {v.id}'s value check has "
+                                     f"{', '.join(named)}")
+                bc = named[args.check]
+            else:
+                bc = fam.bulk_cases(v, args.seed, cc, backend.max_ptx())
         except NotImplementedError as exc:
             raise SystemExit(f"ptxconf fuzz case: {exc}") from None
         drawn = bc.draw(np, args.case, 1)
@@ -174,6 +181,9 @@ def add_parser(sub) -> None:
     c.add_argument("variant")
     c.add_argument("--seed", type=int, required=True)
     c.add_argument("--case", type=int, required=True)
+    c.add_argument("--check", metavar="CHECK",
+                   help="the value check's kernel the case ran in (value[...], as a run with --values device names "
+                        "it; default: the fuzzer's own draw of the seed)")
     c.add_argument("--backend", default="auto", choices=["auto", "pycuda", "emulator"])
     c.add_argument("--specs", metavar="DIR")
     c.set_defaults(func=cmd_case)

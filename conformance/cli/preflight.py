@@ -164,6 +164,8 @@ CHECKS: dict[str, Callable[[str, str, Any], None]] = {
     "shrink_s": _positive_seconds,
     "bulk": _positive_seconds,
     "batch": _int_range(1, MAX_BATCH),
+    "device_cases": _int_range(1, MAX_CASES_DEFAULT),
+    "device_workers": _int_range(1, MAX_JOBS),
     "limit": _int_range(0, MAX_SEED),
     "max_findings": _int_range(1, MAX_SEED),
     "baseline_variants": _int_range(1, 100_000),
@@ -188,6 +190,8 @@ def preflight(root: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         value = getattr(args, dest, None)
         if dest in dests and value is not None and (value != leaf.get_default(dest) or dest in _ALWAYS):
             check(prog, _option(leaf, dest), value)
+    if getattr(args, "values", None) == "device" and getattr(args, "backend", None) == "pycuda":
+        needs_package("cupy", prog, "--values device on a GPU")
     if "ptxas" in dests and getattr(args, "ptxas", None) and not prog.startswith("ptxconf toolchains"):
         # (toolchains name releases by version in what they write, and check them against the known releases)
         _ptxas(args, prog, _option(leaf, "ptxas"))

@@ -26,6 +26,8 @@ __all__ = ["add_parser"]
 # than one GPU alone.
 LANES_FROM_CORES = 16
 DEFAULT_LANES = 4
+# ``--values device``: a worker drawing value checks on a GPU for each DEVICE_WORKERS_CORES host cores per GPU.
+DEVICE_WORKERS_CORES = 4
 
 
 def lanes_per_gpu(asked: int | None, gpus: int, jobs: int) -> int:
@@ -260,7 +262,7 @@ def _run_selected(args, stop, checks: tuple[str, ...] | None, early: _EarlyBacke
         session = RunSession(specs, variants, out_dir, log, args.seed, checks,
                              args.cases, save_observations=not args.no_observations, quiet=args.quiet,
                              verbose=args.verbose, skip_done=done, signals=stop,
-                             jobs=jobs)
+                             jobs=jobs, device_values=_device_values(args, backend))
         started = time.time()
         try:
             status = session.run(backend)
@@ -273,6 +275,39 @@ def _run_selected(args, stop, checks: tuple[str, ...] | None, early: _EarlyBacke
         raise SystemExit(f"ptxconf run: {exc}") from None
     finally:
         lock.release()
+
+
+def _device_values(args, backend) -> Callable[[list], object] | None:
+    """``--values device``: what makes the workers of the value checks drawn on the device (CuPy on each of the run's
+    GPUs, or the NumPy emulator where the run is on the emulator); None for ``--values host``."""
+    if getattr(args, "values", "host") == "host":
+        return None
+    from ptxconf.run.devicevalues import DeviceValues
+
+    max_ptx = backend.max_ptx()
+    if backend.name == "emulator":
+        from ptxconf.backends.bulk_device import EmulatedDevice
+        from ptxconf.oracle import mma
+
+        cc = backend.compute_capability()
+        ordinals = [0]
+
+        def make(_ordinal: int):
+            return EmulatedDevice(semantics=mma, cc=cc, max_ptx=max_ptx)
+    else:
+        from ptxconf.cli.preflight import needs_package
+
+        needs_package("cupy", "ptxconf run", "--values device on a GPU")  # (--backend auto found one)
+        from ptxconf.backends.bulk_device import CupyDevice
+
+        ptxas, use_cache = _run_ptxas(args), not args.no_cache
+        members = getattr(backend, "members", [backend])
+        ordinals = list(dict.fromkeys(m.device for m in members))
+
+        def make(ordinal: int):
+            return CupyDevice(ordinal, ptxas=ptxas, use_cache=use_cache, max_ptx=max_ptx)
+    per = args.device_workers or max(1, (os.cpu_count() or 1) // (DEVICE_WORKERS_CORES * len(ordinals)))
+    return lambda variants: DeviceValues(make, ordinals, variants, args.seed, args.device_cases, per, backend.name)
 
 
 def _jobs(asked: int | None, variants: int) -> int:
@@ -333,6 +368,15 @@ def add_parser(commands) -> None:
                    help="also run the checks of inputs the ISA leaves undefined: what the hardware did is recorded "
                         "as 'undefined by the ISA', never as a pass or a failure")
     r.add_argument("--cases", type=int, default=8, metavar="N", help="random cases per variant for the value check")
+    r.add_argument("--values", default="host", choices=["host", "device"],
+                   help="where value checks are drawn and compared: host (the plan's cases, every word saved) or "
+                        "device (the family's bulk cases, --device-cases of them, drawn, run and compared on the "
+                        "GPU, each case kept as a digest that replay checks; needs CuPy)")
+    r.add_argument("--device-cases", type=int, default=256, metavar="N",
+                   help="--values device: cases per variant's value check (default 256)")
+    r.add_argument("--device-workers", type=int, default=None, metavar="N",
+                   help=f"--values device: processes per GPU that draw value checks (default one per "
+                        f"{DEVICE_WORKERS_CORES} host cores per GPU)")
     r.add_argument("--seed", type=int, default=0, metavar="S")
     r.add_argument("--out", default="ptxconf-results", metavar="DIR")
     r.add_argument("--junit", metavar="FILE", help="JUnit XML path (default DIR/junit.xml)")

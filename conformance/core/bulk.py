@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ptxconf.core.record import CheckRecord
 from ptxconf.isa.targets import PtxVersion, Target
 
-__all__ = ["BulkCases", "BulkFields", "Drawn", "bulk_record"]
+__all__ = ["BulkCases", "BulkFields", "Drawn", "bulk_record", "case_digests"]
 
 
 @dataclass
@@ -71,3 +71,23 @@ def bulk_record(bc: BulkCases, in_words: Any, out_words: Any) -> CheckRecord:
     """Drawn cases of ``bc`` and what the device wrote for them, as the record the family's comparator reads."""
     return CheckRecord(bc.variant.id, bc.check, bc.seed, bc.params or {}, bc.meta or {}, bc.probe.surroundings,
                        in_words, out_words)
+
+
+_GOLDEN = 0x9E3779B97F4A7C15  # splitmix64's increment and finaliser constants (Steele, Lea, Flood 2014)
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def case_digests(xp: Any, words: Any, defined: Any) -> Any:
+    """``uint64[case]``: a digest of each case's defined out words, the same on NumPy and CuPy (every step is
+    wrapping 64-bit integer arithmetic), so that a run can keep a case's outcome in 8 bytes and a replay check it
+    against the words the host predicts.  Each defined word is mixed with its position (splitmix64's finaliser of
+    ``position << 32 | word``) and the mixes summed: words the ISA leaves undefined count as nothing."""
+    n = words.shape[0]
+    flat = words.reshape(n, -1).astype(xp.uint64)
+    keep = xp.asarray(defined).reshape(1, -1).astype(xp.uint64)
+    x = flat | (xp.arange(flat.shape[1], dtype=xp.uint64) << xp.uint64(32))[None, :]
+    x = x + xp.uint64(_GOLDEN)
+    x = (x ^ (x >> xp.uint64(30))) * xp.uint64(_MIX1)
+    x = (x ^ (x >> xp.uint64(27))) * xp.uint64(_MIX2)
+    x = x ^ (x >> xp.uint64(31))
+    return (x * keep).sum(axis=1, dtype=xp.uint64)

@@ -90,6 +90,12 @@ class Family:
         prediction of its probe's output; the fuzzer reports that and goes on."""
         raise NotImplementedError(f"family {self.name} draws no bulk cases")
 
+    def bulk_value_cases(self, v: RunVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> list:
+        """The checks of ``v``'s value check at ``seed`` as bulk cases (``ptxconf run --values device``): one for
+        each kernel the plan's value check builds, named as its check is (``value[...]``), so that a run covers what
+        it covers on the host.  Default: the one of :meth:`bulk_cases`."""
+        return [self.bulk_cases(v, seed, cc, max_ptx)]
+
     # --- oracle ----------------------------------------------------------------------------
     def emulate(self, probe: Kernel, rows: np.ndarray, out_words: int, emulator: Any) -> np.ndarray:
         """What the kernel ``probe`` would write for input rows (in slot order), per the spec.

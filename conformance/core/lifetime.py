@@ -21,7 +21,8 @@ __all__ = ["die_with_parent", "ignore_stop_signals", "name_process", "PROCESS_NA
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # What each kind of process of a run is called where the system shows names (``ps``, ``top``, ``/proc/PID/comm``; at
 # most 15 bytes there): the benchmark adds a run's CPU up by these.
-PROCESS_NAMES = {"plan": "ptxconf-plan", "compare": "ptxconf-compare", "lane": "ptxconf-lane", "gpu": "ptxconf-gpu"}
+PROCESS_NAMES = {"plan": "ptxconf-plan", "compare": "ptxconf-compare", "lane": "ptxconf-lane", "gpu": "ptxconf-gpu",
+                 "device": "ptxconf-device"}
 WATCH_S = 0.5  # how often the watchdog (where there is no parent-death signal) looks at its parent
 
 

@@ -34,6 +34,7 @@ class Verdict:
     elements: int = 0
     map_diff: list[str] = field(default_factory=list)
     observed: np.ndarray | None = None  # observed lane map of the tagged operand
+    replay: str | None = None  # the command that runs it again, where not ``ptxconf run`` of the check (a device case)
 
     def details(self, v: Any | None) -> str:
         lines = [labelled(self.status, self.message)] if self.message else []

@@ -34,8 +34,10 @@ STAGES = ("build", "draw", "launch", "compare")
 HANG_S = 120.0  # a worker silent this long is killed: the (variant, seed) it ran failed
 
 
-def replay_case_command(variant: str, seed: int, case: int, backend: str) -> str:
-    return f"ptxconf fuzz case '{variant}' --seed {seed} --case {case} --backend {backend}"
+def replay_case_command(variant: str, seed: int, case: int, backend: str, check: str | None = None) -> str:
+    """``ptxconf fuzz case`` of one case (``check``: which of the variant's value checks, where it has several)."""
+    pick = f" --check '{check}'" if check and check != "value" else ""
+    return f"ptxconf fuzz case '{variant}' --seed {seed} --case {case}{pick} --backend {backend}"
 
 
 @dataclass
@@ -71,14 +73,14 @@ def _explain(bc: Any, in_rows: np.ndarray, out_rows: np.ndarray) -> str:
 _DIFFERS: dict[int, Any] = {}
 
 
-def _cases_differ(xp: Any, out: Any, expected: Any, defined: Any) -> Any:
+def cases_differ(xp: Any, out: Any, expected: Any, defined: Any) -> Any:
     """``bool[case]``: a defined word of the case differs.  One reduction kernel where the module makes them (CuPy:
     no ``case x word`` temporaries), else the same expression in NumPy."""
     if not hasattr(xp, "ReductionKernel"):
         return ((out != expected) & defined).any(axis=1)
     if id(xp) not in _DIFFERS:
         _DIFFERS[id(xp)] = xp.ReductionKernel("uint32 o, uint32 e, bool d", "bool y", "d && o != e", "a || b", "y = a",
-                                              "false", "ptxconf_cases_differ")
+                                              "false", "ptxconfcases_differ")
     return _DIFFERS[id(xp)](out, expected, xp.broadcast_to(defined, out.shape), axis=1)
 
 
@@ -113,7 +115,7 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
         out = device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
         device.synchronize()
         t2 = time.perf_counter()
-        bad = _cases_differ(xp, out.reshape(n, -1), drawn.expected.reshape(n, -1), drawn.defined.reshape(1, -1))
+        bad = cases_differ(xp, out.reshape(n, -1), drawn.expected.reshape(n, -1), drawn.defined.reshape(1, -1))
         nbad = int(bad.sum())
         if nbad:
             idx = xp.nonzero(bad)[0][:1]  # the first differing case, explained alone (its "case 0")

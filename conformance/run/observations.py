@@ -44,7 +44,7 @@ from ptxconf.generators.ptx import Surroundings
 
 from .files import ZSTD_MAGIC, atomic_write, stored_zip, zstd_compress_parts
 
-__all__ = ["OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
+__all__ = ["DEVICE_VALUES", "append_device_value", "read_device_values", "OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
            "observation_files", "observation_stem", "observation_seed", "open_observation", "load_observation",
            "read_observation", "write_observation", "publish_observation", "publish_observation_of", "observation_bytes", "records",
            "recorded_checks", "read_summary", "read_results_bytes", "read_results_lines", "result_record", "read_observed_maps", "read_observed_index",
@@ -97,6 +97,41 @@ def observation_stem(name: str) -> str:
 def observation_seed(name: str) -> int | None:
     m = _OBSERVATION_SEED.search(name)
     return int(m.group(1)) if m else None
+
+
+# --- the device's value checks -------------------------------------------------------------------
+
+# Beside the observation files: a line per value check the device made (its cases' digests, the words of the first
+# that differ: :mod:`ptxconf.run.devicevalues`), appended whole and flushed as it is made.
+DEVICE_VALUES = "device_values.jsonl"
+_DEVICE_KEYS = ("variant", "seed", "cases", "cc", "max_ptx", "target", "version", "in_digest", "digests")
+
+
+def append_device_value(directory: Path, record: dict) -> None:
+    """One value check's line (a killed run leaves at most its last line cut)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / DEVICE_VALUES, "a") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+
+
+def read_device_values(directory: Path) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, record, what is wrong with it) for each line of ``directory``'s :data:`DEVICE_VALUES`; the last
+    line, unterminated (cut by a kill), is left out."""
+    path = directory / DEVICE_VALUES
+    if not path.exists() and not path.is_symlink():
+        return
+    lines = run_file_bytes(path).split(b"\n")
+    lines.pop()  # "" after the last newline, or a line cut by a kill: never a record
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = loads_json(line, name=f"{path}:{n}")
+            missing = [k for k in _DEVICE_KEYS if not isinstance(rec, dict) or k not in rec]
+            if missing:
+                raise ValueError(f"not a device value record: no {', '.join(missing)}")
+            yield n, rec, None
+        except (ValueError, UntrustedFileError) as exc:
+            yield n, None, f"{path.name}:{n}: {why(exc)}"
 
 
 # --- writing -------------------------------------------------------------------------------------

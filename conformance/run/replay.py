@@ -24,11 +24,15 @@ from pathlib import Path
 from ptxconf.core.family import compare, run_variants_of
 from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.isa.loader import Specs
+from ptxconf.run.devicevalues import CHECK as DEVICE_CHECK
+from ptxconf.run.devicevalues import replay_record
 from ptxconf.run.observations import (
+    DEVICE_VALUES,
     Observation,
     observation_files,
     observation_name,
     observation_stem,
+    read_device_values,
     read_observation,
     read_summary,
     recorded_checks,
@@ -120,10 +124,37 @@ def _replay_file(log: RunLog, specs: Specs, obs: Observation) -> None:
         log.add_verdict(specs, verdict, 0.0, "replay")
 
 
+def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path) -> None:
+    """The value checks the device made: each (variant, check, seed) once, its last record (a resumed run may have made one
+    again); a line that cannot be read or used is one error naming the file and line."""
+    last: dict[tuple, tuple[int, dict]] = {}
+    for number, rec, bad in lines:
+        if rec is None:
+            log.add(Record("unknown", "unknown", str(path), DEVICE_CHECK, -1, "error", bad or "unreadable",
+                           f"{bad}\nthe other records replay"))
+            continue
+        last[(rec["variant"], rec.get("check"), rec["seed"])] = (number, rec)
+    for (vid, check, seed), (number, rec) in last.items():
+        v = specs.variants.get(vid)
+        where = f"{path.name}:{number}"
+        if v is None:
+            log.add(Record(vid, "unknown", where, check or DEVICE_CHECK, seed, "error", "variant no longer in specs",
+                           f"recorded in {where}"))
+            continue
+        try:
+            verdict = replay_record(specs, rec)
+        except Exception as exc:  # noqa: BLE001 - a record this variant's draw cannot use: that record's error
+            log.add(Record(vid, v.family, v.file, check or DEVICE_CHECK, seed, "error", f"{where}: {why(exc)}",
+                           f"{where}: the record cannot be replayed ({why(exc)}); the other records replay"))
+            continue
+        log.add_verdict(specs, verdict, 0.0, "replay")
+
+
 def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path) -> int:
     obs_dir = directory / "observations"
     files = observation_files(obs_dir)
-    if not files:
+    device = list(read_device_values(obs_dir))
+    if not files and not device:
         print(f"ptxconf replay: no observations under {obs_dir}", file=sys.stderr)
         return 2
     summary, problem = read_summary(directory)
@@ -138,6 +169,7 @@ def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out:
     run_variants_of(specs)  # runnable variants derived from today's documents (e.g. tcgen05)
     for path in files:
         _replay_file(log, specs, read_observation(path))
+    _replay_device_values(log, specs, device, obs_dir / DEVICE_VALUES)
     log.write_junit()
     log.close()
     c = log.counts()

@@ -165,7 +165,8 @@ class RunLog:
         variant = specs.variants.get(v.variant)
         details = v.details(variant)
         if v.status in ("fail", "error"):
-            details += "\nreplay: " + replay_command(v.variant, v.check, v.seed, backend if backend != "replay" else "auto")
+            details += "\nreplay: " + (v.replay or replay_command(v.variant, v.check, v.seed,
+                                                               backend if backend != "replay" else "auto"))
         return Record(v.variant, variant.family if variant else "unknown", variant.file if variant else "", v.check,
                       v.seed, v.status, v.message, details, seconds)
 

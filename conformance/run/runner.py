@@ -74,9 +74,17 @@ class RunRequest:
     # The outcomes' words are not read once ``on_outcome`` returns (a run that records verdicts and observation files
     # only): their shared space goes to later plans and modules.  Else they stay readable for as long as referenced.
     words_done_after_outcome: bool = False
+    # Variants whose value check the device makes (``ptxconf run --values device``): planned without it here.
+    values_elsewhere: frozenset[str] = frozenset()
+
+    def checks_for(self, v: Variant) -> tuple[str, ...] | None:
+        """The checks planned here for ``v``: the run's, less the value check where the device makes it."""
+        if v.id not in self.values_elsewhere:
+            return self.checks
+        return tuple(c for c in family_of(v).checks_of(v, self.checks) if c.split("[", 1)[0] != "value")
 
     def plan(self, v: Variant, cc: tuple[int, int], max_ptx: PtxVersion) -> Plan:
-        plan = plan_variant(v, self.seed, cc, max_ptx, self.checks, self.value_cases, self.cases_per_launch)
+        plan = plan_variant(v, self.seed, cc, max_ptx, self.checks_for(v), self.value_cases, self.cases_per_launch)
         if self.jobs > 1:  # in a worker: its kernels rendered here, their text travels with the plan
             module_of([plan])
         return plan

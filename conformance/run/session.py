@@ -14,16 +14,27 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ptxconf.backends.base import backend_label
 from ptxconf.core.family import family_of
 from ptxconf.core.verdict import UNDEFINED, labelled
 
+from .devicevalues import CHECK as DEVICE_CHECK
+from .devicevalues import drawn_on_device
 from .exit import ExitStatus
 from .files import RunLock, clear_run, holds_a_run
-from .observations import has_observation, read_results_lines, read_summary, result_record
+from .observations import (
+    append_device_value,
+    has_observation,
+    read_device_values,
+    read_results_lines,
+    read_summary,
+    result_record,
+)
 from .report import Record, RunLog
 from .runner import RunRequest, run_variants
 from .signals import StopSignals
@@ -79,6 +90,8 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
     doc, _ = read_summary(out)  # unreadable: no seed to hold the resume to
     recorded_seed = doc.get("seed")
     observations = "--no-observations" not in str(doc.get("command", "")).split()
+    on_device = {rec["variant"] for _, rec, _ in read_device_values(out / "observations")
+                 if rec is not None and rec.get("seed") == seed} if observations else set()
     if recorded_seed is not None and recorded_seed != seed:
         raise UsageError(f"--resume: {out} was run with --seed {recorded_seed}, not {seed}")
     done = set()
@@ -92,8 +105,14 @@ def recorded_done(out: Path, seed: int) -> set[tuple[str, str]]:
                 compared.setdefault(r["variant"], r.get("status") != "error")
     if observations:  # a variant compared (not an error) but with no observation on disk is made again
         missing = {v for v, ok in compared.items() if ok and not has_observation(out / "observations", v, seed)}
-        done = {(v, c) for v, c in done if v not in missing}
+        # A value check the device made is kept by its own record (:mod:`ptxconf.run.devicevalues`).
+        done = {(v, c) for v, c in done if v not in missing or (_is_value(c) and v in on_device)}
     return done
+
+
+def _is_value(check: str) -> bool:
+    """``value`` or one of its kernels' checks (``value[...]``): what the device makes with ``--values device``."""
+    return check.split("[", 1)[0] == DEVICE_CHECK
 
 
 def totals(c: Counter) -> str:
@@ -160,6 +179,8 @@ class RunSession:
     t0: float = field(default_factory=time.monotonic)
     backend_stats: dict = field(default_factory=dict)
     stages: Stages = field(default_factory=Stages)  # seconds per stage of this run (summary.json ``stages_s``)
+    # ``--values device``: makes the workers of the value checks the device draws (given those variants), else None.
+    device_values: Callable[[list], Any] | None = None
     _done_variants: set | None = None
 
     def __repr__(self) -> str:  # never the specs and variants (a signal or a fork once formatted them: seconds)
@@ -217,13 +238,43 @@ class RunSession:
             return self.signals.exit_status
         progress = Progress(len(self.variants), self.quiet)
         last_summary = [time.monotonic()]
-        todo = [v for v in self.variants if not self._all_done(v)]
-        self.variants_done |= {v.id for v in self.variants if self._all_done(v)}
-        progress.update(len(self.variants) - len(todo), "resumed", [])
+        on_device = self.device_values is not None
+        elsewhere = frozenset(v.id for v in self.variants if drawn_on_device(v)) if on_device else frozenset()
+        request = RunRequest(self.seed, self.checks, self.cases, jobs=self.jobs,
+                             observations=self.out_dir / "observations" if self.save_observations else None,
+                             words_done_after_outcome=True, values_elsewhere=elsewhere)
+        # What is left of each variant: its checks planned here, and its value check where the device makes it.
+        parts: dict[str, int] = {}
+        todo, device_todo = [], []
+        value_done = {vid for vid, c in self.skip_done if _is_value(c)}  # a resumed run's, recorded
+        host_done = {vid for vid, c in self.skip_done if not _is_value(c)}
+        for v in self.variants:
+            here = not on_device or bool(family_of(v).checks_of(v, request.checks_for(v)))
+            there = v.id in elsewhere and DEVICE_CHECK in family_of(v).checks_for(self.checks)
+            if here and not (v.id in host_done if on_device else self._all_done(v)):
+                todo.append(v)
+                parts[v.id] = parts.get(v.id, 0) + 1
+            if there and v.id not in value_done:
+                device_todo.append(v)
+                parts[v.id] = parts.get(v.id, 0) + 1
+        self.variants_done |= {v.id for v in self.variants if v.id not in parts}
+        progress.update(len(self.variants) - len(parts), "resumed", [])
+
+        def part_done(v, statuses: list[str]) -> None:
+            parts[v.id] -= 1
+            if not parts[v.id]:
+                self.variants_done.add(v.id)
+                progress.update(1, family_of(v).name, statuses)
+            if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
+                self._write_summary("running")
+                last_summary[0] = time.monotonic()
 
         def on_outcome(outcome) -> None:
             with self.stages("report"):
                 record(outcome)
+                if device is not None:
+                    for results in device.ready():
+                        record_device(results)
 
         def record(outcome) -> None:
             v = outcome.variant
@@ -235,25 +286,37 @@ class RunSession:
                     op = v.operands[target]
                     self.log.add_observed(verdict.variant, target, op.layout.name, verdict.observed, op.layout.map())
             self.cases_run += outcome.cases
-            self.variants_done.add(v.id)
-            progress.update(1, family_of(v).name, [vd.status for vd in outcome.verdicts])
-            if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
-                self._write_summary("running")
-                last_summary[0] = time.monotonic()
+            part_done(v, [vd.status for vd in outcome.verdicts])
+
+        def record_device(results: list) -> None:
+            """A variant's value checks that the device made: their records (what a replay checks) first, then their
+            verdicts, in one write."""
+            for r in results:
+                if r.record is not None and request.observations is not None:
+                    append_device_value(request.observations, r.record)
+            per = sum(r.seconds for r in results) / len(results)
+            self.log.add_verdicts(self.specs, [r.verdict for r in results], per, backend.name)
+            self.cases_run += sum(r.cases for r in results)
+            self.stages.add("device_values_cpu", sum(r.cpu for r in results))
+            part_done(self.specs.variants[results[0].verdict.variant], [r.verdict.status for r in results])
 
         def on_skip(v, why) -> None:
-            checks = family_of(v).checks_of(v, self.checks)
+            checks = family_of(v).checks_of(v, request.checks_for(v))  # a value check made elsewhere says its own
             for check in checks:
                 self.log.add(Record(v.id, v.family, v.file, check, self.seed, "skip", why, why))
-            self.variants_done.add(v.id)
-            progress.update(1, family_of(v).name, ["skip"] * len(checks))
+            part_done(v, ["skip"] * len(checks))
 
+        device = None
         try:
-            request = RunRequest(self.seed, self.checks, self.cases, jobs=self.jobs,
-                                 observations=self.out_dir / "observations" if self.save_observations else None,
-                                 words_done_after_outcome=True)
+            if device_todo and self.device_values is not None:  # forked before the pipeline's workers and threads
+                device = self.device_values(device_todo).start()
             backend.set_stop(self.stop_requested)
             run_variants(backend, todo, request, on_outcome, on_skip, stop=self.stop_requested, stages=self.stages)
+            if device is not None:
+                with self.stages("device_values_wait"):
+                    for results in device.ready(wait_all=True, stop=self.stop_requested):
+                        record_device(results)
+                self.stages.mark("device_values_done")
         except BaseException:  # killed from inside (KeyboardInterrupt, a crash): keep what was done, say so
             try:
                 self._finish("interrupted")
@@ -262,8 +325,13 @@ class RunSession:
             raise
         finally:
             progress.close()
+            if device is not None:
+                device.close()
         self.stages.mark("ran")
         self.backend_stats = backend.stats()
+        if device is not None:
+            self.backend_stats["device_values"] = {"workers": len(device.slots), "restarts": device.restarts,
+                                                   "devices": device.info[:1]}
         everything = len(self.variants_done) == len(self.variants)
         self._finish("complete" if everything or not self.signals.requested else "interrupted")
         return self.signals.exit_status if self.signals.requested else self.exit_status()

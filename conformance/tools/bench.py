@@ -85,8 +85,9 @@ def bench(backend: Backend, specs: Specs, variants, seed: int, baseline_variants
 
 # Host stages (worker CPU seconds, summed over processes) against the GPU's own steps, to say what bounds a run.
 HOST_STAGES = ("plan_work", "compare", "save")
-# The host's own work per stage in CPU seconds (thread CPU time of the process that did it, summed over processes).
-HOST_CPU_STAGES = {"plan": "plan_cpu", "compare": "compare_cpu", "save": "save_cpu"}
+# The host's own work per stage in CPU seconds (thread CPU time of the process that did it, summed over processes;
+# for value checks drawn on the device, the CPU time of the processes that drive it).
+HOST_CPU_STAGES = {"plan": "plan_cpu", "compare": "compare_cpu", "save": "save_cpu", "device": "device_values_cpu"}
 
 
 def host_cpu(stages: dict | None, cases: int | None) -> dict:
@@ -110,7 +111,8 @@ def _bound(entry: dict) -> dict:
             "gpu_worker_s": round(gpu_s, 3), "run_wall_s": entry.get("run_wall_s"), "cpu_s": entry.get("cpu_s")}
 
 
-def suite(backend_name: str, select: list[str] | None, seed: int, devices: str | None = None) -> dict:
+def suite(backend_name: str, select: list[str] | None, seed: int, devices: str | None = None, values: str = "host"
+          ) -> dict:
     """``ptxconf run`` cold, then warm, then warm without observation files, each in a fresh process: what each
     summary.json says of its time, and the CPU seconds of the run's processes (``cores_busy``: CPU over wall; near
     the machine's cores, the run is bound by the host's work, not the GPU's; ``cpu_by_process``: user and system
@@ -121,10 +123,11 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
     timed too, cold and warm with its own empty cache, in the same invocation: ``scaling`` is then the speed-up from
     the extra GPUs and what bounds each run."""
     out: dict = {}
-    dev = ["--devices", devices] if devices else []
+    dev = (["--devices", devices] if devices else []) + (["--values", values] if values != "host" else [])
     configs = [("cold", dev), ("warm", dev), ("warm_no_observations", [*dev, "--no-observations"])]
     if devices:
-        configs += [("one_gpu_cold", ["--devices", "0"]), ("one_gpu_warm", ["--devices", "0"])]
+        one = ["--devices", "0"] + (["--values", values] if values != "host" else [])
+        configs += [("one_gpu_cold", one), ("one_gpu_warm", one)]
     with tempfile.TemporaryDirectory(prefix="ptxconf-bench-") as tmp:
         sel = [a for g in select or () for a in ("--select", g)]
         for label, extra in configs:
@@ -158,6 +161,7 @@ def suite(backend_name: str, select: list[str] | None, seed: int, devices: str |
             print(f"ptxconf bench: suite {label}: {wall:.1f} s, exit {proc.returncode}", file=sys.stderr, flush=True)
     cold, warm = out["cold"].get("run_wall_s"), out["warm"].get("run_wall_s")
     out["command"] = ("ptxconf run --backend " + backend_name + (f" --devices {devices}" if devices else "")
+                      + (f" --values {values}" if values != "host" else "")
                       + "".join(f" --select '{g}'" for g in select or ()))
     out["cold_over_warm"] = round(cold / warm, 2) if cold and warm else None
     if devices:
@@ -367,7 +371,7 @@ def main(args) -> int:
         name = _auto_backend()
     if args.suite or args.suite_only:  # the whole suite (every family), whatever --select narrowed the comparison to
         t0 = time.perf_counter()
-        done("suite", {"suite": suite(name, args.suite_select, args.seed, args.devices)}, t0)
+        done("suite", {"suite": suite(name, args.suite_select, args.seed, args.devices, args.values)}, t0)
     if args.bulk:
         t0 = time.perf_counter()
         done("bulk_fuzz", {"bulk_fuzz": bulk_rate(name, args.bulk, args.seed)}, t0)
@@ -406,6 +410,8 @@ def add_parser(sub) -> None:
     b.add_argument("--devices", metavar="all|N|I,J",
                    help="with --suite: run the suite on these GPUs and on the first alone, and report the speed-up "
                         "and what bounds it (host CPU-seconds per stage against the GPU's seconds)")
+    b.add_argument("--values", default="host", choices=["host", "device"],
+                   help="with --suite: `ptxconf run --values` (device: value checks drawn, run and compared on the GPU)")
     b.add_argument("--bulk", type=float, default=0.0, metavar="SECONDS",
                    help="also run the bulk layout fuzzer (every variant with bulk cases) this long and record its rate")
     b.add_argument("--numerics-only", action="store_true",

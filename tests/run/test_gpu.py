@@ -121,3 +121,32 @@ def test_the_run_s_own_process_starts_no_cuda(argv):
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["backend"] == "pycuda" and not got["driver_here"]
     assert got["auto"] == (_WHY if "auto" in argv else None)
+
+
+_DEVICE_VALUES = ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16/ss",
+                  "wgmma.mma_async.sp.sync.aligned.m64n32k32.f16.f16.f16/rs",
+                  "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32",
+                  "wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32",
+                  "stmatrix.sync.aligned.m8n8.x4.trans.b16"]
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("cupy") is None, reason="no CuPy: --values device needs it")
+def test_value_checks_on_the_device_are_the_host_s_checks_and_replay(tmp_path, capsys):
+    """``--values device`` on the GPU: the same checks as the host's, all passing; every record replays from its
+    digests on the host (CuPy's digests are NumPy's)."""
+    import json
+
+    from ptxconf.cli import main
+
+    sel = [a for v in _DEVICE_VALUES for a in ("--select", v)]
+    runs = {}
+    for values in ("host", "device"):
+        out = tmp_path / values
+        assert main(["run", "--backend", "pycuda", *sel, "--out", str(out), "--quiet", "--values", values,
+                     "--device-cases", "300"]) == 0
+        runs[values] = {(r["variant"], r["check"]): r["status"]
+                        for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert runs["host"] == runs["device"] and set(runs["device"].values()) == {"pass"}
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "device")]) == 0
+    assert f"{len(runs['device'])} passed, 0 failed, 0 errors" in capsys.readouterr().out

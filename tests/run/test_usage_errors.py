@@ -62,6 +62,10 @@ ISSUE_CASES = {
     "jobs huge": (["run", "--select", V, "--jobs", "1000"], "--jobs must be at most 256, not 1000"),
     "jobs -1": (["run", "--select", V, "--jobs", "-1"], "--jobs must be at least 1, not -1"),
     "seed -5": (["run", "--select", V, "--seed", "-5"], "--seed must be at least 0, not -5"),
+    "device cases 0": (["run", "--select", V, "--values", "device", "--device-cases", "0"],
+                       "--device-cases must be at least 1, not 0"),
+    "device workers 0": (["run", "--select", V, "--values", "device", "--device-workers", "0"],
+                         "--device-workers must be at least 1, not 0"),
     "select empty": (["run", "--select", ""], "--select '': an empty pattern"),
     "fuzz budget -1": (["fuzz", "layouts", "--budget", "-1"], "ptxconf fuzz layouts: --budget must be a positive number of seconds, not -1"),
     "fuzz seed -3": (["fuzz", "layouts", "--seed", "-3"], "--seed must be at least 0, not -3"),
@@ -161,6 +165,14 @@ def test_wmma_observe_on_the_emulator_is_one_line(capsys, tmp_path):
 def test_hgemm_run_without_cupy_says_install_it(capsys, tmp_path):
     assert "install cupy" in _usage(capsys, ["hgemm", "run", "--out", str(tmp_path / "h")])
     assert not (tmp_path / "h").exists()
+
+
+def test_values_on_the_device_without_cupy_says_install_it(capsys, tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real("numpy"))
+    line = _usage(capsys, ["run", "--select", V, "--backend", "pycuda", "--values", "device", "--out", str(tmp_path / "r")])
+    assert "--values device on a GPU needs cupy: install cupy" in line
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize("argv", [["specs", "figure", V, "--operand", "A", "-o", "{}/a.svg"],

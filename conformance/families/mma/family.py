@@ -38,11 +38,12 @@ class MmaFamily(Family):
     undefined_checks = ud.UNDEFINED_CHECKS  # mma.sp only
 
     def checks_of(self, v, requested: Iterable[str] | None) -> tuple[str, ...]:
-        """Dense forms have no metadata: none of its checks; ``undefined.selector`` is one verdict per value."""
+        """Dense forms have no metadata: none of its checks; a sparse form's default adds its metadata map (as its
+        plan does); ``undefined.selector`` is one verdict per value."""
         mine = self.checks_for(requested)
         if not is_sparse(v):
             return tuple(c for c in mine if c not in SPARSE_CHECKS + ud.UNDEFINED_CHECKS)
-        return mine
+        return mine + SPARSE_CHECKS if requested is None else mine
 
     def check_variant(self, v, path: tuple, src) -> None:
         spec.check_shapes(v, path, src)

@@ -309,10 +309,12 @@ class WgmmaBulk(BulkFields):
         return _registers(xp, d.view(_CONTAINER[dt.bits]), v.operands["D"], n)
 
 
-def bulk_cases(v: WgmmaVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> WgmmaBulk:
-    """The form's bulk cases at ``seed``: the immediate set, the layouts and the build drawn from their own streams."""
-    rng = variant_rng(v, seed, "bulk")
-    sets = immediate_sets(v)
-    imm = sets[int(rng.integers(len(sets)))]
+def bulk_cases(v: WgmmaVariant, seed: int, cc: tuple[int, int], max_ptx: PtxVersion, imm: dict | None = None
+               ) -> WgmmaBulk:
+    """The form's bulk cases at ``seed``: the immediate set (``imm``, else drawn), the layouts and the build drawn
+    from their own streams."""
+    if imm is None:
+        sets = immediate_sets(v)
+        imm = sets[int(variant_rng(v, seed, "bulk").integers(len(sets)))]
     target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
     return WgmmaBulk(v, seed, version, target, WgProbe(v, tuple(sorted(imm.items()))), 1, lanes=LANES)

@@ -39,6 +39,10 @@ class WgmmaFamily(Family):
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
 
+    def bulk_value_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> list:
+        """One for each immediate set, as the plan's value check runs each."""
+        return [bulk.bulk_cases(v, seed, cc, max_ptx, imm) for imm in wg.immediate_sets(v)]
+
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return wg.module_source(probes, version, target)
 

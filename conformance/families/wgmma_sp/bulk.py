@@ -93,11 +93,11 @@ class WgmmaSpBulk(WgmmaBulk):
         return dense
 
 
-def bulk_cases(v: WgmmaSpVariant, seed: int, cc: tuple[int, int], max_ptx) -> WgmmaSpBulk:
-    """The form's bulk cases at ``seed``: the immediate set and selector, the layouts and the build from their own
-    streams."""
-    rng = variant_rng(v, seed, "bulk")
-    sets = immediate_sets(v)
-    imm = sets[int(rng.integers(len(sets)))]
+def bulk_cases(v: WgmmaSpVariant, seed: int, cc: tuple[int, int], max_ptx, imm: dict | None = None) -> WgmmaSpBulk:
+    """The form's bulk cases at ``seed``: the immediate set and selector (``imm``, else drawn), the layouts and the
+    build from their own streams."""
+    if imm is None:
+        sets = immediate_sets(v)
+        imm = sets[int(variant_rng(v, seed, "bulk").integers(len(sets)))]
     target, version = pick_build(v, variant_rng(v, seed, "build"), cc, max_ptx)
     return WgmmaSpBulk(v, seed, version, target, sp.SpProbe(v, tuple(sorted(imm.items()))), 1, lanes=sp.LANES)

@@ -65,6 +65,12 @@ class WgmmaSpFamily(Family):
 
         return bulk_cases(v, seed, cc, max_ptx)
 
+    def bulk_value_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion) -> list:
+        """One for each immediate set and selector, as the plan's value check runs each."""
+        from .bulk import bulk_cases
+
+        return [bulk_cases(v, seed, cc, max_ptx, imm) for imm in immediate_sets(v)]
+
     def module_source(self, probes: list, version: PtxVersion, target: Target) -> str:
         return sp.module_source(probes, version, target)
 
