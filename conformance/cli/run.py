@@ -354,6 +354,7 @@ def cmd_replay(args) -> int:
         junit=Path(args.junit) if args.junit else None,
         quiet=args.quiet,
         out=Path(args.out) if args.out else None,
+        jobs=args.jobs or os.cpu_count() or 1,
     )
 
 
@@ -413,4 +414,6 @@ def add_parser(commands) -> None:
     r.add_argument("--junit", metavar="FILE")
     r.add_argument("--out", metavar="OUT", help="write results.jsonl and junit.xml of the replay here")
     r.add_argument("--quiet", action="store_true")
+    r.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes that draw the device's value checks again (default: one per core)")
     r.set_defaults(func=cmd_replay)

@@ -37,7 +37,8 @@ from ptxconf.isa.targets import PtxVersion
 
 from .bulkfuzz import batch_for, cases_differ, replay_case_command
 
-__all__ = ["CHECK", "DeviceValue", "DeviceValues", "drawn_on_device", "replay_record", "value_check", "SHOWN", "HANG_S"]
+__all__ = ["CHECK", "DeviceValue", "DeviceValues", "drawn_on_device", "replay_record", "replay_records", "value_check",
+           "SHOWN", "HANG_S"]
 
 CHECK = "value"  # the verdict the device's cases make: the host's value check, made elsewhere
 SHOWN = 4  # differing cases whose words are kept (the first ones): the comparator explains them in a replay
@@ -368,3 +369,37 @@ def replay_record(specs: Any, rec: dict) -> Verdict:
         f"{len(differ)} of {n} cases: the device's words differ from today's prediction (their digests; first: case "
         f"{first}, whose words were not kept): run it again to see them element by element"))
 
+
+
+_REPLAYING: list = []  # (specs, records) of the replay that forked the pool: inherited, never pickled
+
+
+def _replay_one(i: int) -> Verdict | str:
+    specs, recs = _REPLAYING[0]
+    try:
+        return replay_record(specs, recs[i])
+    except Exception as exc:  # noqa: BLE001 - a record this variant's draw cannot use: that record's error
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+
+
+def _one_blas_thread() -> None:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
+def replay_records(specs: Any, recs: list[dict], jobs: int) -> list[Verdict | str]:
+    """:func:`replay_record` of each of ``recs`` (its verdict, or why it cannot be replayed), in ``jobs`` forked
+    processes: drawing a run's cases again and predicting their words is most of a replay (a quarter of a second a
+    check at 256 cases of a large wgmma form)."""
+    _REPLAYING[:] = [(specs, recs)]
+    try:
+        if jobs <= 1 or len(recs) < 2:
+            return [_replay_one(i) for i in range(len(recs))]
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(jobs, len(recs)), mp_context=mp.get_context("fork"),
+                                 initializer=_one_blas_thread) as pool:
+            return list(pool.map(_replay_one, range(len(recs)), chunksize=4))
+    finally:
+        _REPLAYING.clear()

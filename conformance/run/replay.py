@@ -25,7 +25,7 @@ from ptxconf.core.family import compare, run_variants_of
 from ptxconf.core.verdict import UNDEFINED, Verdict
 from ptxconf.isa.loader import Specs
 from ptxconf.run.devicevalues import CHECK as DEVICE_CHECK
-from ptxconf.run.devicevalues import replay_record
+from ptxconf.run.devicevalues import replay_records
 from ptxconf.run.observations import (
     DEVICE_VALUES,
     Observation,
@@ -73,12 +73,13 @@ def _variant_by_file(specs: Specs) -> dict[str, str]:
     return {observation_stem(observation_name(vid, 0)): vid for vid in specs.variants}
 
 
-def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: bool = False, out: Path | None = None) -> int:
+def replay_dir(specs: Specs, directory: Path, junit: Path | None = None, quiet: bool = False, out: Path | None = None,
+               jobs: int = 1) -> int:
     """Replay every observation under DIR/observations; writes reports only under ``out`` / ``junit``."""
     if out is None:
         with tempfile.TemporaryDirectory(prefix="ptxconf-replay-") as tmp:
-            return _replay(specs, directory, junit, quiet, Path(tmp))
-    return _replay(specs, directory, junit, quiet, out)
+            return _replay(specs, directory, junit, quiet, Path(tmp), jobs)
+    return _replay(specs, directory, junit, quiet, out, jobs)
 
 
 def _damaged(log: RunLog, specs: Specs, obs: Observation, problem: str, checks: list[str] | None) -> None:
@@ -124,7 +125,7 @@ def _replay_file(log: RunLog, specs: Specs, obs: Observation) -> None:
         log.add_verdict(specs, verdict, 0.0, "replay")
 
 
-def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path) -> None:
+def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path, jobs: int) -> None:
     """The value checks the device made: each (variant, check, seed) once, its last record (a resumed run may have made one
     again); a line that cannot be read or used is one error naming the file and line."""
     last: dict[tuple, tuple[int, dict]] = {}
@@ -134,23 +135,25 @@ def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path) ->
                            f"{bad}\nthe other records replay"))
             continue
         last[(rec["variant"], rec.get("check"), rec["seed"])] = (number, rec)
+    known = []
     for (vid, check, seed), (number, rec) in last.items():
-        v = specs.variants.get(vid)
-        where = f"{path.name}:{number}"
-        if v is None:
-            log.add(Record(vid, "unknown", where, check or DEVICE_CHECK, seed, "error", "variant no longer in specs",
-                           f"recorded in {where}"))
+        if vid in specs.variants:
+            known.append((number, rec))
             continue
-        try:
-            verdict = replay_record(specs, rec)
-        except Exception as exc:  # noqa: BLE001 - a record this variant's draw cannot use: that record's error
-            log.add(Record(vid, v.family, v.file, check or DEVICE_CHECK, seed, "error", f"{where}: {why(exc)}",
-                           f"{where}: the record cannot be replayed ({why(exc)}); the other records replay"))
+        where = f"{path.name}:{number}"
+        log.add(Record(vid, "unknown", where, check or DEVICE_CHECK, seed, "error", "variant no longer in specs",
+                       f"recorded in {where}"))
+    for (number, rec), verdict in zip(known, replay_records(specs, [r for _, r in known], jobs)):
+        if isinstance(verdict, str):  # a record this variant's draw cannot use: that record's error
+            v, where = specs.variants[rec["variant"]], f"{path.name}:{number}"
+            log.add(Record(v.id, v.family, v.file, rec.get("check") or DEVICE_CHECK, rec["seed"], "error",
+                           f"{where}: {verdict}", f"{where}: the record cannot be replayed ({verdict}); the other "
+                           "records replay"))
             continue
         log.add_verdict(specs, verdict, 0.0, "replay")
 
 
-def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path) -> int:
+def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path, jobs: int) -> int:
     obs_dir = directory / "observations"
     files = observation_files(obs_dir)
     device = list(read_device_values(obs_dir))
@@ -169,7 +172,7 @@ def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out:
     run_variants_of(specs)  # runnable variants derived from today's documents (e.g. tcgen05)
     for path in files:
         _replay_file(log, specs, read_observation(path))
-    _replay_device_values(log, specs, device, obs_dir / DEVICE_VALUES)
+    _replay_device_values(log, specs, device, obs_dir / DEVICE_VALUES, jobs)
     log.write_junit()
     log.close()
     c = log.counts()

@@ -131,22 +131,25 @@ _DEVICE_VALUES = ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16/ss",
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("cupy") is None, reason="no CuPy: --values device needs it")
-def test_value_checks_on_the_device_are_the_host_s_checks_and_replay(tmp_path, capsys):
-    """``--values device`` on the GPU: the same checks as the host's, all passing; every record replays from its
-    digests on the host (CuPy's digests are NumPy's)."""
+def test_value_checks_on_the_device_are_the_host_s_checks_and_replay(tmp_path):
+    """``--values device`` on the GPU, as a user types it (a fresh process, which starts no CUDA before it forks
+    the device's workers): the same checks as the host's, all passing; every record replays from its digests on the
+    host (CuPy's digests are NumPy's)."""
     import json
-
-    from ptxconf.cli import main
+    import subprocess
+    import sys
 
     sel = [a for v in _DEVICE_VALUES for a in ("--select", v)]
     runs = {}
     for values in ("host", "device"):
         out = tmp_path / values
-        assert main(["run", "--backend", "pycuda", *sel, "--out", str(out), "--quiet", "--values", values,
-                     "--device-cases", "300"]) == 0
+        cmd = [sys.executable, "-m", "ptxconf.console", "run", "--backend", "pycuda", *sel, "--out", str(out), "--quiet",
+               "--values", values, "--device-cases", "300"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
         runs[values] = {(r["variant"], r["check"]): r["status"]
                         for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert runs["host"] == runs["device"] and set(runs["device"].values()) == {"pass"}
-    capsys.readouterr()
-    assert main(["replay", str(tmp_path / "device")]) == 0
-    assert f"{len(runs['device'])} passed, 0 failed, 0 errors" in capsys.readouterr().out
+    done = subprocess.run([sys.executable, "-m", "ptxconf.console", "replay", str(tmp_path / "device")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and f"{len(runs['device'])} passed, 0 failed, 0 errors" in done.stdout, done.stdout
