@@ -260,3 +260,25 @@ def test_a_resumed_run_makes_only_what_it_had_not_recorded(monkeypatch, tmp_path
     assert made == [sorted(gone)]
     after = _results(out)
     assert {k: r["status"] for k, r in after.items()} == {k: r["status"] for k, r in before.items()}
+
+
+def test_no_host_plan_makes_a_value_check_the_device_makes():
+    """Every family's plan, asked for the checks a device run leaves to the host, makes no value check of its own (a
+    .b1 wgmma form's value check stands in for its maps: the device makes it, and its host part is empty)."""
+    from ptxconf.core.plan import support_reason
+    from ptxconf.isa.targets import PtxVersion
+    from ptxconf.run.runner import RunRequest, plan_variant
+
+    cc, max_ptx = (9, 0), PtxVersion(9, 0)
+    every = [v for v in SPECS.variants.values() if drawn_on_device(v) and support_reason(v, cc, max_ptx) is None]
+    sample = [v for i, v in enumerate(every) if i % 12 == 0 or getattr(v, "atype", "") == "b1"]
+    request = RunRequest(0, None, values_elsewhere=frozenset(v.id for v in sample))
+    host_less = 0
+    for v in sample:
+        checks = request.checks_for(v)
+        if not family_of(v).checks_of(v, checks):
+            host_less += 1
+            continue
+        made = [cs.check for cs in plan_variant(v, 0, cc, max_ptx, checks).case_sets]
+        assert made and not [c for c in made if c.split("[")[0] == "value"], (v.id, made)
+    assert host_less >= 36  # the .b1 wgmma forms

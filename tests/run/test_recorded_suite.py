@@ -46,3 +46,18 @@ def test_wmma_rerun_passes_every_form_and_replays(tmp_path):
     s = json.loads((WMMA / "summary.json").read_text())
     assert s["status"] == "complete" and s["counts"] == {"pass": 1200} and s["variants_done"] == 300
     assert replay_dir(load_specs(), WMMA, quiet=True, out=tmp_path / "replay") == 0
+
+
+DEVICE = SUITE.parent / "h200-device-values" / "run"
+
+
+def test_value_checks_made_on_an_h200_replay_from_their_digests(tmp_path, capsys):
+    """A ``--values device`` run on an H200: its value checks (the device's cases, kept as digests) are drawn again
+    and predicted here, every digest against the one the GPU's words gave; its other checks replay from their words."""
+    s = json.loads((DEVICE / "summary.json").read_text())
+    assert s["status"] == "complete" and s["device"]["gpu"] == "NVIDIA H200"
+    assert "--values device --device-cases 64" in s["command"]
+    lines = (DEVICE / "observations" / "device_values.jsonl").read_text().splitlines()
+    assert len(lines) > 40 and all(json.loads(x)["cases"] == 64 for x in lines)
+    assert replay_dir(load_specs(), DEVICE, quiet=True, out=tmp_path / "replay", jobs=2) == 0
+    assert f"{s['counts']['pass']} passed, 0 failed, 0 errors" in capsys.readouterr().out

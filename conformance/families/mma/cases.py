@@ -120,7 +120,9 @@ def float_grid(type_name: str, vmax: float, frac_bits: int) -> np.ndarray:
         step = 2.0**-frac_bits
         vals = np.arange(-vmax, vmax + step / 2, step)
     vals = vals[(np.abs(vals) <= vmax) & (np.mod(vals * 2.0**frac_bits, 1.0) == 0)]
-    return np.unique(vals)
+    # One zero, +0.0: ``np.unique`` keeps whichever of -0.0 and +0.0 its sort puts first, which NumPy 2.4 and 2.5 order
+    # differently (a seed drew other bits on another machine: an H200's run then did not replay here).
+    return np.unique(vals + 0.0)
 
 
 def _value_params(v: Variant) -> tuple[dict[str, tuple[float, int]], float]:

@@ -36,6 +36,14 @@ class WgmmaFamily(Family):
     def passed(self, v, rec):
         return wg.passed(v, rec)
 
+    def checks_of(self, v, requested: Iterable[str] | None) -> tuple[str, ...]:
+        """A .b1 form's elements are single bits, too few to tag: its value check stands in for the maps (its plan makes
+        ``value`` for any of them)."""
+        mine = self.checks_for(requested)
+        if v.atype != "b1":
+            return mine
+        return ("value",) if any(c == "value" or c.startswith("map.") for c in mine) else mine
+
     def bulk_cases(self, v, seed: int, cc: tuple[int, int], max_ptx: PtxVersion):
         return bulk.bulk_cases(v, seed, cc, max_ptx)
 
