@@ -20,3 +20,10 @@ ptxconf run --backend pycuda --values device --device-cases 64 --select 'wgmma.m
 ptxconf replay run
 ptxconf bench --backend pycuda --suite-only --values device -o bench-device.json
 ptxconf bench --backend pycuda --suite-only -o bench-host.json
+# Call 5: a sampled profile of a run of value checks only (profile-device-workers.txt, samples summed by process kind).
+ptxconf run --backend pycuda --values device --check value --quiet --out warm
+py-spy record --subprocesses -r 100 -f raw -o spy.txt -- ptxconf run --backend pycuda --values device --check value --quiet --out spy
+# Call 6: one digest kernel and one copy back a check; device and host alternated; the device path's GPU test.
+ptxconf run --backend pycuda --quiet --out dev-w1 --values device
+ptxconf run --backend pycuda --quiet --out host-w1
+python3 -m pytest -q -rfs tests/run/test_gpu.py -k device
