@@ -104,6 +104,30 @@ def test_kill_9_then_resume_completes_and_replays(point, tmp_path, reference, ta
     tally.check(lost=lost + differ, false_passes=false_passes, injected=1)
 
 
+def test_kill_9_of_a_run_whose_device_makes_the_value_checks_then_resume(tmp_path, reference, tally):
+    """``--values device``: the device's workers die with the run; ``--resume`` makes each value check it had not
+    recorded (and no other) once, and the whole run replays, its value checks from their digests."""
+    out = tmp_path / "run"
+    results = out / "results.jsonl"
+    extra = ("--values", "device", "--device-cases", "8", "--jobs", "2")
+    delays = {"PTXCONF_FAULT_VERDICT_DELAY": "0.06", "PTXCONF_FAULT_MODULE_PLANS": "2"}
+    child = Child(run_args(out, *extra), tmp_path / "logs", child_env(**delays))
+    wait_until(lambda: line_count(results) >= 10, 30, child, "10 results lines")
+    child.kill_now()  # and no process of the run is left, the device's workers included
+    recorded, false_passes = _check_recorded(out, reference)
+    rc, resumed = run_child(run_args(out, "--resume", *extra), tmp_path / "logs2", driver=True)
+    assert rc == 0, resumed.stderr()
+    records, cut = read_results(results)
+    assert not cut
+    final = as_verdicts(records)  # each (variant, check) exactly once
+    assert sorted(final) == sorted(reference)
+    lost = sum(1 for k, s in recorded.items() if final.get(k) != s)
+    false_passes += sum(1 for k, s in final.items() if s == "pass" and reference[k] != "pass")
+    replayed = replay_verdicts(out, tmp_path / "replay")
+    differ = sum(1 for k, s in final.items() if replayed.get(k) != s)
+    tally.check(lost=lost + differ, false_passes=false_passes, injected=1)
+
+
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_the_run_as_interrupted(signum, code, tmp_path, reference, tally):
     out = tmp_path / "run"
