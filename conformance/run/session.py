@@ -250,7 +250,7 @@ class RunSession:
         host_done = {vid for vid, c in self.skip_done if not _is_value(c)}
         for v in self.variants:
             here = not on_device or bool(family_of(v).checks_of(v, request.checks_for(v)))
-            there = v.id in elsewhere and DEVICE_CHECK in family_of(v).checks_for(self.checks)
+            there = v.id in elsewhere and any(_is_value(c) for c in family_of(v).checks_of(v, self.checks))
             if here and not (v.id in host_done if on_device else self._all_done(v)):
                 todo.append(v)
                 parts[v.id] = parts.get(v.id, 0) + 1
@@ -264,7 +264,7 @@ class RunSession:
             parts[v.id] -= 1
             if not parts[v.id]:
                 self.variants_done.add(v.id)
-                progress.update(1, family_of(v).name, statuses)
+            progress.update(0 if parts[v.id] else 1, family_of(v).name, statuses)  # a variant counts once it is done
             if time.monotonic() - last_summary[0] > PROGRESS_EVERY_S:
                 self._write_summary("running")
                 last_summary[0] = time.monotonic()

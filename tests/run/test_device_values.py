@@ -282,3 +282,16 @@ def test_no_host_plan_makes_a_value_check_the_device_makes():
         made = [cs.check for cs in plan_variant(v, 0, cc, max_ptx, checks).case_sets]
         assert made and not [c for c in made if c.split("[")[0] == "value"], (v.id, made)
     assert host_less >= 36  # the .b1 wgmma forms
+
+
+def test_a_check_that_the_value_check_stands_in_for_is_made_on_the_device(tmp_path):
+    """``--check map.A`` of a .b1 wgmma form is its value check (its elements are too few to tag), on the host or on
+    the device alike."""
+    b1 = "wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc/ss"
+    got = {}
+    for values in ("host", "device"):
+        out = tmp_path / values
+        assert cli_main(["run", "--backend", "emulator", "--jobs", "1", "--quiet", "--out", str(out), "--select", b1,
+                         "--check", "map.A", "--values", values, "--device-cases", "8"]) == 0
+        got[values] = {k: r["status"] for k, r in _results(out).items()}
+    assert got["host"] == got["device"] == {(b1, "value"): "pass"}
