@@ -5,7 +5,8 @@ compares two run directories check by check (statuses, from results.jsonl or,
 for older runs, junit.xml), the observed lane maps (observed_maps.npz: which
 lanes and elements moved), the raw D words where both runs fed the same inputs
 (observations/*.npz: inputs are compared first; when they differ the outputs
-are not), and the header of each summary.json (device, driver, CUDA, toolchain,
+are not), the value checks a device made (observations/device_values.jsonl: each case's digest where both runs
+drew the same inputs, by their digest), and the header of each summary.json (device, driver, CUDA, toolchain,
 spec hash, tool version, git revision, timestamp; absent fields are "not
 recorded").
 
@@ -24,6 +25,7 @@ ran, not how it was named).
 
 from __future__ import annotations
 
+import base64
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -40,10 +42,12 @@ from ptxconf.core.safe_files import (
 )
 from ptxconf.core.verdict import UNDEFINED, UNDEFINED_LABEL
 from ptxconf.run.observations import (
+    DEVICE_VALUES,
     MAX_REPORT,
     Observation,
     observation_files,
     observation_stem,
+    read_device_values,
     read_observation,
     read_observed_maps,
     read_results_bytes,
@@ -420,6 +424,63 @@ def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str
     return out, {"in both": len(bf & nf), "same inputs and outputs": same, **tally}, []
 
 
+def _device_records(run: RunDir) -> tuple[dict[tuple, dict], list[str]]:
+    """A run's device value records by (variant, check, seed), the last of each (a resumed run may repeat one), and
+    what could not be read."""
+    got: dict[tuple, dict] = {}
+    bad: list[str] = []
+    try:
+        for _number, rec, why in read_device_values(run.path / "observations"):
+            if rec is None:
+                bad.append(why or "unreadable")
+            else:
+                got[(rec["variant"], rec.get("check", "value"), rec["seed"])] = rec
+    except (UntrustedFileError, OSError) as exc:
+        bad.append(f"{DEVICE_VALUES}: {exc}")
+    return got, bad
+
+
+def _digests(rec: dict) -> np.ndarray | None:
+    try:
+        return np.frombuffer(base64.b64decode(rec["digests"]), dtype="<u8")
+    except (ValueError, TypeError):
+        return None
+
+
+def _device_values(base: RunDir, new: RunDir) -> tuple[list[dict], dict]:
+    """The value checks both runs' devices made: where both drew the same inputs (their digest and count), the cases
+    whose out words' digests differ; else that the inputs differ (outputs not compared)."""
+    (b, bbad), (n, nbad) = _device_records(base), _device_records(new)
+    rows: list[dict] = [{"variant": DEVICE_VALUES, "check": "", "seed": None, "change": "damaged",
+                         "problem": f"{label}: {why}"} for label, bad in (("BASE", bbad), ("NEW", nbad)) for why in bad]
+    same = 0
+    for key in sorted(b.keys() | n.keys(), key=str):
+        vid, check, seed = key
+        row: dict[str, Any] = {"variant": vid, "check": check, "seed": seed}
+        if key not in b or key not in n:
+            rows.append({**row, "change": "only in BASE" if key not in n else "only in NEW"})
+            continue
+        rb, rn = b[key], n[key]
+        if (rb.get("in_digest"), rb.get("cases")) != (rn.get("in_digest"), rn.get("cases")):
+            rows.append({**row, "change": "inputs differ", "why": f"{rb.get('cases')} -> {rn.get('cases')} cases, "
+                                                                  "inputs' digest " + ("same" if rb.get("in_digest") ==
+                                                                                       rn.get("in_digest") else "differs")})
+            continue
+        db, dn = _digests(rb), _digests(rn)
+        if db is None or dn is None or db.shape != dn.shape:
+            rows.append({**row, "change": "damaged", "problem": "digests unreadable or of other counts"})
+            continue
+        differ = np.flatnonzero(db != dn)
+        if not len(differ):
+            same += 1
+            continue
+        rows.append({**row, "change": "outputs differ", "cases_differing": int(len(differ)), "cases": int(len(db)),
+                     "first": [int(c) for c in differ[:8]]})
+    rows = _by_kind(rows)
+    return rows, ({"in both": len(b.keys() & n.keys()), "same inputs and outputs": same,
+                   **Counter(r["change"] for r in rows)} if b or n or rows else {})
+
+
 def diff_runs(base_dir: Path, new_dir: Path) -> dict:
     """The whole comparison as one JSON-able document; ``changed`` decides the exit status."""
     base, new = load_run(base_dir), load_run(new_dir)
@@ -427,13 +488,14 @@ def diff_runs(base_dir: Path, new_dir: Path) -> dict:
     statuses = _status_changes(base, new)
     maps, map_notes = _map_changes(base, new)
     observations, obs_tally, obs_notes = _observations(base, new)
+    device, device_tally = _device_values(base, new)
     notes = [f"BASE {w}" for w in base.warnings] + [f"NEW {w}" for w in new.warnings] + map_notes + obs_notes
     if base.records is None or new.records is None:
         which = " and ".join(n for n, r in (("BASE", base), ("NEW", new)) if r.records is None)
         notes.append(f"statuses: no results.jsonl or junit.xml in {which}; not compared")
     damaged = bool(base.warnings or new.warnings or [n for n in map_notes if "unreadable" in n])
     changed = (any(r["changed"] and r["counts"] for r in header) or bool(statuses) or bool(maps)
-               or bool(observations) or damaged)
+               or bool(observations) or bool(device) or damaged)
     counts = {label: dict(Counter(r["status"] for r in run.records.values())) if run.records is not None else None
               for label, run in (("base", base), ("new", new))}
     return {
@@ -444,6 +506,7 @@ def diff_runs(base_dir: Path, new_dir: Path) -> dict:
         "status_changes": statuses,
         "map_changes": maps,
         "observations": {"summary": obs_tally, "changes": observations},
+        "device_values": {"summary": device_tally, "changes": device},
         "notes": notes,
     }
 
@@ -544,6 +607,23 @@ def render_text(doc: dict, limit: int = 20) -> str:
                 items.append(f"  {o['variant']}: {o['change']}" + (f" ({o['why']})" if "why" in o else ""))
         lines += _limited(items, limit)
         lines += _only_in([(o["variant"], o["change"]) for o in obs["changes"]], "observations", limit)
+    dev = doc.get("device_values") or {"summary": {}, "changes": []}
+    if dev["summary"]:
+        lines.append("value checks made on the device: " + ", ".join(f"{v} {k}" for k, v in dev["summary"].items()))
+        items = []
+        for o in dev["changes"]:
+            name = f"{o['variant']}:{o['check']}:seed={o['seed']}"
+            if o["change"] == "outputs differ":
+                first = ", ".join(map(str, o["first"]))
+                items.append(f"  {name}: {o['cases_differing']} of {o['cases']} cases' out words differ for the same "
+                             f"inputs (their digests; cases {first}): `ptxconf fuzz case` runs one on each device")
+            elif o["change"] == "damaged":
+                items.append(f"  {DEVICE_VALUES}: damaged: {o['problem']}")
+            elif not o["change"].startswith("only in"):
+                items.append(f"  {name}: {o['change']}" + (f" ({o['why']})" if "why" in o else ""))
+        lines += _limited(items, limit)
+        lines += _only_in([(f"{o['variant']}:{o['check']}", o["change"]) for o in dev["changes"]],
+                          "device value checks", limit)
     for note in doc["notes"]:
         lines.append(f"note: {note}")
     lines.append("changed" if doc["changed"] else "no change")

@@ -295,3 +295,31 @@ def test_a_check_that_the_value_check_stands_in_for_is_made_on_the_device(tmp_pa
                          "--check", "map.A", "--values", values, "--device-cases", "8"]) == 0
         got[values] = {k: r["status"] for k, r in _results(out).items()}
     assert got["host"] == got["device"] == {(b1, "value"): "pass"}
+
+
+def test_diff_compares_the_device_s_cases_by_their_digests(both, tmp_path, capsys):
+    """Two runs whose devices made the value checks: a case whose out words differ is named (the same inputs, by their
+    digest), a check whose inputs differ is not compared, a check in one run only is listed."""
+    import shutil
+
+    _, (_, device) = both
+    copy = tmp_path / "copy"
+    shutil.copytree(device, copy)
+    assert cli_main(["diff", str(device), str(copy)]) == 0
+    recs = _records(device)
+
+    def tamper(recs):
+        digests = np.frombuffer(base64.b64decode(recs[0]["digests"]), "<u8").copy()
+        digests[[2, 9]] ^= 1
+        recs[0]["digests"] = base64.b64encode(digests.tobytes()).decode()
+        recs[1]["in_digest"] = "0" * 16
+        return recs[:-1]
+
+    _rewrite(copy, tamper)
+    capsys.readouterr()
+    assert cli_main(["diff", str(device), str(copy)]) == 1
+    text = capsys.readouterr().out
+    first, second, last = (f"{r['variant']}:{r['check']}" for r in (recs[0], recs[1], recs[-1]))
+    assert f"{first}:seed=0: 2 of 24 cases' out words differ for the same inputs (their digests; cases 2, 9)" in text
+    assert f"{second}:seed=0: inputs differ" in text
+    assert "only in BASE" in text and last in text
