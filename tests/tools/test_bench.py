@@ -17,7 +17,7 @@ def test_bench_times_the_run_cold_and_warm_and_the_model(tmp_path, capsys, monke
     import ptxconf.tools.bench as bench
 
     real = bench.suite
-    monkeypatch.setattr(bench, "suite", lambda name, select, seed, devices=None: real(name, [M16], seed, devices))  # the whole suite: minutes
+    monkeypatch.setattr(bench, "suite", lambda name, select, seed, devices=None, values="host": real(name, [M16], seed, devices, values))  # the whole suite: minutes
     out = tmp_path / "bench.json"
     rc = main(["bench", "--backend", "emulator", "--select", M16, "--suite", "--baseline-variants", "1",
                "--numerics-dots", "2000", "-o", str(out)])
@@ -49,7 +49,7 @@ def test_bench_suite_only_times_just_the_suite_and_keeps_each_section_as_it_ends
 
     seen = []
 
-    def suite(name, select, seed, devices=None):  # the file holds what ended before the suite began
+    def suite(name, select, seed, devices=None, values="host"):  # the file holds what ended before the suite began
         seen.append(json.loads(out.read_text()) if out.exists() else None)
         return {"command": f"ptxconf run --backend {name}"}
 
