@@ -97,6 +97,14 @@ def batch_for(bc: Any, batch: int, xp: Any = np) -> int:
     return max(1, min(batch, bound // max(per_case, 1)))
 
 
+def launch_drawn(device: Any, bc: Any, module: Any, drawn: Any, first: int) -> Any:
+    """The out words of drawn cases ``first ..`` of ``bc``, launched with their slots rotated by the seed and the
+    batch (a case's outcome must not hang on the slot it runs in)."""
+    xp, n = device.xp, drawn.in_words.shape[0]
+    order = xp.roll(xp.arange(n, dtype=xp.uint32), (bc.seed * 7919 + first) % n)
+    return device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
+
+
 def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: dict[str, float],
              backend_name: str) -> tuple[int, list[str]]:
     """Every batch of one (variant, seed): (cases verified, failure lines)."""
@@ -111,8 +119,7 @@ def _run_one(device: Any, bc: Any, module: Any, cases: int, batch: int, stages: 
         drawn = bc.draw(xp, first, n)
         device.synchronize()
         t1 = time.perf_counter()
-        order = xp.roll(xp.arange(n, dtype=xp.uint32), (bc.seed * 7919 + first) % n)
-        out = device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
+        out = launch_drawn(device, bc, module, drawn, first)
         device.synchronize()
         t2 = time.perf_counter()
         bad = cases_differ(xp, out.reshape(n, -1), drawn.expected.reshape(n, -1), drawn.defined.reshape(1, -1))

@@ -36,7 +36,8 @@ from ptxconf.core.plan import support_reason
 from ptxconf.core.verdict import Verdict
 from ptxconf.isa.targets import PtxVersion
 
-from .bulkfuzz import batch_for, cases_differ, replay_case_command
+from .bulkfuzz import batch_for, cases_differ, launch_drawn, replay_case_command
+from .observations import why
 
 __all__ = ["CHECK", "DeviceValue", "DeviceValues", "drawn_on_device", "replay_record", "replay_records", "value_check",
            "SHOWN", "HANG_S"]
@@ -99,11 +100,11 @@ def value_check(device: Any, bc: Any, module: Any, n: int, backend: str, cc: tup
     v = bc.variant
     t0 = time.perf_counter()
     digests, in_digest, differing, shown = [], 0, [], []
-    for first in range(0, n, batch_for(bc, n, xp)):
-        k = min(batch_for(bc, n, xp), n - first)
+    batch = batch_for(bc, n, xp)
+    for first in range(0, n, batch):
+        k = min(batch, n - first)
         drawn = bc.draw(xp, first, k)
-        order = xp.roll(xp.arange(k, dtype=xp.uint32), (bc.seed * 7919 + first) % k)
-        out = device.launch(module, bc.probe, drawn.in_words, bc.out_words, order, bc.warps_per_block)
+        out = launch_drawn(device, bc, module, drawn, first)
         bad = cases_differ(xp, out.reshape(k, -1), drawn.expected.reshape(k, -1), drawn.defined.reshape(1, -1))
         # One copy back (one wait on the device): the cases' digests, the inputs' digest, how many cases differ.
         packed = host(xp.concatenate([case_digests(xp, out, drawn.defined),
@@ -210,6 +211,7 @@ def _serve(parent: int, conn: Any, make_device: Callable[[], Any], variants: lis
 @dataclass
 class _Worker:
     proc: Any
+    device: int  # the GPU it drives (a fresh worker after it drives the same)
     rest: deque  # indices not yet reported, in order
     running: int | None = None
     last: float = field(default_factory=time.monotonic)
@@ -248,8 +250,7 @@ class DeviceValues:
                                  daemon=True)
         proc.start()
         child.close()
-        self.workers[parent] = _Worker(proc, rest)
-        self.workers[parent].device = device  # type: ignore[attr-defined]
+        self.workers[parent] = _Worker(proc, device, rest)
 
     def ready(self, wait_all: bool = False, stop: Callable[[], bool] = lambda: False) -> Iterator[list[DeviceValue]]:
         """The results that have come in; with ``wait_all``, every one, until the workers end (or ``stop()``)."""
@@ -297,7 +298,7 @@ class DeviceValues:
         elif kind == "restart":  # it reported its error and leaves: its device may be unusable
             self._end(conn)
             self.restarts += 1
-            self._spawn(w.device, w.rest)  # type: ignore[attr-defined]
+            self._spawn(w.device, w.rest)
         elif kind == "end":
             self._end(conn)
 
@@ -309,7 +310,7 @@ class DeviceValues:
             i = w.rest.popleft() if w.rest and w.rest[0] == w.running else w.running
             yield [DeviceValue(_failed(self.variants[i], self.seed, why, self.backend))]
         self.restarts += 1
-        self._spawn(w.device, w.rest)  # type: ignore[attr-defined]
+        self._spawn(w.device, w.rest)
 
     def _end(self, conn: Any) -> None:
         w = self.workers.pop(conn)
@@ -351,8 +352,9 @@ def replay_record(specs: Any, rec: dict) -> Verdict:
     if len(recorded) != n:
         raise ValueError(f"{len(recorded)} digests for {n} cases")
     digests, in_digest = [], 0
-    for first in range(0, n, batch_for(bc, n)):
-        k = min(batch_for(bc, n), n - first)
+    batch = batch_for(bc, n)
+    for first in range(0, n, batch):
+        k = min(batch, n - first)
         drawn = bc.draw(np, first, k)
         digests.append(case_digests(np, drawn.expected, drawn.defined))
         in_digest += int(case_digests(np, drawn.in_words, None).sum(dtype=np.uint64))
@@ -385,7 +387,7 @@ def _replay_one(i: int) -> Verdict | str:
     try:
         return replay_record(specs, recs[i])
     except Exception as exc:  # noqa: BLE001 - a record this variant's draw cannot use: that record's error
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        return why(exc)
 
 
 def _one_blas_thread() -> None:

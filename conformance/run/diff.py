@@ -45,9 +45,9 @@ from ptxconf.run.observations import (
     DEVICE_VALUES,
     MAX_REPORT,
     Observation,
+    latest_device_values,
     observation_files,
     observation_stem,
-    read_device_values,
     read_observation,
     read_observed_maps,
     read_results_bytes,
@@ -425,19 +425,12 @@ def _observations(base: RunDir, new: RunDir) -> tuple[list[dict], dict, list[str
 
 
 def _device_records(run: RunDir) -> tuple[dict[tuple, dict], list[str]]:
-    """A run's device value records by (variant, check, seed), the last of each (a resumed run may repeat one), and
-    what could not be read."""
-    got: dict[tuple, dict] = {}
-    bad: list[str] = []
+    """A run's device value records by (variant, check, seed), the last of each, and what could not be read."""
     try:
-        for _number, rec, why in read_device_values(run.path / "observations"):
-            if rec is None:
-                bad.append(why or "unreadable")
-            else:
-                got[(rec["variant"], rec.get("check", "value"), rec["seed"])] = rec
+        last, bad = latest_device_values(run.path / "observations")
     except (UntrustedFileError, OSError) as exc:
-        bad.append(f"{DEVICE_VALUES}: {exc}")
-    return got, bad
+        return {}, [f"{DEVICE_VALUES}: {exc}"]
+    return {key: rec for key, (_number, rec) in last.items()}, bad
 
 
 def _digests(rec: dict) -> np.ndarray | None:

@@ -44,7 +44,7 @@ from ptxconf.generators.ptx import Surroundings
 
 from .files import ZSTD_MAGIC, atomic_write, stored_zip, zstd_compress_parts
 
-__all__ = ["DEVICE_VALUES", "append_device_value", "read_device_values", "OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
+__all__ = ["DEVICE_VALUES", "append_device_value", "read_device_values", "latest_device_values", "OBSERVATION_SUFFIX", "PENDING", "Observation", "observation_name", "find_observation", "has_observation",
            "observation_files", "observation_stem", "observation_seed", "open_observation", "load_observation",
            "read_observation", "write_observation", "publish_observation", "publish_observation_of", "observation_bytes", "records",
            "recorded_checks", "read_summary", "read_results_bytes", "read_results_lines", "result_record", "read_observed_maps", "read_observed_index",
@@ -132,6 +132,19 @@ def read_device_values(directory: Path) -> Iterator[tuple[int, dict | None, str 
             yield n, rec, None
         except (ValueError, UntrustedFileError) as exc:
             yield n, None, f"{path.name}:{n}: {why(exc)}"
+
+
+def latest_device_values(directory: Path) -> tuple[dict[tuple, tuple[int, dict]], list[str]]:
+    """``directory``'s device value records by (variant, check, seed), each the last written (a resumed run may have
+    made one again) with its line number; and what is wrong with each line that cannot be read."""
+    last: dict[tuple, tuple[int, dict]] = {}
+    bad: list[str] = []
+    for number, rec, problem in read_device_values(directory):
+        if rec is None:
+            bad.append(problem or f"{DEVICE_VALUES}:{number}: unreadable")
+        else:
+            last[(rec["variant"], rec.get("check", "value"), rec["seed"])] = (number, rec)
+    return last, bad
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -29,10 +29,10 @@ from ptxconf.run.devicevalues import replay_records
 from ptxconf.run.observations import (
     DEVICE_VALUES,
     Observation,
+    latest_device_values,
     observation_files,
     observation_name,
     observation_stem,
-    read_device_values,
     read_observation,
     read_summary,
     recorded_checks,
@@ -125,28 +125,24 @@ def _replay_file(log: RunLog, specs: Specs, obs: Observation) -> None:
         log.add_verdict(specs, verdict, 0.0, "replay")
 
 
-def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path, jobs: int) -> None:
-    """The value checks the device made: each (variant, check, seed) once, its last record (a resumed run may have made one
-    again); a line that cannot be read or used is one error naming the file and line."""
-    last: dict[tuple, tuple[int, dict]] = {}
-    for number, rec, bad in lines:
-        if rec is None:
-            log.add(Record("unknown", "unknown", str(path), DEVICE_CHECK, -1, "error", bad or "unreadable",
-                           f"{bad}\nthe other records replay"))
-            continue
-        last[(rec["variant"], rec.get("check"), rec["seed"])] = (number, rec)
+def _replay_device_values(log: RunLog, specs: Specs, obs_dir: Path, jobs: int) -> None:
+    """The value checks the device made: each (variant, check, seed) once, its last record; a line that cannot be read
+    or used is one error naming the file and line."""
+    last, bad = latest_device_values(obs_dir)
+    for problem in bad:
+        log.add(Record("unknown", "unknown", str(obs_dir / DEVICE_VALUES), DEVICE_CHECK, -1, "error", problem,
+                       f"{problem}\nthe other records replay"))
     known = []
     for (vid, check, seed), (number, rec) in last.items():
         if vid in specs.variants:
             known.append((number, rec))
             continue
-        where = f"{path.name}:{number}"
-        log.add(Record(vid, "unknown", where, check or DEVICE_CHECK, seed, "error", "variant no longer in specs",
-                       f"recorded in {where}"))
+        where = f"{DEVICE_VALUES}:{number}"
+        log.add(Record(vid, "unknown", where, check, seed, "error", "variant no longer in specs", f"recorded in {where}"))
     for (number, rec), verdict in zip(known, replay_records(specs, [r for _, r in known], jobs)):
         if isinstance(verdict, str):  # a record this variant's draw cannot use: that record's error
-            v, where = specs.variants[rec["variant"]], f"{path.name}:{number}"
-            log.add(Record(v.id, v.family, v.file, rec.get("check") or DEVICE_CHECK, rec["seed"], "error",
+            v, where = specs.variants[rec["variant"]], f"{DEVICE_VALUES}:{number}"
+            log.add(Record(v.id, v.family, v.file, rec.get("check", DEVICE_CHECK), rec["seed"], "error",
                            f"{where}: {verdict}", f"{where}: the record cannot be replayed ({verdict}); the other "
                            "records replay"))
             continue
@@ -156,7 +152,7 @@ def _replay_device_values(log: RunLog, specs: Specs, lines: list, path: Path, jo
 def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out: Path, jobs: int) -> int:
     obs_dir = directory / "observations"
     files = observation_files(obs_dir)
-    device = list(read_device_values(obs_dir))
+    device = (obs_dir / DEVICE_VALUES).exists()
     if not files and not device:
         print(f"ptxconf replay: no observations under {obs_dir}", file=sys.stderr)
         return 2
@@ -172,7 +168,7 @@ def _replay(specs: Specs, directory: Path, junit: Path | None, quiet: bool, out:
     run_variants_of(specs)  # runnable variants derived from today's documents (e.g. tcgen05)
     for path in files:
         _replay_file(log, specs, read_observation(path))
-    _replay_device_values(log, specs, device, obs_dir / DEVICE_VALUES, jobs)
+    _replay_device_values(log, specs, obs_dir, jobs)
     log.write_junit()
     log.close()
     c = log.counts()
